@@ -1,0 +1,299 @@
+// Package agent runs pods: it merges the desired pods of its sources, keeps
+// one worker goroutine per pod UID, and publishes pod status.
+//
+// Data flow: sources -> Agent.setSource -> reconcile (start/kill workers)
+// -> podWorker loop: observe runtime state -> computePodActions (pure) ->
+// apply -> computePodStatus (pure) -> publish. A relister lists the runtime
+// once a period and wakes workers whose containers changed, and kills
+// sandboxes that no source wants (orphans, e.g. a manifest deleted while
+// skiff was down).
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	goruntime "runtime"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// Source delivers the complete set of desired pods of one origin (the
+// manifest directory, an HTTP URL ...). Run blocks until ctx is done and
+// calls sink, never concurrently, with the full set every time it changes,
+// and once after its initial listing.
+type Source interface {
+	Run(ctx context.Context, sink func([]*v1.Pod)) error
+}
+
+// Config wires an Agent. Runtime and NodeName are required.
+type Config struct {
+	NodeName   string
+	Runtime    runtime.Runtime
+	PodLogsDir string
+	// HostIPs are the node's IPs, for status.hostIP(s).
+	HostIPs []string
+	// DNS computes a pod's resolv.conf; nil leaves the runtime default.
+	DNS    func(*v1.Pod) (*runtime.DNSConfig, error)
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+	// RelistPeriod is how often the runtime is listed (default 1s).
+	RelistPeriod time.Duration
+	// ResyncPeriod is each worker's safety resync (default 10s).
+	ResyncPeriod time.Duration
+	// MaxParallelStarts bounds concurrent sandbox/container starts, so the
+	// first pods run early when many arrive at once (default max(2, CPUs)).
+	MaxParallelStarts int
+}
+
+// Agent runs pods. Create with New, then Run. Pods is safe for concurrent
+// use at any time.
+type Agent struct {
+	cfg        Config
+	log        *slog.Logger
+	clock      clock.WithTicker
+	startSlots chan struct{}
+	updated    chan struct{}
+
+	mu           sync.Mutex
+	sources      map[string][]*v1.Pod
+	sourcesReady bool
+	numSources   int
+	workers      map[types.UID]*podWorker
+	published    map[types.UID]*v1.Pod
+	runCtx       context.Context
+	wg           sync.WaitGroup
+}
+
+// New checks cfg and returns an Agent.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Runtime == nil || cfg.NodeName == "" {
+		return nil, errors.New("agent: Runtime and NodeName are required")
+	}
+	if cfg.PodLogsDir == "" {
+		cfg.PodLogsDir = podlogs.DefaultRoot
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RelistPeriod <= 0 {
+		cfg.RelistPeriod = time.Second
+	}
+	if cfg.ResyncPeriod <= 0 {
+		cfg.ResyncPeriod = 10 * time.Second
+	}
+	if cfg.MaxParallelStarts <= 0 {
+		cfg.MaxParallelStarts = max(2, goruntime.NumCPU())
+	}
+	return &Agent{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		clock:      cfg.Clock,
+		startSlots: make(chan struct{}, cfg.MaxParallelStarts),
+		updated:    make(chan struct{}, 1),
+		sources:    map[string][]*v1.Pod{},
+		workers:    map[types.UID]*podWorker{},
+		published:  map[types.UID]*v1.Pod{},
+	}, nil
+}
+
+// Run starts the sources, the relister and the pod workers, and blocks until
+// ctx is done. Cancelling ctx stops skiff, not the pods: containers keep
+// running and are adopted at the next start.
+func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
+	a.mu.Lock()
+	a.runCtx = ctx
+	a.numSources = len(sources)
+	a.mu.Unlock()
+	var wg sync.WaitGroup
+	for name, src := range sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := src.Run(ctx, func(pods []*v1.Pod) { a.setSource(name, pods) }); err != nil && ctx.Err() == nil {
+				a.log.Error("pod source stopped", "source", name, "err", err)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.relistLoop(ctx)
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			a.wg.Wait()
+			return nil
+		case <-a.updated:
+			a.reconcile(ctx)
+		}
+	}
+}
+
+// setSource records the full set of pods of one source.
+func (a *Agent) setSource(name string, pods []*v1.Pod) {
+	a.mu.Lock()
+	a.sources[name] = pods
+	a.mu.Unlock()
+	select {
+	case a.updated <- struct{}{}:
+	default:
+	}
+}
+
+// desired merges all sources; the first source (by name) wins a UID.
+func (a *Agent) desired() map[types.UID]*v1.Pod {
+	names := make([]string, 0, len(a.sources))
+	for n := range a.sources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := map[types.UID]*v1.Pod{}
+	for _, n := range names {
+		for _, p := range a.sources[n] {
+			if _, dup := out[p.UID]; !dup {
+				out[p.UID] = p
+			}
+		}
+	}
+	return out
+}
+
+// reconcile starts workers for new pods and kills pods no source wants.
+func (a *Agent) reconcile(ctx context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	want := a.desired()
+	for uid, w := range a.workers {
+		if _, ok := want[uid]; !ok {
+			w.kill(nil)
+		}
+	}
+	uids := make([]types.UID, 0, len(want))
+	for uid := range want {
+		uids = append(uids, uid)
+	}
+	sort.Slice(uids, func(i, j int) bool { return want[uids[i]].Name < want[uids[j]].Name })
+	for _, uid := range uids {
+		if _, ok := a.workers[uid]; !ok {
+			a.startWorkerLocked(ctx, want[uid], false)
+		}
+	}
+	if len(a.sources) >= a.numSources {
+		a.sourcesReady = true
+	}
+}
+
+// startWorkerLocked starts the worker of pod. A pod replacing another of the
+// same namespace/name (an edited static pod) waits until the old one has
+// terminated, as the kubelet does for static pods.
+func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool) *podWorker {
+	var waitFor []<-chan struct{}
+	for _, other := range a.workers {
+		if other.pod.Namespace == pod.Namespace && other.pod.Name == pod.Name {
+			waitFor = append(waitFor, other.done)
+		}
+	}
+	w := newPodWorker(a, pod, waitFor)
+	if orphan {
+		w.orphan = true
+		w.kill(nil)
+	}
+	a.workers[pod.UID] = w
+	if !orphan {
+		a.publishLocked(w.pendingPod())
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		w.run(ctx)
+	}()
+	return w
+}
+
+// workerDone forgets a worker whose pod is gone from the runtime.
+func (a *Agent) workerDone(w *podWorker) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.workers[w.uid] == w {
+		delete(a.workers, w.uid)
+		delete(a.published, w.uid)
+	}
+	select {
+	case a.updated <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Agent) publish(p *v1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.workers[p.UID]; ok {
+		a.publishLocked(p)
+	}
+}
+
+func (a *Agent) publishLocked(p *v1.Pod) { a.published[p.UID] = p }
+
+// Pods returns the pods this node runs, with status, sorted by namespace and
+// name. The returned objects are copies. Safe for concurrent use.
+func (a *Agent) Pods() []*v1.Pod {
+	a.mu.Lock()
+	out := make([]*v1.Pod, 0, len(a.published))
+	for _, p := range a.published {
+		out = append(out, p.DeepCopy())
+	}
+	a.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].UID < out[j].UID
+	})
+	return out
+}
+
+// Healthz reports whether the runtime answers.
+func (a *Agent) Healthz(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := a.cfg.Runtime.Version(ctx); err != nil {
+		return fmt.Errorf("container runtime: %w", err)
+	}
+	return nil
+}
+
+// WakeAll asks every worker to sync now (e.g. after images were imported).
+// Safe for concurrent use.
+func (a *Agent) WakeAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, w := range a.workers {
+		w.wake()
+	}
+}
+
+func (a *Agent) wakeUID(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w, ok := a.workers[uid]; ok {
+		w.wake()
+	}
+}

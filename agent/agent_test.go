@@ -1,0 +1,241 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/runtime/fake"
+)
+
+// chanSource is a Source whose pod sets the test pushes.
+type chanSource struct{ ch chan []*v1.Pod }
+
+func (s *chanSource) Run(ctx context.Context, sink func([]*v1.Pod)) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case pods := <-s.ch:
+			sink(pods)
+		}
+	}
+}
+
+type harness struct {
+	t      *testing.T
+	rt     *fake.Runtime
+	src    *chanSource
+	agent  *Agent
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startAgent(t *testing.T, rt *fake.Runtime) *harness {
+	t.Helper()
+	a, err := New(Config{
+		NodeName: "node", Runtime: rt, PodLogsDir: t.TempDir(), HostIPs: []string{"192.0.2.1"},
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RelistPeriod: 10 * time.Millisecond, ResyncPeriod: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, rt: rt, src: &chanSource{ch: make(chan []*v1.Pod, 1)}, agent: a, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		_ = a.Run(ctx, map[string]Source{"test": h.src})
+	}()
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) stop() {
+	h.cancel()
+	<-h.done
+}
+
+// eventually polls cond; the deadline only guards against hangs.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s; calls: %v", what, h.rt.Calls())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *harness) pod(uid string) *v1.Pod {
+	for _, p := range h.agent.Pods() {
+		if string(p.UID) == uid {
+			return p
+		}
+	}
+	return nil
+}
+
+func (h *harness) phase(uid string) v1.PodPhase {
+	if p := h.pod(uid); p != nil {
+		return p.Status.Phase
+	}
+	return ""
+}
+
+func newFakeRuntime() *fake.Runtime {
+	rt := fake.New(time.Now)
+	rt.AddImage("img")
+	return rt
+}
+
+func TestAgentRunsInitThenApp_A24(t *testing.T) {
+	rt := newFakeRuntime()
+	h := startAgent(t, rt)
+	pod := testPod("Always", []string{"init"}, "app")
+	h.src.ch <- []*v1.Pod{pod}
+	h.eventually("init container running", func() bool {
+		c, ok := rt.ContainerByName("uid1", "init")
+		return ok && c.State == runtime.ContainerRunning
+	})
+	if _, ok := rt.ContainerByName("uid1", "app"); ok {
+		t.Fatal("app container created while init container runs")
+	}
+	c, _ := rt.ContainerByName("uid1", "init")
+	rt.Exit(c.ID, 0)
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	p := h.pod("uid1")
+	if p.Status.PodIP == "" || p.Status.HostIP != "192.0.2.1" {
+		t.Errorf("podIP %q hostIP %q", p.Status.PodIP, p.Status.HostIP)
+	}
+}
+
+func TestAgentRestartAdoptsContainers(t *testing.T) {
+	rt := newFakeRuntime()
+	h := startAgent(t, rt)
+	pod := testPod("Always", nil, "app")
+	h.src.ch <- []*v1.Pod{pod}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	before := len(rt.Calls())
+	h.stop()
+
+	h2 := startAgent(t, rt)
+	h2.src.ch <- []*v1.Pod{pod}
+	h2.eventually("pod Running after restart", func() bool { return h2.phase("uid1") == v1.PodRunning })
+	time.Sleep(50 * time.Millisecond) // a few relists and resyncs
+	for _, c := range rt.Calls()[before:] {
+		if !strings.HasPrefix(c, "ExecSync") {
+			t.Errorf("agent restart changed the runtime: %s", c)
+		}
+	}
+}
+
+func TestAgentKillsOrphansAfterSourcesSync(t *testing.T) {
+	rt := newFakeRuntime()
+	h := startAgent(t, rt)
+	h.src.ch <- []*v1.Pod{testPod("Always", nil, "app")}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	h.stop()
+
+	h2 := startAgent(t, rt)
+	h2.src.ch <- []*v1.Pod{} // the manifest vanished while skiff was down
+	h2.eventually("orphan removed", func() bool {
+		_, ok := rt.ContainerByName("uid1", "app")
+		return !ok
+	})
+}
+
+func TestAgentTerminatesRemovedPod_A42(t *testing.T) {
+	rt := newFakeRuntime()
+	h := startAgent(t, rt)
+	h.src.ch <- []*v1.Pod{testPod("Always", nil, "app")}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	h.src.ch <- nil
+	h.eventually("pod gone", func() bool { return h.pod("uid1") == nil })
+	calls := strings.Join(rt.Calls(), "\n")
+	for _, want := range []string{"StopContainer app", "RemoveContainer app", "StopSandbox", "RemoveSandbox"} {
+		if !strings.Contains(calls, want) {
+			t.Errorf("missing %q in calls:\n%s", want, calls)
+		}
+	}
+	if strings.Index(calls, "StopContainer app") > strings.Index(calls, "StopSandbox") {
+		t.Errorf("sandbox stopped before its containers:\n%s", calls)
+	}
+}
+
+func TestAgentReplacementWaitsForOldPod(t *testing.T) {
+	rt := newFakeRuntime()
+	h := startAgent(t, rt)
+	old := testPod("Always", nil, "app")
+	h.src.ch <- []*v1.Pod{old}
+	h.eventually("old pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	repl := testPod("Always", nil, "app")
+	repl.UID = "uid2"
+	h.src.ch <- []*v1.Pod{repl}
+	h.eventually("new pod Running", func() bool { return h.phase("uid2") == v1.PodRunning })
+	if h.pod("uid1") != nil {
+		t.Error("old pod still listed")
+	}
+	calls := rt.Calls()
+	var lastRemove, firstNewSandbox int
+	var runSandboxes int
+	for i, c := range calls {
+		if strings.HasPrefix(c, "RemoveSandbox") {
+			lastRemove = i
+		}
+		if strings.HasPrefix(c, "RunSandbox") {
+			runSandboxes++
+			if runSandboxes == 2 {
+				firstNewSandbox = i
+			}
+		}
+	}
+	if firstNewSandbox < lastRemove {
+		t.Errorf("replacement started before the old pod was removed: %v", calls)
+	}
+}
+
+func TestAgentNeverPullMissingImage_A11(t *testing.T) {
+	rt := newFakeRuntime()
+	h := startAgent(t, rt)
+	pod := testPod("Always", nil, "app")
+	pod.Spec.Containers[0].Image = "missing:1"
+	pod.Spec.Containers[0].ImagePullPolicy = v1.PullNever
+	h.src.ch <- []*v1.Pod{pod}
+	h.eventually("ErrImageNeverPull", func() bool {
+		p := h.pod("uid1")
+		if p == nil || len(p.Status.ContainerStatuses) == 0 {
+			return false
+		}
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "ErrImageNeverPull" && strings.Contains(w.Message, `"missing:1"`)
+	})
+}
+
+func TestAgentPodsIsSafeForConcurrentUse(t *testing.T) {
+	rt := newFakeRuntime()
+	h := startAgent(t, rt)
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 100; j++ {
+				for _, p := range h.agent.Pods() {
+					p.Status.Phase = "mutated"
+				}
+			}
+		}()
+	}
+	h.src.ch <- []*v1.Pod{testPod("Always", nil, "app")}
+	wg.Wait()
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+}

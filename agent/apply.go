@@ -1,0 +1,246 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// cleanupTimeout bounds rollbacks that run after the caller's ctx ended.
+const cleanupTimeout = 30 * time.Second
+
+// apply executes one plan step. It reports whether it changed the runtime
+// (so the worker syncs again at once) and, on failure, when to retry.
+func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (progressed bool, retry time.Duration) {
+	switch {
+	case acts.Terminal:
+		if acts.StopSandbox {
+			if err := w.a.cfg.Runtime.StopSandbox(ctx, st.sandbox().ID); err != nil {
+				w.log.Warn("stopping sandbox of finished pod", "err", err)
+				return false, 2 * time.Second
+			}
+			w.log.Info("pod finished", "phase", terminalPhase(w.pod, st.latestIn(st.sandbox().ID)))
+			return true, 0
+		}
+		return false, 0
+	case acts.CreateSandbox:
+		if err := w.createSandbox(ctx, st, acts.SandboxAttempt); err != nil {
+			w.log.Warn("creating sandbox", "err", err)
+			return false, 2 * time.Second
+		}
+		return true, 0
+	}
+	for _, c := range acts.Kill {
+		if err := w.stopAndRemove(ctx, c, time.Duration(*w.graceSeconds(nil))*time.Second); err != nil {
+			w.log.Warn("removing container", "container", c.Name, "err", err)
+			return false, 2 * time.Second
+		}
+		progressed = true
+	}
+	if acts.StartInit >= 0 {
+		if !w.startContainer(ctx, st, &w.pod.Spec.InitContainers[acts.StartInit], true) {
+			return progressed, w.retryDelay()
+		}
+		progressed = true
+	}
+	for _, i := range acts.StartApp {
+		if !w.startContainer(ctx, st, &w.pod.Spec.Containers[i], false) {
+			retry = w.retryDelay()
+			continue
+		}
+		progressed = true
+	}
+	return progressed, retry
+}
+
+func (w *podWorker) retryDelay() time.Duration { return 5 * time.Second }
+
+// acquireStart takes a start slot; release it when done.
+func (w *podWorker) acquireStart(ctx context.Context) (release func(), err error) {
+	select {
+	case w.a.startSlots <- struct{}{}:
+		return func() { <-w.a.startSlots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// createSandbox kills whatever the pod still has, then runs a new sandbox.
+func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uint32) error {
+	if err := w.killAll(ctx, st, time.Duration(*w.graceSeconds(nil))*time.Second); err != nil {
+		return fmt.Errorf("clean up old sandbox: %w", err)
+	}
+	spec, err := w.a.sandboxSpec(w.pod, attempt)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(spec.LogDirectory, 0o755); err != nil {
+		return fmt.Errorf("pod log directory: %w", err)
+	}
+	release, err := w.acquireStart(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	id, err := w.a.cfg.Runtime.RunSandbox(ctx, spec)
+	if err != nil {
+		return fmt.Errorf("run sandbox: %w", err)
+	}
+	w.log.Info("sandbox started", "sandbox", id, "attempt", attempt)
+	return nil
+}
+
+// startContainer ensures the image, then creates and starts one container.
+// Problems become the container's Waiting reason; it reports success.
+func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Container, init bool) bool {
+	now := w.a.clock.Now()
+	key := restartBackoffKey(c.Name)
+	attempt := st.nextAttempt(c.Name)
+	image, err := ensureImage(ctx, w.a.cfg.Runtime, c)
+	if err != nil {
+		w.setImageWaiting(c.Name, err)
+		return false
+	}
+	if err := w.createAndStart(ctx, st, c, attempt, image, init); err != nil {
+		w.log.Warn("starting container", "container", c.Name, "err", err)
+		w.waiting[c.Name] = waitingState{Reason: "RunContainerError", Message: err.Error()}
+		return false
+	}
+	if attempt > 0 {
+		w.backoff.next(key, now)
+	}
+	delete(w.waiting, c.Name)
+	w.pruneOld(ctx, st, c.Name, attempt)
+	w.log.Info("container started", "container", c.Name, "attempt", attempt, "init", init)
+	return true
+}
+
+func (w *podWorker) setImageWaiting(name string, err error) {
+	var ie *imageError
+	if errors.As(err, &ie) {
+		w.waiting[name] = waitingState{Reason: ie.Reason, Message: ie.Message}
+		w.log.Warn("image not available", "container", name, "reason", ie.Reason, "err", ie.Message)
+		return
+	}
+	w.waiting[name] = waitingState{Reason: "ErrImagePull", Message: err.Error()}
+	w.log.Warn("image check failed", "container", name, "err", err)
+}
+
+// createAndStart creates the container and starts it; a container that does
+// not start is removed again (rollback under a fresh bounded context).
+func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Container, attempt uint32, image string, init bool) (retErr error) {
+	rt := w.a.cfg.Runtime
+	sb := st.sandbox()
+	sbSpec, err := w.a.sandboxSpec(w.pod, sb.Attempt)
+	if err != nil {
+		return err
+	}
+	hostIP := ""
+	if len(w.a.cfg.HostIPs) > 0 {
+		hostIP = w.a.cfg.HostIPs[0]
+	}
+	spec, err := containerSpec(w.pod, c, attempt, image, sb, hostIP, init)
+	if err != nil {
+		return fmt.Errorf("container %q: %w", c.Name, err)
+	}
+	if err := os.MkdirAll(filepath.Join(sbSpec.LogDirectory, c.Name), 0o755); err != nil {
+		return fmt.Errorf("container log directory: %w", err)
+	}
+	release, err := w.acquireStart(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	id, err := rt.CreateContainer(ctx, sb.ID, spec, sbSpec)
+	if err != nil {
+		return fmt.Errorf("create container: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			_ = rt.RemoveContainer(cctx, id)
+		}
+	}()
+	if err := rt.StartContainer(ctx, id); err != nil {
+		return fmt.Errorf("start container: %w", err)
+	}
+	return nil
+}
+
+// pruneOld removes dead containers of name older than the previous attempt
+// (kept for lastState and `logs --previous`), and their log files.
+func (w *podWorker) pruneOld(ctx context.Context, st *podState, name string, attempt uint32) {
+	for _, old := range st.history(name) {
+		if old.Attempt+1 >= attempt || old.State == runtime.ContainerRunning {
+			continue
+		}
+		if err := w.a.cfg.Runtime.RemoveContainer(ctx, old.ID); err != nil {
+			w.log.Warn("removing old container", "container", name, "id", old.ID, "err", err)
+			continue
+		}
+		dir := podlogs.PodDir(w.a.cfg.PodLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
+		_ = os.Remove(podlogs.ContainerLogPath(dir, name, int(old.Attempt)))
+	}
+}
+
+// stopAndRemove stops c with grace and removes it.
+func (w *podWorker) stopAndRemove(ctx context.Context, c *runtime.ContainerStatus, grace time.Duration) error {
+	rt := w.a.cfg.Runtime
+	if c.State == runtime.ContainerRunning || c.State == runtime.ContainerCreated {
+		if err := rt.StopContainer(ctx, c.ID, grace); err != nil {
+			return fmt.Errorf("stop container %s: %w", c.Name, err)
+		}
+	}
+	if err := rt.RemoveContainer(ctx, c.ID); err != nil {
+		return fmt.Errorf("remove container %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// killAll stops every container of the pod in parallel with the grace
+// period, then stops and removes the sandboxes and the containers (A.42).
+func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Duration) error {
+	rt := w.a.cfg.Runtime
+	var wg sync.WaitGroup
+	errs := make([]error, len(st.Containers))
+	for i, c := range st.Containers {
+		if c.State != runtime.ContainerRunning {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := rt.StopContainer(ctx, c.ID, grace); err != nil {
+				errs[i] = fmt.Errorf("stop container %s: %w", c.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, c := range st.Containers {
+		if err := rt.RemoveContainer(ctx, c.ID); err != nil {
+			return fmt.Errorf("remove container %s: %w", c.Name, err)
+		}
+	}
+	for _, sb := range st.Sandboxes {
+		if err := rt.StopSandbox(ctx, sb.ID); err != nil {
+			return fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
+		}
+		if err := rt.RemoveSandbox(ctx, sb.ID); err != nil {
+			return fmt.Errorf("remove sandbox %s: %w", sb.ID, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// imageError is a container's image problem, shown as its Waiting reason.
+type imageError struct {
+	Reason, Message string
+	Err             error
+}
+
+func (e *imageError) Error() string { return e.Message }
+func (e *imageError) Unwrap() error { return e.Err }
+
+// ensureImage makes c's image present per its imagePullPolicy and returns
+// the image ID to run. Image archives were imported at start, so the common
+// air-gapped case is a present image.
+func ensureImage(ctx context.Context, rt runtime.Images, c *v1.Container) (string, error) {
+	img, err := rt.ImageStatus(ctx, c.Image)
+	present := err == nil
+	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		return "", fmt.Errorf("image status %s: %w", c.Image, err)
+	}
+	switch {
+	case c.ImagePullPolicy == v1.PullNever && !present:
+		return "", &imageError{
+			Reason:  "ErrImageNeverPull",
+			Message: fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image),
+			Err:     runtime.ErrNotFound,
+		}
+	case present && c.ImagePullPolicy != v1.PullAlways:
+		return img.ID, nil
+	}
+	id, err := rt.PullImage(ctx, c.Image)
+	if err != nil {
+		return "", &imageError{
+			Reason:  "ErrImagePull",
+			Message: fmt.Sprintf("failed to pull image %q: %v", c.Image, err),
+			Err:     err,
+		}
+	}
+	return id, nil
+}

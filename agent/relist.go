@@ -1,0 +1,106 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// relistLoop lists all of skiff's sandboxes and containers every
+// RelistPeriod (one pair of CRI calls however many pods), wakes the workers
+// of pods whose runtime state changed, and kills orphans.
+func (a *Agent) relistLoop(ctx context.Context) {
+	t := a.clock.NewTicker(a.cfg.RelistPeriod)
+	defer t.Stop()
+	prev := map[types.UID]string{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		cur, sandboxes, err := a.relist(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				a.log.Warn("relist failed", "err", err)
+			}
+			continue
+		}
+		for uid, fp := range cur {
+			if prev[uid] != fp {
+				a.wakeUID(uid)
+			}
+		}
+		prev = cur
+		a.killOrphans(ctx, sandboxes)
+	}
+}
+
+// relist returns a fingerprint of each pod's runtime state, and one
+// sandbox per pod UID.
+func (a *Agent) relist(ctx context.Context) (map[types.UID]string, map[types.UID]*runtime.Sandbox, error) {
+	rt := a.cfg.Runtime
+	sbs, err := rt.ListSandboxes(ctx, managedSelector())
+	if err != nil {
+		return nil, nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	cs, err := rt.ListContainers(ctx, runtime.ContainerFilter{Labels: managedSelector()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list containers: %w", err)
+	}
+	parts := map[types.UID][]string{}
+	bySB := map[types.UID]*runtime.Sandbox{}
+	for _, sb := range sbs {
+		uid := types.UID(sb.Labels[labelPodUID])
+		parts[uid] = append(parts[uid], "s"+sb.ID+sb.State.String())
+		bySB[uid] = sb
+	}
+	for _, c := range cs {
+		uid := types.UID(c.Labels[labelPodUID])
+		parts[uid] = append(parts[uid], "c"+c.ID+c.State.String())
+	}
+	out := make(map[types.UID]string, len(parts))
+	for uid, p := range parts {
+		sort.Strings(p)
+		out[uid] = strings.Join(p, ",")
+	}
+	return out, bySB, nil
+}
+
+// killOrphans terminates pods that have sandboxes but that no source wants,
+// once every source has delivered its first full list.
+func (a *Agent) killOrphans(ctx context.Context, sandboxes map[types.UID]*runtime.Sandbox) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.sourcesReady {
+		return
+	}
+	for uid, sb := range sandboxes {
+		if _, ok := a.workers[uid]; ok || uid == "" {
+			continue
+		}
+		pod := orphanPod(sb)
+		a.log.Info("terminating pod that no source wants", "pod", pod.Namespace+"/"+pod.Name, "uid", uid)
+		a.startWorkerLocked(ctx, pod, true)
+	}
+}
+
+// orphanPod rebuilds enough of a pod from its sandbox to terminate it with
+// the grace period it was created with.
+func orphanPod(sb *runtime.Sandbox) *v1.Pod {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: sb.Name, Namespace: sb.Namespace, UID: types.UID(sb.Labels[labelPodUID]),
+	}}
+	if g, err := strconv.ParseInt(sb.Annotations[annotationGracePeriod], 10, 64); err == nil {
+		pod.Spec.TerminationGracePeriodSeconds = &g
+	}
+	return pod
+}

@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"fmt"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// sandboxSpec builds the runtime's sandbox spec for pod.
+func (a *Agent) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxSpec, error) {
+	spec := &runtime.SandboxSpec{
+		Name:         pod.Name,
+		Namespace:    pod.Namespace,
+		UID:          string(pod.UID),
+		Attempt:      attempt,
+		Hostname:     podHostname(pod),
+		LogDirectory: podlogs.PodDir(a.cfg.PodLogsDir, pod.Namespace, pod.Name, string(pod.UID)),
+		HostNetwork:  pod.Spec.HostNetwork,
+		Labels:       sandboxLabels(pod),
+		Annotations:  sandboxAnnotations(pod),
+		Privileged:   anyPrivileged(pod),
+	}
+	if a.cfg.DNS != nil {
+		dns, err := a.cfg.DNS(pod)
+		if err != nil {
+			return nil, fmt.Errorf("pod DNS config: %w", err)
+		}
+		spec.DNS = dns
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			spec.PortMappings = append(spec.PortMappings, runtime.PortMapping{
+				Protocol: string(p.Protocol), ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIP: p.HostIP,
+			})
+		}
+	}
+	return spec, nil
+}
+
+// podHostname is spec.hostname or the pod name, cut to a DNS label.
+func podHostname(pod *v1.Pod) string {
+	h := pod.Name
+	if pod.Spec.Hostname != "" {
+		h = pod.Spec.Hostname
+	}
+	if len(h) > 63 {
+		h = h[:63]
+	}
+	return h
+}
+
+func anyPrivileged(pod *v1.Pod) bool {
+	for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			return true
+		}
+	}
+	return false
+}
+
+// containerSpec builds the runtime's container spec for c.
+func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, sb *runtime.SandboxStatus, hostIP string, init bool) (*runtime.ContainerSpec, error) {
+	env, err := containerEnv(pod, c, sb, hostIP)
+	if err != nil {
+		return nil, err
+	}
+	spec := &runtime.ContainerSpec{
+		Name:       c.Name,
+		Attempt:    attempt,
+		Image:      image,
+		Command:    c.Command,
+		Args:       c.Args,
+		WorkingDir: c.WorkingDir,
+		Env:        env,
+		LogPath:    podlogs.ContainerLogRel(c.Name, int(attempt)),
+		Labels:     containerLabels(pod, c.Name),
+		Annotations: map[string]string{
+			annotationRestartCount: strconv.FormatUint(uint64(attempt), 10),
+			annotationInit:         strconv.FormatBool(init),
+		},
+		Stdin:     c.Stdin,
+		TTY:       c.TTY,
+		Resources: containerResources(c),
+	}
+	if sc := c.SecurityContext; sc != nil {
+		spec.Privileged = sc.Privileged != nil && *sc.Privileged
+		spec.RunAsUser, spec.RunAsGroup = sc.RunAsUser, sc.RunAsGroup
+	}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if spec.RunAsUser == nil {
+			spec.RunAsUser = psc.RunAsUser
+		}
+		if spec.RunAsGroup == nil {
+			spec.RunAsGroup = psc.RunAsGroup
+		}
+	}
+	return spec, nil
+}
+
+// containerEnv resolves env values, including the downward-API field refs
+// skiff supports.
+func containerEnv(pod *v1.Pod, c *v1.Container, sb *runtime.SandboxStatus, hostIP string) ([]runtime.KeyValue, error) {
+	var out []runtime.KeyValue
+	for i, e := range c.Env {
+		v := e.Value
+		if e.ValueFrom != nil {
+			if e.ValueFrom.FieldRef == nil {
+				return nil, fmt.Errorf("env[%d].valueFrom: only fieldRef is supported", i)
+			}
+			var err error
+			if v, err = fieldValue(pod, e.ValueFrom.FieldRef.FieldPath, sb, hostIP); err != nil {
+				return nil, fmt.Errorf("env[%d].valueFrom.fieldRef: %w", i, err)
+			}
+		}
+		out = append(out, runtime.KeyValue{Key: e.Name, Value: v})
+	}
+	return out, nil
+}
+
+func fieldValue(pod *v1.Pod, path string, sb *runtime.SandboxStatus, hostIP string) (string, error) {
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "status.hostIP":
+		return hostIP, nil
+	case "status.podIP":
+		if pod.Spec.HostNetwork || sb == nil {
+			return hostIP, nil
+		}
+		return sb.IP, nil
+	}
+	return "", fmt.Errorf("unsupported fieldPath %q", path)
+}
+
+// containerResources converts requests/limits as the kubelet does for
+// cgroupfs: cpu shares from requests, CFS quota from limits.
+func containerResources(c *v1.Container) *runtime.Resources {
+	r := &runtime.Resources{CPUShares: cpuShares(c.Resources.Requests.Cpu())}
+	if lim, ok := c.Resources.Limits[v1.ResourceCPU]; ok && !lim.IsZero() {
+		r.CPUPeriod = 100000
+		r.CPUQuota = max(lim.MilliValue()*r.CPUPeriod/1000, 1000)
+	}
+	if lim, ok := c.Resources.Limits[v1.ResourceMemory]; ok && !lim.IsZero() {
+		r.MemoryLimit = lim.Value()
+	}
+	return r
+}
+
+// cpuShares maps milli-CPUs to cgroup v1 shares (minimum 2).
+func cpuShares(req *resource.Quantity) int64 {
+	if req == nil || req.IsZero() {
+		return 2
+	}
+	return max(req.MilliValue()*1024/1000, 2)
+}

@@ -1,0 +1,352 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// statusInput is everything computePodStatus looks at.
+type statusInput struct {
+	Pod   *v1.Pod
+	State *podState
+	// Waiting overrides the Waiting reason of containers that are not
+	// running (image errors, back-off).
+	Waiting  map[string]waitingState
+	Previous *v1.PodStatus
+	HostIPs  []string
+	// StartTime is when the agent first took the pod on.
+	StartTime time.Time
+	Now       time.Time
+}
+
+// computePodStatus derives the v1.PodStatus from the runtime state (pure).
+func computePodStatus(in statusInput) v1.PodStatus {
+	pod := in.Pod
+	sb := in.State.sandbox()
+	var latest map[string]*runtime.ContainerStatus
+	if sb != nil {
+		latest = in.State.latestIn(sb.ID)
+	}
+	s := v1.PodStatus{QOSClass: qosClass(pod)}
+	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, in, latest, true)
+	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, in, latest, false)
+	initialized := initDone(pod, latest)
+	s.Phase = podPhase(pod, latest, s.ContainerStatuses, initialized)
+	if !initialized && s.Phase == v1.PodRunning {
+		s.Phase = v1.PodPending
+	}
+	s.Conditions = podConditions(pod, sb, &s, initialized, in.Previous, in.Now)
+	if len(in.HostIPs) > 0 {
+		s.HostIP = in.HostIPs[0]
+		for _, ip := range in.HostIPs {
+			s.HostIPs = append(s.HostIPs, v1.HostIP{IP: ip})
+		}
+	}
+	if sb != nil {
+		ip := sb.IP
+		if pod.Spec.HostNetwork {
+			ip = s.HostIP
+		}
+		if ip != "" {
+			s.PodIP = ip
+			s.PodIPs = []v1.PodIP{{IP: ip}}
+			for _, extra := range sb.AdditionalIPs {
+				s.PodIPs = append(s.PodIPs, v1.PodIP{IP: extra})
+			}
+		}
+	}
+	if !in.StartTime.IsZero() {
+		t := metav1.NewTime(in.StartTime)
+		s.StartTime = &t
+	}
+	return s
+}
+
+// initDone reports whether all init containers exited 0 in the current
+// sandbox (A.20).
+func initDone(pod *v1.Pod, latest map[string]*runtime.ContainerStatus) bool {
+	for _, c := range pod.Spec.InitContainers {
+		cs := latest[c.Name]
+		if cs == nil || cs.State != runtime.ContainerExited || cs.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func containerStatuses(specs []v1.Container, in statusInput, latest map[string]*runtime.ContainerStatus, init bool) []v1.ContainerStatus {
+	if len(specs) == 0 {
+		return nil
+	}
+	out := make([]v1.ContainerStatus, 0, len(specs))
+	for _, c := range specs {
+		out = append(out, containerStatus(c, in, latest[c.Name], init))
+	}
+	return out
+}
+
+func containerStatus(c v1.Container, in statusInput, cs *runtime.ContainerStatus, init bool) v1.ContainerStatus {
+	st := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	hist := in.State.history(c.Name)
+	if len(hist) > 0 {
+		st.RestartCount = int32(hist[0].Attempt)
+	}
+	if cs == nil {
+		st.State.Waiting = defaultWaiting(in, init)
+		if w, ok := in.Waiting[c.Name]; ok {
+			st.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+		}
+		if len(hist) > 0 {
+			st.LastTerminationState = terminatedState(hist[0])
+		}
+		return st
+	}
+	st.ContainerID = "containerd://" + cs.ID
+	st.ImageID = cs.ImageRef
+	st.State = containerState(cs)
+	if len(hist) > 1 && hist[0] == cs {
+		st.LastTerminationState = terminatedState(hist[1])
+	}
+	if w, ok := in.Waiting[c.Name]; ok && cs.State == runtime.ContainerExited {
+		// Exited and held back: Waiting now, the run that ended is lastState.
+		st.LastTerminationState = st.State
+		st.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
+	}
+	running := cs.State == runtime.ContainerRunning
+	st.Started = &running
+	// No readiness probes yet: a running container is ready.
+	st.Ready = running || (init && cs.State == runtime.ContainerExited && cs.ExitCode == 0)
+	return st
+}
+
+func defaultWaiting(in statusInput, init bool) *v1.ContainerStateWaiting {
+	sb := in.State.sandbox()
+	if init || sb == nil || sb.State != runtime.SandboxReady {
+		if !init && len(in.Pod.Spec.InitContainers) > 0 {
+			return &v1.ContainerStateWaiting{Reason: "PodInitializing"}
+		}
+		if init {
+			return &v1.ContainerStateWaiting{Reason: "PodInitializing"}
+		}
+		return &v1.ContainerStateWaiting{Reason: "ContainerCreating"}
+	}
+	if len(in.Pod.Spec.InitContainers) > 0 && !initDone(in.Pod, in.State.latestIn(sb.ID)) {
+		return &v1.ContainerStateWaiting{Reason: "PodInitializing"}
+	}
+	return &v1.ContainerStateWaiting{Reason: "ContainerCreating"}
+}
+
+func containerState(cs *runtime.ContainerStatus) v1.ContainerState {
+	switch cs.State {
+	case runtime.ContainerRunning:
+		return v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cs.StartedAt)}}
+	case runtime.ContainerExited:
+		return terminatedState(cs)
+	default:
+		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	}
+}
+
+func terminatedState(cs *runtime.ContainerStatus) v1.ContainerState {
+	if cs.State != runtime.ContainerExited {
+		return v1.ContainerState{}
+	}
+	reason := cs.Reason
+	if reason == "" {
+		reason = "Completed"
+		if cs.ExitCode != 0 {
+			reason = "Error"
+		}
+	}
+	return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+		ExitCode:    cs.ExitCode,
+		Reason:      reason,
+		Message:     cs.Message,
+		StartedAt:   metav1.NewTime(cs.StartedAt),
+		FinishedAt:  metav1.NewTime(cs.FinishedAt),
+		ContainerID: "containerd://" + cs.ID,
+	}}
+}
+
+// podPhase follows the kubelet's getPhase (A.5).
+func podPhase(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, app []v1.ContainerStatus, initialized bool) v1.PodPhase {
+	if p := terminalPhase(pod, latest); p != "" {
+		return p
+	}
+	if !initialized {
+		return v1.PodPending
+	}
+	var running, waiting, stopped, succeeded int
+	for _, cs := range app {
+		switch {
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			stopped++
+		default:
+			waiting++
+		}
+	}
+	switch {
+	case waiting > 0:
+		return v1.PodPending
+	case running > 0:
+		return v1.PodRunning
+	case stopped > 0:
+		// Not terminal (checked above): restarts are still coming.
+		return v1.PodRunning
+	default:
+		return v1.PodPending
+	}
+}
+
+// podConditions computes the kubelet-managed conditions (A.16, A.17,
+// A.19-A.22), keeping lastTransitionTime while a condition's status holds.
+func podConditions(pod *v1.Pod, sb *runtime.SandboxStatus, s *v1.PodStatus, initialized bool, prev *v1.PodStatus, now time.Time) []v1.PodCondition {
+	terminal := s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed
+	var conds []v1.PodCondition
+	add := func(t v1.PodConditionType, ok bool, reason, msg string) {
+		c := v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason, Message: msg}
+		if ok {
+			c = v1.PodCondition{Type: t, Status: v1.ConditionTrue}
+		}
+		c.LastTransitionTime = transitionTime(prev, t, c.Status, now)
+		conds = append(conds, c)
+	}
+	add(v1.PodReadyToStartContainers, sb != nil && sb.State == runtime.SandboxReady, "", "")
+	add(v1.PodInitialized, initialized || terminalInitDone(pod, s), "ContainersNotInitialized",
+		incomplete("containers with incomplete status", s.InitContainerStatuses, func(cs v1.ContainerStatus) bool {
+			return cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		}))
+	unready := incomplete("containers with unready status", s.ContainerStatuses, func(cs v1.ContainerStatus) bool { return cs.Ready })
+	containersReady := unready == "" && !terminal
+	ready, readyReason, readyMsg := containersReady, "ContainersNotReady", unready
+	if terminal {
+		unready, readyReason, readyMsg = "", "PodCompleted", ""
+	}
+	if containersReady {
+		if missing := unmetGates(pod, prev); len(missing) > 0 {
+			ready, readyReason = false, "ReadinessGatesNotReady"
+			readyMsg = "corresponding condition of pod readiness gate " + strings.Join(missing, ", ") + " does not exist or is not True"
+		}
+	}
+	ctrReason := "ContainersNotReady"
+	if terminal {
+		ctrReason = "PodCompleted"
+	}
+	add(v1.ContainersReady, containersReady, ctrReason, unready)
+	add(v1.PodReady, ready, readyReason, readyMsg)
+	add(v1.PodScheduled, true, "", "")
+	return append(conds, externalConditions(pod, prev)...)
+}
+
+// terminalInitDone: a pod that completed after its init containers keeps
+// Initialized=True.
+func terminalInitDone(pod *v1.Pod, s *v1.PodStatus) bool {
+	for _, cs := range s.InitContainerStatuses {
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			return false
+		}
+	}
+	return len(pod.Spec.InitContainers) > 0 && s.Phase != v1.PodPending
+}
+
+func incomplete(what string, sts []v1.ContainerStatus, ok func(v1.ContainerStatus) bool) string {
+	var names []string
+	for _, cs := range sts {
+		if !ok(cs) {
+			names = append(names, cs.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: [%s]", what, strings.Join(names, " "))
+}
+
+// unmetGates lists readiness gates whose condition is not True (A.21, A.22).
+func unmetGates(pod *v1.Pod, prev *v1.PodStatus) []string {
+	var missing []string
+	for _, g := range pod.Spec.ReadinessGates {
+		if c := findCondition(prev, g.ConditionType); c == nil || c.Status != v1.ConditionTrue {
+			missing = append(missing, string(g.ConditionType))
+		}
+	}
+	return missing
+}
+
+// externalConditions preserves conditions skiff does not own (A.23).
+func externalConditions(pod *v1.Pod, prev *v1.PodStatus) []v1.PodCondition {
+	if prev == nil {
+		return nil
+	}
+	owned := map[v1.PodConditionType]bool{
+		v1.PodReadyToStartContainers: true, v1.PodInitialized: true, v1.ContainersReady: true,
+		v1.PodReady: true, v1.PodScheduled: true,
+	}
+	var out []v1.PodCondition
+	for _, c := range prev.Conditions {
+		if !owned[c.Type] {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	return out
+}
+
+func findCondition(s *v1.PodStatus, t v1.PodConditionType) *v1.PodCondition {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func transitionTime(prev *v1.PodStatus, t v1.PodConditionType, status v1.ConditionStatus, now time.Time) metav1.Time {
+	if c := findCondition(prev, t); c != nil && c.Status == status {
+		return c.LastTransitionTime
+	}
+	return metav1.NewTime(now.Truncate(time.Second))
+}
+
+// qosClass computes the pod's QoS class as upstream does for cpu and memory.
+func qosClass(pod *v1.Pod) v1.PodQOSClass {
+	all := append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
+	anySet, guaranteed := false, true
+	for _, c := range all {
+		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			req, hasReq := c.Resources.Requests[r]
+			lim, hasLim := c.Resources.Limits[r]
+			if (hasReq && !req.IsZero()) || (hasLim && !lim.IsZero()) {
+				anySet = true
+			}
+			if !hasLim || lim.IsZero() || (hasReq && req.Cmp(lim) != 0) {
+				guaranteed = false
+			}
+		}
+	}
+	switch {
+	case !anySet:
+		return v1.PodQOSBestEffort
+	case guaranteed:
+		return v1.PodQOSGuaranteed
+	default:
+		return v1.PodQOSBurstable
+	}
+}

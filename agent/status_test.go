@@ -1,0 +1,191 @@
+package agent
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func cond(s v1.PodStatus, t v1.PodConditionType) v1.ConditionStatus {
+	for _, c := range s.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return "missing"
+}
+
+func TestComputePodStatus(t *testing.T) {
+	now := t0.Add(time.Minute)
+	tests := []struct {
+		name       string
+		pod        *v1.Pod
+		st         *podState
+		waiting    map[string]waitingState
+		phase      v1.PodPhase
+		initReason string // waiting reason of the first init container
+		appReason  string // waiting reason of the first app container
+		appState   string // running | terminated | waiting
+		conds      map[v1.PodConditionType]v1.ConditionStatus
+	}{
+		{
+			name: "no sandbox yet: Pending, ContainerCreating (A.5)", pod: testPod("Always", nil, "a"), st: state(nil),
+			phase: v1.PodPending, appReason: "ContainerCreating", appState: "waiting",
+			conds: map[v1.PodConditionType]v1.ConditionStatus{v1.PodReadyToStartContainers: "False", v1.PodInitialized: "True", v1.PodScheduled: "True", v1.PodReady: "False"},
+		},
+		{
+			name: "initializing: PodInitializing for app and pending inits (A.10, A.20)", pod: testPod("Always", []string{"i1", "i2"}, "a"),
+			st:    state(sandboxReady(0), running("i1", 0)),
+			phase: v1.PodPending, appReason: "PodInitializing", appState: "waiting",
+			conds: map[v1.PodConditionType]v1.ConditionStatus{v1.PodReadyToStartContainers: "True", v1.PodInitialized: "False", v1.ContainersReady: "False"},
+		},
+		{
+			name: "running: Ready (A.17)", pod: testPod("Always", []string{"i1"}, "a"),
+			st:    state(sandboxReady(0), exited("i1", 0, 0, t0), running("a", 0)),
+			phase: v1.PodRunning, appState: "running",
+			conds: map[v1.PodConditionType]v1.ConditionStatus{v1.PodInitialized: "True", v1.ContainersReady: "True", v1.PodReady: "True", v1.PodReadyToStartContainers: "True"},
+		},
+		{
+			name: "all exited 0 under Never: Succeeded", pod: testPod("Never", nil, "a"),
+			st:    state(sandboxReady(0), exited("a", 0, 0, t0)),
+			phase: v1.PodSucceeded, appState: "terminated",
+			conds: map[v1.PodConditionType]v1.ConditionStatus{v1.PodReady: "False", v1.ContainersReady: "False"},
+		},
+		{
+			name: "an app exited 1 under Never: Failed", pod: testPod("Never", nil, "a", "b"),
+			st:    state(sandboxReady(0), exited("a", 0, 0, t0), exited("b", 0, 1, t0)),
+			phase: v1.PodFailed, appState: "terminated",
+		},
+		{
+			name: "init failed under Never: Failed (A.26)", pod: testPod("Never", []string{"i1"}, "a"),
+			st:    state(sandboxReady(0), exited("i1", 0, 1, t0)),
+			phase: v1.PodFailed, appReason: "PodInitializing", appState: "waiting",
+		},
+		{
+			name: "crash loop keeps phase Running", pod: testPod("Always", nil, "a"),
+			st:      state(sandboxReady(0), exited("a", 1, 1, t0), exited("a", 0, 1, t0)),
+			waiting: map[string]waitingState{"a": {Reason: "CrashLoopBackOff", Message: "back-off 10s"}},
+			phase:   v1.PodRunning, appReason: "CrashLoopBackOff", appState: "waiting",
+		},
+		{
+			name: "image never pulled (A.11)", pod: testPod("Always", nil, "a"),
+			st:      state(sandboxReady(0)),
+			waiting: map[string]waitingState{"a": {Reason: "ErrImageNeverPull"}},
+			phase:   v1.PodPending, appReason: "ErrImageNeverPull", appState: "waiting",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := computePodStatus(statusInput{Pod: tt.pod, State: tt.st, Waiting: tt.waiting, HostIPs: []string{"192.0.2.1"}, Now: now})
+			if s.Phase != tt.phase {
+				t.Errorf("phase %s, want %s", s.Phase, tt.phase)
+			}
+			app := s.ContainerStatuses[0]
+			switch tt.appState {
+			case "running":
+				if app.State.Running == nil || !app.Ready {
+					t.Errorf("app state %+v ready=%v, want running and ready", app.State, app.Ready)
+				}
+			case "terminated":
+				if app.State.Terminated == nil {
+					t.Errorf("app state %+v, want terminated", app.State)
+				}
+			case "waiting":
+				if app.State.Waiting == nil || app.State.Waiting.Reason != tt.appReason {
+					t.Errorf("app state %+v, want waiting %s", app.State, tt.appReason)
+				}
+			}
+			for ct, want := range tt.conds {
+				if got := cond(s, ct); got != want {
+					t.Errorf("condition %s = %s, want %s", ct, got, want)
+				}
+			}
+			if s.HostIP != "192.0.2.1" {
+				t.Errorf("hostIP %q", s.HostIP)
+			}
+		})
+	}
+}
+
+func TestStatusDetails(t *testing.T) {
+	pod := testPod("Always", nil, "a")
+	st := state(sandboxReady(0), running("a", 1), exited("a", 0, 2, t0))
+	s := computePodStatus(statusInput{Pod: pod, State: st, Now: t0})
+	cs := s.ContainerStatuses[0]
+	if cs.RestartCount != 1 {
+		t.Errorf("restartCount %d, want 1", cs.RestartCount)
+	}
+	if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 2 || lt.Reason != "Error" {
+		t.Errorf("lastState %+v, want terminated exit 2 reason Error", cs.LastTerminationState)
+	}
+	if s.PodIP != "10.88.0.5" || len(s.PodIPs) != 1 {
+		t.Errorf("podIP %q %v", s.PodIP, s.PodIPs)
+	}
+	if cs.ContainerID != "containerd://a-1" {
+		t.Errorf("containerID %q", cs.ContainerID)
+	}
+}
+
+func TestHostNetworkPodIPIsHostIP(t *testing.T) {
+	pod := testPod("Always", nil, "a")
+	pod.Spec.HostNetwork = true
+	s := computePodStatus(statusInput{Pod: pod, State: state(sandboxReady(0), running("a", 0)), HostIPs: []string{"192.0.2.1"}, Now: t0})
+	if s.PodIP != "192.0.2.1" {
+		t.Errorf("podIP %q, want the host IP", s.PodIP)
+	}
+}
+
+// TestReadinessGates_A21_A22: containers ready but a gate missing ->
+// ContainersReady True, Ready False; a True gate condition makes it Ready.
+func TestReadinessGates_A21_A22(t *testing.T) {
+	pod := testPod("Always", nil, "a")
+	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/feature"}}
+	st := state(sandboxReady(0), running("a", 0))
+	s := computePodStatus(statusInput{Pod: pod, State: st, Now: t0})
+	if cond(s, v1.ContainersReady) != "True" || cond(s, v1.PodReady) != "False" {
+		t.Fatalf("ContainersReady=%s Ready=%s, want True False", cond(s, v1.ContainersReady), cond(s, v1.PodReady))
+	}
+	s.Conditions = append(s.Conditions, v1.PodCondition{Type: "example.com/feature", Status: v1.ConditionTrue})
+	s2 := computePodStatus(statusInput{Pod: pod, State: st, Previous: &s, Now: t0})
+	if cond(s2, v1.PodReady) != "True" || cond(s2, "example.com/feature") != "True" {
+		t.Errorf("Ready=%s gate=%s, want True True (A.23 keeps foreign conditions)", cond(s2, v1.PodReady), cond(s2, "example.com/feature"))
+	}
+}
+
+func TestTransitionTimeKeptWhileStatusHolds_A16(t *testing.T) {
+	pod := testPod("Always", nil, "a")
+	st := state(sandboxReady(0), running("a", 0))
+	s1 := computePodStatus(statusInput{Pod: pod, State: st, Now: t0})
+	s2 := computePodStatus(statusInput{Pod: pod, State: st, Previous: &s1, Now: t0.Add(time.Hour)})
+	for i := range s2.Conditions {
+		if !s2.Conditions[i].LastTransitionTime.Equal(&s1.Conditions[i].LastTransitionTime) {
+			t.Errorf("condition %s transition time moved", s2.Conditions[i].Type)
+		}
+	}
+}
+
+func TestQOSClass(t *testing.T) {
+	q := resource.MustParse
+	mk := func(req, lim v1.ResourceList) *v1.Pod {
+		p := testPod("Always", nil, "a")
+		p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: req, Limits: lim}
+		return p
+	}
+	tests := []struct {
+		pod  *v1.Pod
+		want v1.PodQOSClass
+	}{
+		{mk(nil, nil), v1.PodQOSBestEffort},
+		{mk(v1.ResourceList{"cpu": q("100m")}, nil), v1.PodQOSBurstable},
+		{mk(nil, v1.ResourceList{"cpu": q("1"), "memory": q("1Gi")}), v1.PodQOSGuaranteed},
+		{mk(v1.ResourceList{"cpu": q("1"), "memory": q("1Gi")}, v1.ResourceList{"cpu": q("1"), "memory": q("1Gi")}), v1.PodQOSGuaranteed},
+		{mk(v1.ResourceList{"cpu": q("500m"), "memory": q("1Gi")}, v1.ResourceList{"cpu": q("1"), "memory": q("1Gi")}), v1.PodQOSBurstable},
+	}
+	for i, tt := range tests {
+		if got := qosClass(tt.pod); got != tt.want {
+			t.Errorf("case %d: %s, want %s", i, got, tt.want)
+		}
+	}
+}

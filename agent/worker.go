@@ -1,0 +1,232 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/skiffnode/skiff/podlogs"
+)
+
+// podWorker owns one pod: only its goroutine changes the pod's containers.
+// Other goroutines talk to it through wake and kill.
+//
+//	            kill()
+//	syncing ------------> terminating --(all removed)--> done
+//	   ^  |                    |
+//	   +--+ wake/timer         +-- agent shutdown: stop; the next skiff
+//	                               start resumes termination (A.47)
+type podWorker struct {
+	a      *Agent
+	uid    types.UID
+	pod    *v1.Pod
+	log    *slog.Logger
+	wakeCh chan struct{}
+	done   chan struct{}
+	// waitFor: workers of an older pod of the same name that must finish first.
+	waitFor []<-chan struct{}
+
+	// orphan: a pod no source wants, found in the runtime; never published.
+	orphan bool
+
+	mu          sync.Mutex
+	terminating bool
+	graceOver   *int64
+
+	// Owned by the worker goroutine.
+	backoff   *backoff
+	waiting   map[string]waitingState
+	status    *v1.PodStatus
+	startTime time.Time
+}
+
+func newPodWorker(a *Agent, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
+	return &podWorker{
+		a:       a,
+		uid:     pod.UID,
+		pod:     pod,
+		log:     a.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID),
+		wakeCh:  make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		waitFor: waitFor,
+		backoff: newBackoff(),
+		waiting: map[string]waitingState{},
+	}
+}
+
+// wake asks the worker to sync soon. Non-blocking, safe for concurrent use.
+func (w *podWorker) wake() {
+	select {
+	case w.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// kill asks the worker to terminate the pod, with grace (seconds) if set,
+// else the pod's terminationGracePeriodSeconds. Idempotent, non-blocking.
+func (w *podWorker) kill(grace *int64) {
+	w.mu.Lock()
+	if !w.terminating || grace != nil {
+		w.terminating, w.graceOver = true, grace
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *podWorker) isTerminating() (bool, *int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.terminating, w.graceOver
+}
+
+// run is the worker loop; it returns when the pod is gone or ctx is done.
+func (w *podWorker) run(ctx context.Context) {
+	defer close(w.done)
+	for _, ch := range w.waitFor {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+	for {
+		if term, grace := w.isTerminating(); term {
+			if w.terminate(ctx, grace) {
+				w.a.workerDone(w)
+				return
+			}
+		} else {
+			next := w.sync(ctx)
+			if !w.waitForWork(ctx, next) {
+				return
+			}
+			continue
+		}
+		if !w.waitForWork(ctx, time.Second) {
+			return
+		}
+	}
+}
+
+// waitForWork blocks until a wake, the timer, or ctx; false on ctx done.
+func (w *podWorker) waitForWork(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		default:
+			return true
+		}
+	}
+	t := w.a.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-w.wakeCh:
+	case <-t.C():
+	}
+	return true
+}
+
+// sync observes, plans, applies and publishes status. It returns when to
+// sync again (0: at once, because it made progress).
+func (w *podWorker) sync(ctx context.Context) time.Duration {
+	rt := w.a.cfg.Runtime
+	st, err := observe(ctx, rt, string(w.uid))
+	if err != nil {
+		w.log.Warn("cannot observe pod", "err", err)
+		return 2 * time.Second
+	}
+	now := w.a.clock.Now()
+	if w.startTime.IsZero() {
+		w.startTime = now
+		if sb := st.sandbox(); sb != nil {
+			w.startTime = sb.CreatedAt
+		}
+	}
+	acts := computePodActions(w.pod, st, now, w.backoff)
+	progressed, retry := w.apply(ctx, st, acts)
+	for name, ws := range acts.Waiting {
+		w.waiting[name] = ws
+	}
+	w.publishStatus(st, now)
+	switch {
+	case progressed:
+		return 0
+	case retry > 0:
+		return retry
+	case acts.RequeueAfter > 0:
+		return acts.RequeueAfter
+	default:
+		return w.a.cfg.ResyncPeriod
+	}
+}
+
+func (w *podWorker) publishStatus(st *podState, now time.Time) {
+	if w.orphan {
+		return
+	}
+	s := computePodStatus(statusInput{
+		Pod: w.pod, State: st, Waiting: w.waiting, Previous: w.status,
+		HostIPs: w.a.cfg.HostIPs, StartTime: w.startTime, Now: now,
+	})
+	w.status = &s
+	p := w.pod.DeepCopy()
+	p.Status = s
+	if term, _ := w.isTerminating(); term {
+		t := metav1.NewTime(now)
+		p.DeletionTimestamp = &t
+		p.DeletionGracePeriodSeconds = w.graceSeconds(nil)
+	}
+	w.a.publish(p)
+}
+
+// pendingPod is the pod as first published, before any sync.
+func (w *podWorker) pendingPod() *v1.Pod {
+	p := w.pod.DeepCopy()
+	p.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: qosClass(w.pod)}
+	return p
+}
+
+// graceSeconds is the grace period of a kill (A.43); at least 2s, like the
+// kubelet's minimum for kills.
+func (w *podWorker) graceSeconds(override *int64) *int64 {
+	g := gracePeriod(w.pod)
+	if override != nil {
+		g = *override
+	}
+	g = max(g, 2)
+	return &g
+}
+
+// terminate stops and removes all of the pod's containers and sandboxes
+// (A.42): every container gets its stop signal, SIGKILL after the grace
+// period, then the sandbox goes. It reports whether the pod is gone.
+func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
+	grace := time.Duration(*w.graceSeconds(override)) * time.Second
+	st, err := observe(ctx, w.a.cfg.Runtime, string(w.uid))
+	if err != nil {
+		w.log.Warn("cannot observe pod for termination", "err", err)
+		return false
+	}
+	w.publishStatus(st, w.a.clock.Now())
+	if err := w.killAll(ctx, st, grace); err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("terminating pod", "err", err)
+		}
+		return false
+	}
+	dir := podlogs.PodDir(w.a.cfg.PodLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
+	if err := os.RemoveAll(dir); err != nil {
+		w.log.Warn("removing pod logs", "dir", dir, "err", err)
+	}
+	w.log.Info("pod terminated")
+	return true
+}

@@ -1,0 +1,278 @@
+// Package runtime is skiff's port to a container runtime: the small set of
+// operations the agent needs, in skiff's own words. The CRI implementation
+// lives in runtime/cri; it is the only package that imports k8s.io/cri-api.
+// A hand-written fake for tests lives in runtime/fake.
+//
+// All methods are safe for concurrent use. Methods that remove or stop things
+// are idempotent: stopping a stopped container or removing a missing one is
+// not an error. Lookups of a missing object return an error wrapping
+// ErrNotFound.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is wrapped by errors for sandboxes, containers and images the
+// runtime does not know.
+var ErrNotFound = errors.New("not found")
+
+// Runtime is everything the agent asks of a container runtime.
+type Runtime interface {
+	Sandboxes
+	Containers
+	Images
+	// Version names the runtime, e.g. "containerd 1.6.20 (CRI v1)".
+	Version(ctx context.Context) (string, error)
+}
+
+// Sandboxes manages pod sandboxes (the pause container and its namespaces).
+type Sandboxes interface {
+	// RunSandbox creates and starts a sandbox, with networking set up by the
+	// runtime (CNI). It returns the sandbox ID. Blocks until ready.
+	RunSandbox(ctx context.Context, spec *SandboxSpec) (string, error)
+	// StopSandbox stops all containers of the sandbox and tears down its
+	// network. Idempotent.
+	StopSandbox(ctx context.Context, id string) error
+	// RemoveSandbox removes a sandbox and its containers. Idempotent.
+	RemoveSandbox(ctx context.Context, id string) error
+	// SandboxStatus returns the current state of one sandbox.
+	SandboxStatus(ctx context.Context, id string) (*SandboxStatus, error)
+	// ListSandboxes lists sandboxes whose labels include all of labels
+	// (nil: all sandboxes).
+	ListSandboxes(ctx context.Context, labels map[string]string) ([]*Sandbox, error)
+}
+
+// Containers manages containers inside sandboxes.
+type Containers interface {
+	// CreateContainer creates (does not start) a container in the sandbox.
+	// sandbox is the spec the sandbox was created with (CRI needs it again).
+	CreateContainer(ctx context.Context, sandboxID string, spec *ContainerSpec, sandbox *SandboxSpec) (string, error)
+	// StartContainer starts a created container.
+	StartContainer(ctx context.Context, id string) error
+	// StopContainer sends the container's stop signal (the image's
+	// STOPSIGNAL, else SIGTERM), then SIGKILL after timeout. Blocks until the
+	// container has exited. Idempotent.
+	StopContainer(ctx context.Context, id string, timeout time.Duration) error
+	// RemoveContainer removes a container (stopping it first if needed). Idempotent.
+	RemoveContainer(ctx context.Context, id string) error
+	// ListContainers lists containers matching filter.
+	ListContainers(ctx context.Context, filter ContainerFilter) ([]*Container, error)
+	// ContainerStatus returns the detailed state of one container.
+	ContainerStatus(ctx context.Context, id string) (*ContainerStatus, error)
+	// ExecSync runs cmd in the container and waits for it, at most timeout
+	// (0: no limit). A non-zero exit code is not an error.
+	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*ExecResult, error)
+}
+
+// Images manages images known to the runtime.
+type Images interface {
+	// ImageStatus returns the image for ref, or an error wrapping ErrNotFound.
+	ImageStatus(ctx context.Context, ref string) (*Image, error)
+	// PullImage pulls ref from its registry and returns the image ID.
+	PullImage(ctx context.Context, ref string) (string, error)
+	// ListImages lists all images.
+	ListImages(ctx context.Context) ([]*Image, error)
+	// RemoveImage removes an image. Idempotent.
+	RemoveImage(ctx context.Context, ref string) error
+}
+
+// SandboxState is the state of a pod sandbox.
+type SandboxState int
+
+// Sandbox states, as CRI reports them.
+const (
+	SandboxNotReady SandboxState = iota
+	SandboxReady
+)
+
+func (s SandboxState) String() string {
+	if s == SandboxReady {
+		return "Ready"
+	}
+	return "NotReady"
+}
+
+// ContainerState is the state of a container, as CRI reports it.
+type ContainerState int
+
+// Container states.
+const (
+	ContainerUnknown ContainerState = iota
+	ContainerCreated
+	ContainerRunning
+	ContainerExited
+)
+
+func (s ContainerState) String() string {
+	switch s {
+	case ContainerCreated:
+		return "Created"
+	case ContainerRunning:
+		return "Running"
+	case ContainerExited:
+		return "Exited"
+	default:
+		return "Unknown"
+	}
+}
+
+// SandboxSpec describes a sandbox to create.
+type SandboxSpec struct {
+	// Name, Namespace, UID identify the pod; Attempt counts sandbox
+	// re-creations for the same pod UID.
+	Name, Namespace, UID string
+	Attempt              uint32
+	// Hostname of the pod (ignored with HostNetwork).
+	Hostname string
+	// LogDirectory is the absolute directory for the pod's container logs
+	// (/var/log/pods/<ns>_<name>_<uid>).
+	LogDirectory string
+	// HostNetwork puts the sandbox in the node's network namespace.
+	HostNetwork bool
+	// DNS is the pod's resolv.conf content; nil leaves the runtime default.
+	DNS          *DNSConfig
+	PortMappings []PortMapping
+	Labels       map[string]string
+	Annotations  map[string]string
+	// CgroupParent is the pod-level cgroup ("" lets the runtime choose).
+	CgroupParent string
+	// RuntimeHandler selects a runtime class handler ("" = default).
+	RuntimeHandler string
+	// Privileged allows privileged containers in this sandbox.
+	Privileged bool
+}
+
+// DNSConfig is the content of a pod's resolv.conf.
+type DNSConfig struct {
+	Servers, Searches, Options []string
+}
+
+// PortMapping maps a host port to a container port.
+type PortMapping struct {
+	Protocol      string // TCP, UDP, SCTP
+	ContainerPort int32
+	HostPort      int32
+	HostIP        string
+}
+
+// Sandbox is a sandbox as listed by the runtime.
+type Sandbox struct {
+	ID                   string
+	Name, Namespace, UID string
+	Attempt              uint32
+	State                SandboxState
+	CreatedAt            time.Time
+	Labels               map[string]string
+	Annotations          map[string]string
+}
+
+// SandboxStatus adds network details to Sandbox.
+type SandboxStatus struct {
+	Sandbox
+	// IP is the pod's primary IP ("" for host-network sandboxes on
+	// runtimes that do not report it); AdditionalIPs holds the others.
+	IP            string
+	AdditionalIPs []string
+	HostNetwork   bool
+}
+
+// KeyValue is an environment variable.
+type KeyValue struct{ Key, Value string }
+
+// Mount is a bind mount into a container.
+type Mount struct {
+	HostPath, ContainerPath string
+	ReadOnly                bool
+}
+
+// Resources are the Linux resources of a container, already converted from
+// Kubernetes quantities. Zero means "not set".
+type Resources struct {
+	CPUShares   int64
+	CPUQuota    int64
+	CPUPeriod   int64
+	MemoryLimit int64
+	// Unified holds cgroup v2 files to set (e.g. "memory.high").
+	Unified map[string]string
+}
+
+// ContainerSpec describes a container to create.
+type ContainerSpec struct {
+	Name    string
+	Attempt uint32
+	// Image is the image reference or ID to run.
+	Image      string
+	Command    []string
+	Args       []string
+	WorkingDir string
+	Env        []KeyValue
+	Mounts     []Mount
+	// LogPath is relative to the sandbox's LogDirectory, e.g. "app/0.log".
+	LogPath     string
+	Labels      map[string]string
+	Annotations map[string]string
+	Stdin, TTY  bool
+	Privileged  bool
+	RunAsUser   *int64
+	RunAsGroup  *int64
+	Resources   *Resources
+}
+
+// ContainerFilter selects containers; zero fields match everything.
+type ContainerFilter struct {
+	SandboxID string
+	State     *ContainerState
+	Labels    map[string]string
+}
+
+// Container is a container as listed by the runtime.
+type Container struct {
+	ID, SandboxID string
+	Name          string
+	Attempt       uint32
+	// Image is the image as requested; ImageRef the resolved image ID.
+	Image, ImageRef string
+	State           ContainerState
+	CreatedAt       time.Time
+	Labels          map[string]string
+	Annotations     map[string]string
+}
+
+// ContainerStatus adds execution details to Container.
+type ContainerStatus struct {
+	Container
+	StartedAt, FinishedAt time.Time
+	ExitCode              int32
+	// Reason and Message as reported by the runtime (e.g. "OOMKilled",
+	// "Completed", "Error").
+	Reason, Message string
+	// LogPath is the absolute path of the container's log file.
+	LogPath string
+}
+
+// ExecResult is the outcome of ExecSync.
+type ExecResult struct {
+	Stdout, Stderr []byte
+	ExitCode       int32
+}
+
+// Image is an image known to the runtime.
+type Image struct {
+	ID       string
+	RepoTags []string
+	Size     uint64
+	// User is the image's configured user, if any.
+	User string
+}
+
+// ImageImporter loads image archives (OCI layout tars or docker-save tars)
+// into the runtime's image store, where CRI sees them. Safe for concurrent
+// use; importing the same archive twice is harmless.
+type ImageImporter interface {
+	// ImportArchive imports every image of the archive at path and returns
+	// the image names it registered.
+	ImportArchive(ctx context.Context, path string) ([]string, error)
+}
