@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
+	"strings"
 	goruntime "runtime"
 	"sort"
 	"time"
@@ -108,9 +110,26 @@ func Build(files []File, cfg Config) (v1.Image, error) {
 	return img, nil
 }
 
+// withParents adds a directory entry for every missing parent directory,
+// so extractors never have to invent one.
+func withParents(files []File) []File {
+	have := map[string]bool{}
+	for _, f := range files {
+		have[strings.TrimSuffix(f.Path, "/")] = true
+	}
+	out := append([]File(nil), files...)
+	for _, f := range files {
+		for dir := path.Dir(strings.TrimSuffix(f.Path, "/")); dir != "." && dir != "/" && !have[dir]; dir = path.Dir(dir) {
+			have[dir] = true
+			out = append(out, File{Path: dir, Mode: 0o755})
+		}
+	}
+	return out
+}
+
 // layerBytes writes files, sorted by path, into an uncompressed tar.
 func layerBytes(files []File) ([]byte, error) {
-	sorted := append([]File(nil), files...)
+	sorted := withParents(files)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
