@@ -12,9 +12,9 @@ import (
 	"io"
 	"os"
 	"path"
-	"strings"
 	goruntime "runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
