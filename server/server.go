@@ -1,0 +1,91 @@
+// Package server is skiff's local HTTP API, compatible with the kubelet's
+// read-only endpoints, and the client the CLI uses to call it:
+//
+//	GET /pods                                     v1.PodList of the pods on this node
+//	GET /healthz                                  "ok", or 500 with the error
+//	GET /containerLogs/{namespace}/{pod}/{container}?follow=&previous=&tailLines=&timestamps=
+//
+// It is served on a unix socket (the CLI's default) and optionally on TCP
+// (--read-only-port). There is no authentication: the socket is created
+// 0600 and the TCP port is meant for loopback or trusted networks, as the
+// kubelet's read-only port.
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/podlogs"
+)
+
+// PodProvider gives the server the pods it reports.
+type PodProvider interface {
+	// Pods returns the pods this node runs, with their current status.
+	// Safe for concurrent use. The pods are snapshots: neither the
+	// provider nor the caller mutates them after the call.
+	Pods() []*v1.Pod
+}
+
+// Config holds what a Server needs.
+type Config struct {
+	// Pods provides the pods for /pods and /containerLogs. Required.
+	Pods PodProvider
+	// PodLogsDir is the root of the pod log directories
+	// (podlogs.DefaultRoot when empty).
+	PodLogsDir string
+	// Logger receives request errors (discarded when nil).
+	Logger *slog.Logger
+	// Healthz reports the agent's health; nil means always healthy.
+	Healthz func() error
+	// LogPollInterval is how often a followed log is checked for new
+	// output (podlogs.DefaultPollInterval when 0).
+	LogPollInterval time.Duration
+}
+
+// Server serves the local API. Its methods are safe for concurrent use; the
+// handler does not modify the pods it gets from the PodProvider.
+type Server struct {
+	pods         PodProvider
+	podLogsDir   string
+	log          *slog.Logger
+	healthz      func() error
+	pollInterval time.Duration
+}
+
+// New returns a Server for cfg. It does not start serving.
+func New(cfg Config) *Server {
+	s := &Server{
+		pods:         cfg.Pods,
+		podLogsDir:   cfg.PodLogsDir,
+		log:          cfg.Logger,
+		healthz:      cfg.Healthz,
+		pollInterval: cfg.LogPollInterval,
+	}
+	if s.pods == nil {
+		s.pods = noPods{}
+	}
+	if s.podLogsDir == "" {
+		s.podLogsDir = podlogs.DefaultRoot
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+// Handler returns the API's HTTP handler. Unknown paths get 404 and other
+// methods than GET (and HEAD) get 405, from http.ServeMux.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /pods", s.handlePods)
+	mux.HandleFunc("GET /healthz", s.handleHealthz)
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.handleContainerLogs)
+	return mux
+}
+
+type noPods struct{}
+
+func (noPods) Pods() []*v1.Pod { return nil }
