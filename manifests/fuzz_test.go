@@ -1,0 +1,61 @@
+package manifests
+
+import (
+	"os"
+	"testing"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+)
+
+// FuzzDecode: Decode, SetDefaults and Validate never panic; SetDefaults is
+// idempotent; Validate is deterministic and does not modify the pod.
+// Run with: go test ./manifests/ -run '^$' -fuzz FuzzDecode -fuzztime 60s
+func FuzzDecode(f *testing.F) {
+	if full, err := os.ReadFile("testdata/full.yaml"); err == nil {
+		f.Add(full)
+	}
+	for _, seed := range []string{
+		podYAML("a"),
+		podYAML("a") + "---\n" + podYAML("b"),
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"x","ports":[{"containerPort":80}]}]}}`,
+		"apiVersion: v1\nkind: Pod\nspec:\n  hostNetwork: true\n  containers:\n  - {name: c, image: x, ports: [{containerPort: 1, hostPort: 2}], resources: {limits: {cpu: 1.5}}}\n",
+		"apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: c\n    livenessProbe: {httpGet: {port: http}}\n    env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n",
+		"a: &a [x]\nb: [*a, *a]\n",
+		"---\n--- #c\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pods, err := Decode(data)
+		if err != nil {
+			if pods != nil {
+				t.Fatalf("Decode returned pods and error %v", err)
+			}
+			return
+		}
+		for _, pod := range pods {
+			SetDefaults(pod)
+			again := pod.DeepCopy()
+			SetDefaults(again)
+			if !apiequality.Semantic.DeepEqual(pod, again) {
+				t.Fatalf("SetDefaults is not idempotent")
+			}
+			before := pod.DeepCopy()
+			first := Validate(pod).ToAggregate()
+			second := Validate(pod).ToAggregate()
+			if errString(first) != errString(second) {
+				t.Fatalf("Validate is not deterministic:\n%v\n%v", first, second)
+			}
+			if !apiequality.Semantic.DeepEqual(pod, before) {
+				t.Fatalf("Validate modified the pod")
+			}
+		}
+	})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,231 @@
+package manifests
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// supportedFieldRefs are the env valueFrom.fieldRef paths skiff resolves.
+func supportedFieldRefs() []string {
+	return []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "status.podIP", "status.hostIP"}
+}
+
+// validateContainer checks one init or app container.
+func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork bool) field.ErrorList {
+	var errs field.ErrorList
+	if c.Name == "" {
+		errs = append(errs, field.Required(path.Child("name"), ""))
+	} else {
+		errs = append(errs, invalidIf(validation.IsDNS1123Label(c.Name), path.Child("name"), c.Name)...)
+	}
+	switch {
+	case c.Image == "":
+		errs = append(errs, field.Required(path.Child("image"), ""))
+	case strings.TrimSpace(c.Image) != c.Image:
+		errs = append(errs, field.Invalid(path.Child("image"), c.Image, "must not have leading or trailing whitespace"))
+	}
+	errs = append(errs, validateEnum(c.ImagePullPolicy, path.Child("imagePullPolicy"),
+		v1.PullAlways, v1.PullIfNotPresent, v1.PullNever)...)
+	errs = append(errs, validateEnum(c.TerminationMessagePolicy, path.Child("terminationMessagePolicy"),
+		v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError)...)
+	errs = append(errs, validatePorts(c.Ports, path.Child("ports"))...)
+	errs = append(errs, validateEnv(c.Env, path.Child("env"))...)
+	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
+	if sc := c.SecurityContext; sc != nil {
+		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, path.Child("securityContext"))...)
+	}
+	if isInit && (c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways) {
+		errs = append(errs, forbidOnInit(c, path)...)
+	}
+	errs = append(errs, validateProbe(c.LivenessProbe, path.Child("livenessProbe"), true)...)
+	errs = append(errs, validateProbe(c.ReadinessProbe, path.Child("readinessProbe"), false)...)
+	errs = append(errs, validateProbe(c.StartupProbe, path.Child("startupProbe"), true)...)
+	return errs
+}
+
+// forbidOnInit rejects lifecycle hooks and probes on a (non-sidecar) init
+// container (checklist A.28, B.12).
+func forbidOnInit(c *v1.Container, path *field.Path) field.ErrorList {
+	const msg = "may not be set for init containers without restartPolicy=Always"
+	var errs field.ErrorList
+	if c.Lifecycle != nil {
+		errs = append(errs, field.Forbidden(path.Child("lifecycle"), msg))
+	}
+	if c.LivenessProbe != nil {
+		errs = append(errs, field.Forbidden(path.Child("livenessProbe"), msg))
+	}
+	if c.ReadinessProbe != nil {
+		errs = append(errs, field.Forbidden(path.Child("readinessProbe"), msg))
+	}
+	if c.StartupProbe != nil {
+		errs = append(errs, field.Forbidden(path.Child("startupProbe"), msg))
+	}
+	return errs
+}
+
+// validatePorts checks port numbers, protocols, host IPs and names (unique
+// within the container).
+func validatePorts(ports []v1.ContainerPort, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]bool{}
+	for i, p := range ports {
+		pp := path.Index(i)
+		if p.Name != "" {
+			errs = append(errs, invalidIf(validation.IsValidPortName(p.Name), pp.Child("name"), p.Name)...)
+			if names[p.Name] {
+				errs = append(errs, field.Duplicate(pp.Child("name"), p.Name))
+			}
+			names[p.Name] = true
+		}
+		if p.ContainerPort == 0 {
+			errs = append(errs, field.Required(pp.Child("containerPort"), ""))
+		} else {
+			errs = append(errs, invalidIf(validation.IsValidPortNum(int(p.ContainerPort)), pp.Child("containerPort"), p.ContainerPort)...)
+		}
+		if p.HostPort != 0 {
+			errs = append(errs, invalidIf(validation.IsValidPortNum(int(p.HostPort)), pp.Child("hostPort"), p.HostPort)...)
+		}
+		if p.HostIP != "" {
+			errs = append(errs, validation.IsValidIP(pp.Child("hostIP"), p.HostIP)...)
+		}
+		errs = append(errs, validateEnum(p.Protocol, pp.Child("protocol"), v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP)...)
+	}
+	return errs
+}
+
+// validateEnv checks variable names and that valueFrom.fieldRef names a
+// field skiff resolves.
+func validateEnv(env []v1.EnvVar, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, e := range env {
+		ep := path.Index(i)
+		if e.Name == "" {
+			errs = append(errs, field.Required(ep.Child("name"), ""))
+		} else {
+			errs = append(errs, invalidIf(validation.IsEnvVarName(e.Name), ep.Child("name"), e.Name)...)
+		}
+		if e.ValueFrom == nil {
+			continue
+		}
+		if e.Value != "" {
+			errs = append(errs, field.Invalid(ep.Child("valueFrom"), "", "may not be specified when `value` is not empty"))
+		}
+		if ref := e.ValueFrom.FieldRef; ref != nil {
+			rp := ep.Child("valueFrom", "fieldRef")
+			errs = append(errs, validateEnum(ref.APIVersion, rp.Child("apiVersion"), "v1")...)
+			errs = append(errs, validateEnum(ref.FieldPath, rp.Child("fieldPath"), supportedFieldRefs()...)...)
+		}
+	}
+	return errs
+}
+
+// validateResources allows cpu and memory only, non-negative, with each
+// request at most its limit.
+func validateResources(r *v1.ResourceRequirements, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	supported := []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory}
+	for _, kind := range []string{"limits", "requests"} {
+		list := r.Limits
+		if kind == "requests" {
+			list = r.Requests
+		}
+		for _, name := range slices.Sorted(maps.Keys(list)) {
+			q := list[name]
+			rp := path.Child(kind).Key(string(name))
+			if name != v1.ResourceCPU && name != v1.ResourceMemory {
+				errs = append(errs, field.NotSupported(rp, name, supported))
+			}
+			if q.Sign() < 0 {
+				errs = append(errs, field.Invalid(rp, q.String(), "must be greater than or equal to 0"))
+			}
+		}
+	}
+	for _, name := range supported {
+		req, hasReq := r.Requests[name]
+		limit, hasLimit := r.Limits[name]
+		if hasReq && hasLimit && req.Cmp(limit) > 0 {
+			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), req.String(),
+				"must be less than or equal to "+string(name)+" limit of "+limit.String()))
+		}
+	}
+	return errs
+}
+
+// validateProbe checks a probe as upstream does (B.15); nil is valid.
+// requireSuccessOne is set for liveness and startup probes.
+func validateProbe(p *v1.Probe, path *field.Path, requireSuccessOne bool) field.ErrorList {
+	if p == nil {
+		return nil
+	}
+	errs := validateProbeHandler(&p.ProbeHandler, path)
+	errs = append(errs, apivalidation.ValidateNonnegativeField(int64(p.InitialDelaySeconds), path.Child("initialDelaySeconds"))...)
+	for _, f := range []struct {
+		name  string
+		value int32
+	}{
+		{"timeoutSeconds", p.TimeoutSeconds}, {"periodSeconds", p.PeriodSeconds},
+		{"successThreshold", p.SuccessThreshold}, {"failureThreshold", p.FailureThreshold},
+	} {
+		if f.value < 1 {
+			errs = append(errs, field.Invalid(path.Child(f.name), f.value, "must be greater than or equal to 1"))
+		}
+	}
+	if requireSuccessOne && p.SuccessThreshold != 1 {
+		errs = append(errs, field.Invalid(path.Child("successThreshold"), p.SuccessThreshold, "must be 1"))
+	}
+	if g := p.TerminationGracePeriodSeconds; g != nil {
+		if !requireSuccessOne {
+			errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must not be set for readinessProbes"))
+		} else if *g <= 0 {
+			errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be greater than 0"))
+		}
+	}
+	return errs
+}
+
+// validateProbeHandler requires exactly one handler and checks it.
+func validateProbeHandler(h *v1.ProbeHandler, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	var set []string
+	if h.Exec != nil {
+		set = append(set, "exec")
+		if len(h.Exec.Command) == 0 {
+			errs = append(errs, field.Required(path.Child("exec", "command"), ""))
+		}
+	}
+	if g := h.HTTPGet; g != nil {
+		set = append(set, "httpGet")
+		errs = append(errs, validatePortRef(g.Port, path.Child("httpGet", "port"))...)
+		errs = append(errs, validateEnum(g.Scheme, path.Child("httpGet", "scheme"), v1.URISchemeHTTP, v1.URISchemeHTTPS)...)
+	}
+	if t := h.TCPSocket; t != nil {
+		set = append(set, "tcpSocket")
+		errs = append(errs, validatePortRef(t.Port, path.Child("tcpSocket", "port"))...)
+	}
+	if g := h.GRPC; g != nil {
+		set = append(set, "grpc")
+		errs = append(errs, invalidIf(validation.IsValidPortNum(int(g.Port)), path.Child("grpc", "port"), g.Port)...)
+	}
+	switch {
+	case len(set) == 0:
+		errs = append(errs, field.Required(path, "must specify a handler type"))
+	case len(set) > 1:
+		errs = append(errs, field.Forbidden(path.Child(set[1]), "may not specify more than 1 handler type"))
+	}
+	return errs
+}
+
+// validatePortRef checks a port given by number or IANA name.
+func validatePortRef(port intstr.IntOrString, path *field.Path) field.ErrorList {
+	if port.Type == intstr.Int {
+		return invalidIf(validation.IsValidPortNum(port.IntValue()), path, port.IntValue())
+	}
+	return invalidIf(validation.IsValidPortName(port.StrVal), path, port.StrVal)
+}
