@@ -4,11 +4,12 @@
 // so the pause image is built from skiff's own executable and no registry is
 // needed.
 //
-// The package imports only os, os/signal and syscall to keep the process
-// small.
+// The package imports only errors, os, os/signal and syscall to keep the
+// process small.
 package pause
 
 import (
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -22,6 +23,8 @@ import (
 func Run() int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+	// Children that exited before Notify took effect sent no SIGCHLD we saw.
+	reap()
 	for sig := range sigs {
 		if sig == syscall.SIGCHLD {
 			reap()
@@ -38,7 +41,7 @@ func reap() {
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-		if err == syscall.EINTR {
+		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
 		if pid <= 0 || err != nil {

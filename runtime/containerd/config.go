@@ -1,0 +1,210 @@
+// Package containerd runs skiff's managed containerd (the k3s model): skiff
+// writes containerd's configuration under its own root directory, starts
+// containerd as a child process and talks CRI to it through runtime/cri. It
+// also imports image archives into containerd's "k8s.io" namespace, where
+// the CRI plugin sees them, and builds the pause image from skiff's own
+// executable, so nodes need no registry.
+package containerd
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Defaults for Config.
+const (
+	DefaultBinary      = "containerd"
+	DefaultCNIBinDir   = "/usr/lib/cni"
+	DefaultSnapshotter = "overlayfs"
+	// Namespace is the containerd namespace of the CRI plugin.
+	Namespace = "k8s.io"
+)
+
+// Config configures the managed containerd.
+type Config struct {
+	// RootDir is skiff's root directory; containerd lives under
+	// RootDir/containerd. Keep it short: the gRPC socket path
+	// RootDir/containerd/containerd.sock must stay below 108 bytes.
+	RootDir string
+	// Binary is the containerd executable (default "containerd" from PATH).
+	Binary string
+	// CNIBinDir holds the CNI plugins (default /usr/lib/cni).
+	CNIBinDir string
+	// CNIConfDir is where network.WriteBridgeConflist writes the conflist
+	// (default RootDir/cni/net.d).
+	CNIConfDir string
+	// SandboxImage is the pause image reference (see PauseImageRef).
+	SandboxImage string
+	// RestrictOOMScoreAdj makes the CRI plugin clamp containers' OOM score
+	// adjustments to its own instead of failing when it may not lower them.
+	// nil: true when the process lacks CAP_SYS_RESOURCE.
+	RestrictOOMScoreAdj *bool
+	// Logger receives skiff's messages about containerd (default: discard).
+	Logger *slog.Logger
+	// LogFile receives containerd's stdout and stderr (default
+	// RootDir/containerd/containerd.log).
+	LogFile string
+}
+
+// paths are the files of one managed containerd.
+type paths struct {
+	dir, config, root, state, socket, pidFile, opt string
+}
+
+func pathsFor(rootDir string) paths {
+	dir := filepath.Join(rootDir, "containerd")
+	return paths{
+		dir:     dir,
+		config:  filepath.Join(dir, "config.toml"),
+		root:    filepath.Join(dir, "root"),
+		state:   filepath.Join(dir, "state"),
+		socket:  filepath.Join(dir, "containerd.sock"),
+		pidFile: filepath.Join(dir, "containerd.pid"),
+		opt:     filepath.Join(dir, "opt"),
+	}
+}
+
+// maxSocketPath is the limit of sun_path on Linux, less the NUL and the
+// ".ttrpc" suffix containerd appends for its ttrpc socket.
+const maxSocketPath = 107 - len(".ttrpc")
+
+// withDefaults validates cfg and fills in defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.RootDir == "" {
+		return cfg, fmt.Errorf("containerd config: RootDir is required")
+	}
+	if !filepath.IsAbs(cfg.RootDir) {
+		abs, err := filepath.Abs(cfg.RootDir)
+		if err != nil {
+			return cfg, fmt.Errorf("containerd config: root dir: %w", err)
+		}
+		cfg.RootDir = abs
+	}
+	if cfg.SandboxImage == "" {
+		return cfg, fmt.Errorf("containerd config: SandboxImage is required")
+	}
+	if s := pathsFor(cfg.RootDir).socket; len(s) > maxSocketPath {
+		return cfg, fmt.Errorf("containerd config: socket path %s is longer than %d bytes; use a shorter root dir", s, maxSocketPath)
+	}
+	if cfg.Binary == "" {
+		cfg.Binary = DefaultBinary
+	}
+	if cfg.CNIBinDir == "" {
+		cfg.CNIBinDir = DefaultCNIBinDir
+	}
+	if cfg.CNIConfDir == "" {
+		cfg.CNIConfDir = filepath.Join(cfg.RootDir, "cni", "net.d")
+	}
+	if cfg.RestrictOOMScoreAdj == nil {
+		has, err := hasCapSysResource("/proc/self/status")
+		if err != nil {
+			return cfg, fmt.Errorf("containerd config: %w", err)
+		}
+		restrict := !has
+		cfg.RestrictOOMScoreAdj = &restrict
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.LogFile == "" {
+		cfg.LogFile = filepath.Join(pathsFor(cfg.RootDir).dir, "containerd.log")
+	}
+	return cfg, nil
+}
+
+// capSysResource is the bit of CAP_SYS_RESOURCE in the capability sets.
+const capSysResource = 24
+
+// hasCapSysResource reads the effective capabilities (CapEff) from a
+// /proc/<pid>/status file.
+func hasCapSysResource(statusFile string) (bool, error) {
+	f, err := os.Open(statusFile)
+	if err != nil {
+		return false, fmt.Errorf("read capabilities: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		v, ok := strings.CutPrefix(sc.Text(), "CapEff:")
+		if !ok {
+			continue
+		}
+		caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		if err != nil {
+			return false, fmt.Errorf("parse CapEff in %s: %w", statusFile, err)
+		}
+		return caps&(1<<capSysResource) != 0, nil
+	}
+	if err := sc.Err(); err != nil {
+		return false, fmt.Errorf("read capabilities: %w", err)
+	}
+	return false, fmt.Errorf("no CapEff line in %s", statusFile)
+}
+
+// renderConfig returns config.toml (version 2, as containerd 1.6 reads it)
+// for cfg, which must have its defaults filled in.
+func renderConfig(cfg Config) (string, error) {
+	p := pathsFor(cfg.RootDir)
+	q := func(s string) string { return tomlString(s) }
+	for _, s := range []string{cfg.RootDir, cfg.CNIBinDir, cfg.CNIConfDir, cfg.SandboxImage} {
+		if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return "", fmt.Errorf("containerd config: control character in %q", s)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by skiff; changes are overwritten on start.\n")
+	fmt.Fprintf(&b, "version = 2\n")
+	fmt.Fprintf(&b, "root = %s\n", q(p.root))
+	fmt.Fprintf(&b, "state = %s\n", q(p.state))
+	// 0: do not touch containerd's own oom_score_adj (lowering it needs
+	// CAP_SYS_RESOURCE).
+	fmt.Fprintf(&b, "oom_score = 0\n")
+	// Snapshotters other than overlayfs need special filesystems or devices
+	// and only log errors here; builds without them ignore the names.
+	disabledPlugins := []string{
+		"io.containerd.snapshotter.v1.aufs",
+		"io.containerd.snapshotter.v1.btrfs",
+		"io.containerd.snapshotter.v1.zfs",
+		"io.containerd.snapshotter.v1.devmapper",
+	}
+	fmt.Fprintf(&b, "disabled_plugins = [")
+	for i, name := range disabledPlugins {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(q(name))
+	}
+	b.WriteString("]\n\n")
+	fmt.Fprintf(&b, "[grpc]\n  address = %s\n\n", q(p.socket))
+	// The opt plugin would otherwise create /opt/containerd.
+	fmt.Fprintf(&b, "[plugins.\"io.containerd.internal.v1.opt\"]\n  path = %s\n\n", q(p.opt))
+	const cri = `plugins."io.containerd.grpc.v1.cri"`
+	fmt.Fprintf(&b, "[%s]\n", cri)
+	fmt.Fprintf(&b, "  sandbox_image = %s\n", q(cfg.SandboxImage))
+	fmt.Fprintf(&b, "  restrict_oom_score_adj = %t\n", *cfg.RestrictOOMScoreAdj)
+	fmt.Fprintf(&b, "[%s.containerd]\n", cri)
+	fmt.Fprintf(&b, "  snapshotter = %s\n", q(DefaultSnapshotter))
+	fmt.Fprintf(&b, "  default_runtime_name = \"runc\"\n")
+	fmt.Fprintf(&b, "[%s.containerd.runtimes.runc]\n", cri)
+	fmt.Fprintf(&b, "  runtime_type = \"io.containerd.runc.v2\"\n")
+	fmt.Fprintf(&b, "[%s.containerd.runtimes.runc.options]\n", cri)
+	// cgroupfs driver: skiff nodes need not run systemd.
+	fmt.Fprintf(&b, "  SystemdCgroup = false\n")
+	fmt.Fprintf(&b, "[%s.cni]\n", cri)
+	fmt.Fprintf(&b, "  bin_dir = %s\n", q(cfg.CNIBinDir))
+	fmt.Fprintf(&b, "  conf_dir = %s\n", q(cfg.CNIConfDir))
+	fmt.Fprintf(&b, "  max_conf_num = 1\n")
+	return b.String(), nil
+}
+
+// tomlString quotes s as a TOML basic string (s has no control characters).
+func tomlString(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	s = strings.ReplaceAll(s, `"`, `\"`)
+	return `"` + s + `"`
+}

@@ -1,0 +1,159 @@
+// Package cri implements skiff's runtime port (runtime.Runtime) as a CRI v1
+// client over gRPC. It is the only package that imports k8s.io/cri-api and
+// the only place where gRPC status codes are translated (codes.NotFound
+// becomes runtime.ErrNotFound).
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// maxMsgSize is the largest gRPC message accepted or sent, as in the
+// kubelet's CRI client (ListContainers on a busy node is large).
+const maxMsgSize = 16 * 1024 * 1024
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// Runtime is a CRI v1 client. All methods are safe for concurrent use.
+// Every call is bounded by the timeout given to New, except PullImage (only
+// the caller's context), StopContainer (timeout plus the grace period) and
+// ExecSync (timeout plus the command's own timeout).
+type Runtime struct {
+	endpoint string
+	timeout  time.Duration
+	conn     *grpc.ClientConn
+	rt       runtimeapi.RuntimeServiceClient
+	img      runtimeapi.ImageServiceClient
+}
+
+// New connects to the CRI runtime at endpoint ("unix:///path" or a bare
+// socket path) and checks with a Version call, bounded by timeout, that it
+// serves CRI v1. timeout (> 0) also bounds every later call (see Runtime).
+// The caller must Close the returned Runtime.
+func New(ctx context.Context, endpoint string, timeout time.Duration) (*Runtime, error) {
+	if timeout <= 0 {
+		return nil, fmt.Errorf("CRI timeout must be positive, got %v", timeout)
+	}
+	target, err := dialTarget(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(maxMsgSize),
+			grpc.MaxCallSendMsgSize(maxMsgSize),
+		),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect to CRI runtime %s: %w", endpoint, err)
+	}
+	r := &Runtime{
+		endpoint: endpoint,
+		timeout:  timeout,
+		conn:     conn,
+		rt:       runtimeapi.NewRuntimeServiceClient(conn),
+		img:      runtimeapi.NewImageServiceClient(conn),
+	}
+	if _, err := r.version(ctx); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// dialTarget turns an endpoint into a gRPC target; only unix sockets are
+// supported.
+func dialTarget(endpoint string) (string, error) {
+	switch {
+	case strings.HasPrefix(endpoint, "unix://"):
+		if strings.TrimPrefix(endpoint, "unix://") == "" {
+			return "", fmt.Errorf("CRI endpoint %q has no socket path", endpoint)
+		}
+		return endpoint, nil
+	case strings.HasPrefix(endpoint, "/"):
+		return "unix://" + endpoint, nil
+	case endpoint == "":
+		return "", errors.New("empty CRI endpoint")
+	default:
+		return "", fmt.Errorf("CRI endpoint %q: want unix:///path or an absolute socket path", endpoint)
+	}
+}
+
+// Close closes the connection. Calls in flight fail. Idempotent.
+func (r *Runtime) Close() error {
+	err := r.conn.Close()
+	if status.Code(err) == codes.Canceled {
+		return nil // already closed
+	}
+	return err
+}
+
+// Version returns e.g. "containerd 1.6.20 (CRI v1)".
+func (r *Runtime) Version(ctx context.Context) (string, error) {
+	v, err := r.version(ctx)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s %s (CRI %s)", v.RuntimeName, v.RuntimeVersion, v.RuntimeApiVersion), nil
+}
+
+func (r *Runtime) version(ctx context.Context) (*runtimeapi.VersionResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	v, err := r.rt.Version(ctx, &runtimeapi.VersionRequest{Version: "v1"})
+	if err != nil {
+		if status.Code(err) == codes.Unimplemented {
+			return nil, fmt.Errorf("CRI runtime at %s does not serve CRI v1 (runtime.v1.RuntimeService): %w", r.endpoint, err)
+		}
+		return nil, fmt.Errorf("CRI version of %s: %w", r.endpoint, err)
+	}
+	if v.RuntimeApiVersion != "v1" {
+		return nil, fmt.Errorf("CRI runtime at %s speaks CRI %q, skiff needs v1", r.endpoint, v.RuntimeApiVersion)
+	}
+	return v, nil
+}
+
+// callCtx bounds one call: d > 0 adds a timeout, d == 0 only the caller's
+// context.
+func callCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// wrap describes a failed call. codes.NotFound becomes runtime.ErrNotFound;
+// other errors keep their gRPC status for errors.As / status.Code.
+func wrap(err error, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	if s, ok := status.FromError(err); ok && s.Code() == codes.NotFound {
+		return fmt.Errorf("%s: %w: %s", what, runtime.ErrNotFound, s.Message())
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// isNotFound reports whether err is a gRPC NotFound.
+func isNotFound(err error) bool {
+	return status.Code(err) == codes.NotFound
+}
+
+// timeFromNanos converts CRI nanoseconds; 0 stays the zero time.
+func timeFromNanos(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
