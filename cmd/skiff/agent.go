@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/agent"
+	"github.com/skiffnode/skiff/network"
+	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/runtime/containerd"
+	"github.com/skiffnode/skiff/runtime/cri"
+	"github.com/skiffnode/skiff/server"
+	"github.com/skiffnode/skiff/staticpods"
+)
+
+// agentOptions are `skiff agent` flags; names follow the kubelet's.
+type agentOptions struct {
+	podManifestPath   string
+	runtimeEndpoint   string
+	rootDir           string
+	hostnameOverride  string
+	podLogsDir        string
+	readOnlyPort      int
+	address           string
+	verbosity         int
+	podCIDR           string
+	cniBinDir         string
+	resolvConf        string
+	runtimeTimeout    time.Duration
+	maxParallelStarts int
+}
+
+func newAgentCmd() *cobra.Command {
+	o := &agentOptions{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runAgent(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests to run")
+	f.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint (unix:///path); empty starts a managed containerd")
+	f.StringVar(&o.rootDir, "root-dir", defaultRootDir, "directory for skiff's state, the managed containerd and image archives")
+	f.StringVar(&o.hostnameOverride, "hostname-override", "", "node name to use instead of the hostname")
+	f.StringVar(&o.podLogsDir, "pod-logs-dir", podlogs.DefaultRoot, "directory for container logs")
+	f.IntVar(&o.readOnlyPort, "read-only-port", 0, "TCP port for the read-only local API (0 disables)")
+	f.StringVar(&o.address, "address", "127.0.0.1", "IP address for --read-only-port")
+	f.IntVar(&o.verbosity, "v", 0, "log verbosity (4 and above: debug)")
+	f.StringVar(&o.podCIDR, "pod-cidr", "10.88.0.0/16", "pod IP range of the managed CNI bridge")
+	f.StringVar(&o.cniBinDir, "cni-bin-dir", "/usr/lib/cni", "CNI plugin binaries for the managed containerd")
+	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration pods inherit")
+	f.DurationVar(&o.runtimeTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of CRI requests")
+	f.IntVar(&o.maxParallelStarts, "max-parallel-starts", 0, "sandboxes/containers started at once (0: max(2, CPUs))")
+	return cmd
+}
+
+func newLogger(verbosity int) *slog.Logger {
+	level := slog.LevelInfo
+	if verbosity >= 4 {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func nodeName(override string) (string, error) {
+	if override != "" {
+		return strings.ToLower(override), nil
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("node name: %w", err)
+	}
+	return strings.ToLower(h), nil
+}
+
+func runAgent(ctx context.Context, o *agentOptions) error {
+	log := newLogger(o.verbosity)
+	node, err := nodeName(o.hostnameOverride)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.rootDir, 0o700); err != nil {
+		return fmt.Errorf("--root-dir: %w", err)
+	}
+	rt, importer, cleanup, err := startRuntime(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	hostIPs := nodeIPs(log)
+	a, err := agent.New(agent.Config{
+		NodeName:          node,
+		Runtime:           rt,
+		PodLogsDir:        o.podLogsDir,
+		HostIPs:           hostIPs,
+		DNS:               podDNS(o.resolvConf),
+		Logger:            log,
+		MaxParallelStarts: o.maxParallelStarts,
+	})
+	if err != nil {
+		return err
+	}
+	sources := map[string]agent.Source{}
+	if o.podManifestPath != "" {
+		src, err := staticpods.New(staticpods.Config{Dir: o.podManifestPath, NodeName: node, Logger: log})
+		if err != nil {
+			return fmt.Errorf("--pod-manifest-path: %w", err)
+		}
+		sources["file"] = src
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 4)
+	srv := server.New(server.Config{
+		Pods: a, PodLogsDir: o.podLogsDir, Logger: log,
+		Healthz: func() error { return a.Healthz(ctx) },
+	})
+	go func() { errc <- srv.ServeUnix(ctx, filepath.Join(o.rootDir, "skiff.sock")) }()
+	if o.readOnlyPort > 0 {
+		addr := net.JoinHostPort(o.address, strconv.Itoa(o.readOnlyPort))
+		go func() { errc <- srv.ServeTCP(ctx, addr) }()
+	}
+	if importer != nil {
+		go watchImageDir(ctx, filepath.Join(o.rootDir, "images"), importer, a.WakeAll, log)
+	}
+	log.Info("skiff agent started", "node", node, "manifests", o.podManifestPath, "root", o.rootDir, "hostIPs", hostIPs)
+	go func() { errc <- a.Run(ctx, sources) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if err != nil && ctx.Err() == nil {
+			cancel()
+			return err
+		}
+	}
+	log.Info("skiff agent stopping; pods keep running")
+	return nil
+}
+
+// startRuntime connects to the CRI runtime: the endpoint given, or a managed
+// containerd (with skiff's pause image and the CNI bridge config). Archives in
+// <root-dir>/images are imported before any pod starts.
+func startRuntime(ctx context.Context, o *agentOptions, log *slog.Logger) (runtime.Runtime, runtime.ImageImporter, func(), error) {
+	if o.runtimeEndpoint != "" {
+		rt, err := cri.New(ctx, o.runtimeEndpoint, o.runtimeTimeout)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--container-runtime-endpoint %s: %w", o.runtimeEndpoint, err)
+		}
+		return rt, nil, func() { _ = rt.Close() }, nil
+	}
+	m, imp, err := startManaged(ctx, o, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rt, err := cri.New(ctx, m.Endpoint(), o.runtimeTimeout)
+	if err != nil {
+		stopManaged(m, log)
+		return nil, nil, nil, fmt.Errorf("managed containerd: %w", err)
+	}
+	return rt, imp, func() {
+		_ = rt.Close()
+		_ = imp.Close()
+		stopManaged(m, log)
+	}, nil
+}
+
+func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *containerd.Managed, imp *containerd.Importer, retErr error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("own executable: %w", err)
+	}
+	pauseRef, err := containerd.PauseImageRef(exe)
+	if err != nil {
+		return nil, nil, err
+	}
+	cniDir := filepath.Join(o.rootDir, "cni", "net.d")
+	if _, err := network.WriteBridgeConflist(cniDir, network.BridgeConfig{PodCIDR: o.podCIDR}); err != nil {
+		return nil, nil, fmt.Errorf("CNI config: %w", err)
+	}
+	m, err = containerd.Start(ctx, containerd.Config{
+		RootDir: o.rootDir, CNIBinDir: o.cniBinDir, CNIConfDir: cniDir, SandboxImage: pauseRef, Logger: log,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start managed containerd: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			stopManaged(m, log)
+		}
+	}()
+	imp, err = containerd.NewImporter(m.Address())
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := containerd.EnsurePauseImage(ctx, imp, exe, filepath.Join(o.rootDir, "cache")); err != nil {
+		_ = imp.Close()
+		return nil, nil, fmt.Errorf("pause image: %w", err)
+	}
+	dir := filepath.Join(o.rootDir, "images")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		_ = imp.Close()
+		return nil, nil, fmt.Errorf("image archive directory: %w", err)
+	}
+	names, err := imp.ImportDir(ctx, dir)
+	if err != nil {
+		log.Error("importing image archives", "dir", dir, "err", err)
+	}
+	log.Info("managed containerd ready", "endpoint", m.Endpoint(), "pauseImage", pauseRef, "imported", names)
+	return m, imp, nil
+}
+
+func stopManaged(m *containerd.Managed, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := m.Stop(ctx); err != nil {
+		log.Warn("stopping managed containerd", "err", err)
+	}
+}
+
+func nodeIPs(log *slog.Logger) []string {
+	ips, err := network.NodeIPs()
+	if err != nil {
+		log.Warn("node IPs", "err", err)
+	}
+	var out []string
+	for _, ip := range ips {
+		out = append(out, ip.String())
+	}
+	return out
+}
+
+func podDNS(resolvConf string) func(*v1.Pod) (*runtime.DNSConfig, error) {
+	return func(pod *v1.Pod) (*runtime.DNSConfig, error) {
+		dns, err := network.PodDNS(resolvConf, string(pod.Spec.DNSPolicy), pod.Spec.DNSConfig, pod.Spec.HostNetwork)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return dns, err
+	}
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/cliview"
+	"github.com/skiffnode/skiff/runtime/containerd"
+	"github.com/skiffnode/skiff/runtime/cri"
+	"github.com/skiffnode/skiff/server"
+)
+
+// clientOptions locate a running agent.
+type clientOptions struct {
+	rootDir string
+	server  string
+}
+
+func (c *clientOptions) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.rootDir, "root-dir", defaultRootDir, "the agent's --root-dir (its API socket is <root-dir>/skiff.sock)")
+	cmd.Flags().StringVar(&c.server, "server", "", "agent API address: a unix socket path or http://host:port (overrides --root-dir)")
+}
+
+func (c *clientOptions) client() (*server.Client, error) {
+	addr := c.server
+	if addr == "" {
+		addr = filepath.Join(c.rootDir, "skiff.sock")
+	}
+	return server.NewClient(addr)
+}
+
+func newPodsCmd() *cobra.Command {
+	var co clientOptions
+	var output string
+	cmd := &cobra.Command{
+		Use:   "pods",
+		Short: "List the agent's pods (like kubectl get pods)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := co.client()
+			if err != nil {
+				return err
+			}
+			list, err := cl.Pods(cmd.Context())
+			if err != nil {
+				return err
+			}
+			switch output {
+			case "", "wide":
+				if len(list.Items) == 0 {
+					fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
+					return nil
+				}
+				return cliview.PrintPods(cmd.OutOrStdout(), list.Items, output == "wide", time.Now())
+			case "json", "yaml":
+				return cliview.PrintObject(cmd.OutOrStdout(), list, output)
+			default:
+				return fmt.Errorf("--output %q: must be one of wide, json, yaml", output)
+			}
+		},
+	}
+	co.addFlags(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json or yaml")
+	return cmd
+}
+
+func newLogsCmd() *cobra.Command {
+	var co clientOptions
+	var opts server.LogOptions
+	var container, namespace string
+	cmd := &cobra.Command{
+		Use:   "logs POD",
+		Short: "Print a container's logs (like kubectl logs)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := co.client()
+			if err != nil {
+				return err
+			}
+			if container == "" {
+				if container, err = onlyContainer(cmd, cl, namespace, args[0]); err != nil {
+					return err
+				}
+			}
+			return cl.Logs(cmd.Context(), namespace, args[0], container, opts, cmd.OutOrStdout())
+		},
+	}
+	co.addFlags(cmd)
+	f := cmd.Flags()
+	f.StringVarP(&container, "container", "c", "", "container name (default: the pod's only app container)")
+	f.StringVarP(&namespace, "namespace", "n", "default", "pod namespace")
+	f.BoolVarP(&opts.Follow, "follow", "f", false, "stream new output")
+	f.BoolVarP(&opts.Previous, "previous", "p", false, "print the previous run's logs")
+	f.IntVar(&opts.TailLines, "tail", -1, "lines from the end to print (-1: all)")
+	f.BoolVar(&opts.Timestamps, "timestamps", false, "prefix each line with its timestamp")
+	return cmd
+}
+
+// onlyContainer picks the pod's single app container, as kubectl does.
+func onlyContainer(cmd *cobra.Command, cl *server.Client, ns, name string) (string, error) {
+	list, err := cl.Pods(cmd.Context())
+	if err != nil {
+		return "", err
+	}
+	for _, p := range list.Items {
+		if p.Namespace != ns || p.Name != name {
+			continue
+		}
+		if len(p.Spec.Containers) == 1 {
+			return p.Spec.Containers[0].Name, nil
+		}
+		return "", fmt.Errorf("pod %s has several containers, choose one with -c: %s", name, containerNames(p))
+	}
+	return "", fmt.Errorf("pod %s/%s not found", ns, name)
+}
+
+func containerNames(p v1.Pod) string {
+	var names []string
+	for _, c := range p.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, " ")
+}
+
+func newImagesCmd() *cobra.Command {
+	var rootDir, endpoint string
+	cmd := &cobra.Command{Use: "images", Short: "Manage the runtime's images"}
+	cmd.PersistentFlags().StringVar(&rootDir, "root-dir", defaultRootDir, "the agent's --root-dir (for the managed containerd)")
+	cmd.PersistentFlags().StringVar(&endpoint, "container-runtime-endpoint", "", "containerd socket (default: the managed one under --root-dir)")
+	sock := func() string {
+		if endpoint != "" {
+			return strings.TrimPrefix(endpoint, "unix://")
+		}
+		return filepath.Join(rootDir, "containerd", "containerd.sock")
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "import FILE...",
+		Short: "Import docker or OCI image archives",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			imp, err := containerd.NewImporter(sock())
+			if err != nil {
+				return err
+			}
+			defer imp.Close()
+			for _, f := range args {
+				names, err := imp.ImportArchive(cmd.Context(), f)
+				if err != nil {
+					return fmt.Errorf("import %s: %w", f, err)
+				}
+				for _, n := range names {
+					fmt.Fprintln(cmd.OutOrStdout(), "imported", n)
+				}
+			}
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "ls",
+		Short: "List images",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rt, err := cri.New(cmd.Context(), "unix://"+sock(), 30*time.Second)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			imgs, err := rt.ListImages(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 3, ' ', 0)
+			fmt.Fprintln(tw, "IMAGE\tID\tSIZE")
+			for _, img := range imgs {
+				id := strings.TrimPrefix(img.ID, "sha256:")
+				if len(id) > 13 {
+					id = id[:13]
+				}
+				for _, tag := range img.RepoTags {
+					fmt.Fprintf(tw, "%s\t%s\t%.1fMB\n", tag, id, float64(img.Size)/1e6)
+				}
+			}
+			return tw.Flush()
+		},
+	})
+	return cmd
+}
