@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	goruntime "runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +51,13 @@ type Config struct {
 	RelistPeriod time.Duration
 	// ResyncPeriod is each worker's safety resync (default 10s).
 	ResyncPeriod time.Duration
+	// PodsDir holds per-pod files (termination message files), e.g.
+	// <root-dir>/pods; "" disables termination message files.
+	PodsDir string
+	// NewProber creates the prober of liveness, readiness and startup
+	// probes, given the hooks it reports through; nil: no probes run, and
+	// every running container counts as started and ready.
+	NewProber func(ProberHooks) Prober
 	// MaxParallelStarts bounds concurrent sandbox/container starts, so the
 	// first pods run early when many arrive at once (default max(2, CPUs)).
 	MaxParallelStarts int
@@ -63,6 +71,9 @@ type Agent struct {
 	clock      clock.WithTicker
 	startSlots chan struct{}
 	updated    chan struct{}
+	events     *eventRecorder
+	hooks      *hookRunner
+	prober     Prober
 
 	mu           sync.Mutex
 	sources      map[string][]*v1.Pod
@@ -97,16 +108,34 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxParallelStarts <= 0 {
 		cfg.MaxParallelStarts = max(2, goruntime.NumCPU())
 	}
-	return &Agent{
+	a := &Agent{
 		cfg:        cfg,
 		log:        cfg.Logger,
 		clock:      cfg.Clock,
 		startSlots: make(chan struct{}, cfg.MaxParallelStarts),
 		updated:    make(chan struct{}, 1),
+		events:     newEventRecorder(cfg.Clock, cfg.NodeName),
 		sources:    map[string][]*v1.Pod{},
 		workers:    map[types.UID]*podWorker{},
 		published:  map[types.UID]*v1.Pod{},
-	}, nil
+		hooks:      newHookRunner(execOutput(cfg.Runtime)),
+		prober:     noProber{},
+	}
+	if cfg.NewProber != nil {
+		a.prober = cfg.NewProber(ProberHooks{OnChange: a.wakeUID, Event: a.containerEvent})
+	}
+	return a, nil
+}
+
+// containerEvent records an event about a container of a pod this agent
+// runs; events of unknown pods are dropped. Safe for concurrent use.
+func (a *Agent) containerEvent(uid types.UID, container, typ, reason, msg string) {
+	a.mu.Lock()
+	w := a.workers[uid]
+	a.mu.Unlock()
+	if w != nil {
+		w.event(container, typ, reason, msg)
+	}
 }
 
 // Run starts the sources, the relister and the pod workers, and blocks until
@@ -268,6 +297,58 @@ func (a *Agent) Pods() []*v1.Pod {
 		return out[i].UID < out[j].UID
 	})
 	return out
+}
+
+// Events returns the recent events of this node's pods, oldest first
+// (copies). Safe for concurrent use.
+func (a *Agent) Events() []v1.Event { return a.events.list() }
+
+// ErrPodNotFound is wrapped by Exec when no such pod or container runs here.
+var ErrPodNotFound = errors.New("not found")
+
+// Exec runs cmd in a running container of the pod namespace/name and waits
+// for it, at most timeout (0: no limit). container may be empty when the pod
+// has one container. A non-zero exit code is not an error. Safe for
+// concurrent use; blocking.
+func (a *Agent) Exec(ctx context.Context, namespace, name, container string, cmd []string, timeout time.Duration) (*runtime.ExecResult, error) {
+	id, err := a.runningContainerID(namespace, name, container)
+	if err != nil {
+		return nil, err
+	}
+	return a.cfg.Runtime.ExecSync(ctx, id, cmd, timeout)
+}
+
+// runningContainerID finds a running container by pod and container name
+// in the published status.
+func (a *Agent) runningContainerID(namespace, name, container string) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var pod *v1.Pod
+	for _, p := range a.published {
+		if p.Namespace == namespace && p.Name == name && p.DeletionTimestamp == nil {
+			pod = p
+		}
+	}
+	if pod == nil {
+		return "", fmt.Errorf("pod %s/%s: %w", namespace, name, ErrPodNotFound)
+	}
+	if container == "" {
+		if len(pod.Spec.Containers) != 1 {
+			return "", fmt.Errorf("pod %s/%s has %d containers: a container name is required", namespace, name, len(pod.Spec.Containers))
+		}
+		container = pod.Spec.Containers[0].Name
+	}
+	all := append(append([]v1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range all {
+		if cs.Name != container {
+			continue
+		}
+		if cs.State.Running == nil {
+			return "", fmt.Errorf("container %q of pod %s/%s is not running", container, namespace, name)
+		}
+		return strings.TrimPrefix(cs.ContainerID, "containerd://"), nil
+	}
+	return "", fmt.Errorf("container %q in pod %s/%s: %w", container, namespace, name, ErrPodNotFound)
 }
 
 // Healthz reports whether the runtime answers.

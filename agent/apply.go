@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -24,11 +23,15 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 	switch {
 	case acts.Terminal:
 		if acts.StopSandbox {
+			if err := w.stopRunning(ctx, st, *w.graceSeconds(nil)); err != nil {
+				w.log.Warn("stopping containers of finished pod", "err", err)
+				return false, 2 * time.Second
+			}
 			if err := w.a.cfg.Runtime.StopSandbox(ctx, st.sandbox().ID); err != nil {
 				w.log.Warn("stopping sandbox of finished pod", "err", err)
 				return false, 2 * time.Second
 			}
-			w.log.Info("pod finished", "phase", terminalPhase(w.pod, st.latestIn(st.sandbox().ID)))
+			w.log.Info("pod finished")
 			return true, 0
 		}
 		return false, 0
@@ -45,6 +48,24 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 			return false, 2 * time.Second
 		}
 		progressed = true
+	}
+	for _, u := range acts.Unhealthy {
+		grace := *w.graceSeconds(u.Grace)
+		if err := w.killContainer(ctx, u.Container, st.sandbox().IP, u.Message, grace, nil); err != nil {
+			w.log.Warn("killing unhealthy container", "container", u.Container.Name, "err", err)
+			return progressed, 2 * time.Second
+		}
+		progressed = true
+	}
+	if len(acts.Unhealthy) > 0 {
+		return progressed, 0 // observe the kills before starting anything
+	}
+	for _, i := range acts.RestartSidecars {
+		if w.startContainer(ctx, st, &w.pod.Spec.InitContainers[i], true) {
+			progressed = true
+		} else {
+			retry = w.retryDelay()
+		}
 	}
 	if acts.StartInit >= 0 {
 		if !w.startContainer(ctx, st, &w.pod.Spec.InitContainers[acts.StartInit], true) {
@@ -105,15 +126,24 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 	now := w.a.clock.Now()
 	key := restartBackoffKey(c.Name)
 	attempt := st.nextAttempt(c.Name)
-	image, err := ensureImage(ctx, w.a.cfg.Runtime, c)
+	image, err := w.ensureImage(ctx, c)
 	if err != nil {
 		w.setImageWaiting(c.Name, err)
 		return false
 	}
-	if err := w.createAndStart(ctx, st, c, attempt, image, init); err != nil {
+	id, err := w.createAndStart(ctx, st, c, attempt, image, init)
+	if err != nil {
 		w.log.Warn("starting container", "container", c.Name, "err", err)
+		w.event(c.Name, v1.EventTypeWarning, EventFailed, "Error: "+err.Error())
 		w.waiting[c.Name] = waitingState{Reason: "RunContainerError", Message: err.Error()}
 		return false
+	}
+	w.event(c.Name, v1.EventTypeNormal, EventStarted, "Started container "+c.Name)
+	if !w.postStart(ctx, st, c, id) {
+		if attempt > 0 {
+			w.backoff.next(key, now)
+		}
+		return true
 	}
 	if attempt > 0 {
 		w.backoff.next(key, now)
@@ -137,12 +167,12 @@ func (w *podWorker) setImageWaiting(name string, err error) {
 
 // createAndStart creates the container and starts it; a container that does
 // not start is removed again (rollback under a fresh bounded context).
-func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Container, attempt uint32, image string, init bool) (retErr error) {
+func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Container, attempt uint32, image string, init bool) (_ string, retErr error) {
 	rt := w.a.cfg.Runtime
 	sb := st.sandbox()
 	sbSpec, err := w.a.sandboxSpec(w.pod, sb.Attempt)
 	if err != nil {
-		return err
+		return "", err
 	}
 	hostIP := ""
 	if len(w.a.cfg.HostIPs) > 0 {
@@ -150,20 +180,24 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	}
 	spec, err := containerSpec(w.pod, c, attempt, image, sb, hostIP, init)
 	if err != nil {
-		return fmt.Errorf("container %q: %w", c.Name, err)
+		return "", fmt.Errorf("container %q: %w", c.Name, err)
 	}
 	if err := os.MkdirAll(filepath.Join(sbSpec.LogDirectory, c.Name), 0o755); err != nil {
-		return fmt.Errorf("container log directory: %w", err)
+		return "", fmt.Errorf("container log directory: %w", err)
+	}
+	if err := w.addTerminationMessageMount(c, spec); err != nil {
+		return "", err
 	}
 	release, err := w.acquireStart(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer release()
 	id, err := rt.CreateContainer(ctx, sb.ID, spec, sbSpec)
 	if err != nil {
-		return fmt.Errorf("create container: %w", err)
+		return "", fmt.Errorf("create container: %w", err)
 	}
+	w.event(c.Name, v1.EventTypeNormal, EventCreated, "Created container: "+c.Name)
 	defer func() {
 		if retErr != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -172,9 +206,49 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 		}
 	}()
 	if err := rt.StartContainer(ctx, id); err != nil {
-		return fmt.Errorf("start container: %w", err)
+		return "", fmt.Errorf("start container: %w", err)
 	}
+	return id, nil
+}
+
+// addTerminationMessageMount mounts a fresh host file at the container's
+// terminationMessagePath (A.40).
+func (w *podWorker) addTerminationMessageMount(c *v1.Container, spec *runtime.ContainerSpec) error {
+	spec.Annotations[annotationTermMessagePath] = c.TerminationMessagePath
+	spec.Annotations[annotationTermMessagePolicy] = string(c.TerminationMessagePolicy)
+	host, err := terminationMessageFile(w.a.cfg.PodsDir, w.pod, c)
+	if err != nil || host == "" {
+		return err
+	}
+	spec.Annotations[annotationTermMessageHost] = host
+	spec.Mounts = append(spec.Mounts, runtime.Mount{HostPath: host, ContainerPath: c.TerminationMessagePath})
 	return nil
+}
+
+// postStart runs the container's postStart hook, if any, while the worker
+// waits: the container is not reported Running before it completes (C.3).
+// On failure the container is killed (through preStop) and waits with
+// PostStartHookError (C.4). It reports whether the hook succeeded.
+func (w *podWorker) postStart(ctx context.Context, st *podState, c *v1.Container, id string) bool {
+	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
+		return true
+	}
+	w.inPostStart[c.Name] = true
+	defer delete(w.inPostStart, c.Name)
+	w.publishStatus(st, w.a.clock.Now())
+	podIP := st.sandbox().IP
+	msg, err := w.a.hooks.run(ctx, w.pod, c, id, podIP, c.Lifecycle.PostStart)
+	if err == nil {
+		return true
+	}
+	w.log.Warn("postStart hook failed", "container", c.Name, "err", err)
+	w.event(c.Name, v1.EventTypeWarning, EventFailedPostStartHook, "PostStartHook failed")
+	cs := &runtime.ContainerStatus{Container: runtime.Container{ID: id, Name: c.Name}}
+	if kerr := w.killContainer(ctx, cs, podIP, "FailedPostStartHook", *w.graceSeconds(nil), nil); kerr != nil {
+		w.log.Warn("killing container after postStart failure", "container", c.Name, "err", kerr)
+	}
+	w.waiting[c.Name] = waitingState{Reason: reasonPostStartHookError, Message: msg}
+	return false
 }
 
 // pruneOld removes dead containers of name older than the previous attempt
@@ -203,44 +277,6 @@ func (w *podWorker) stopAndRemove(ctx context.Context, c *runtime.ContainerStatu
 	}
 	if err := rt.RemoveContainer(ctx, c.ID); err != nil {
 		return fmt.Errorf("remove container %s: %w", c.Name, err)
-	}
-	return nil
-}
-
-// killAll stops every container of the pod in parallel with the grace
-// period, then stops and removes the sandboxes and the containers (A.42).
-func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Duration) error {
-	rt := w.a.cfg.Runtime
-	var wg sync.WaitGroup
-	errs := make([]error, len(st.Containers))
-	for i, c := range st.Containers {
-		if c.State != runtime.ContainerRunning {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := rt.StopContainer(ctx, c.ID, grace); err != nil {
-				errs[i] = fmt.Errorf("stop container %s: %w", c.Name, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	for _, c := range st.Containers {
-		if err := rt.RemoveContainer(ctx, c.ID); err != nil {
-			return fmt.Errorf("remove container %s: %w", c.Name, err)
-		}
-	}
-	for _, sb := range st.Sandboxes {
-		if err := rt.StopSandbox(ctx, sb.ID); err != nil {
-			return fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
-		}
-		if err := rt.RemoveSandbox(ctx, sb.ID); err != nil {
-			return fmt.Errorf("remove sandbox %s: %w", sb.ID, err)
-		}
 	}
 	return nil
 }

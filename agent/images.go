@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/runtime"
 )
@@ -22,7 +23,8 @@ func (e *imageError) Unwrap() error { return e.Err }
 // ensureImage makes c's image present per its imagePullPolicy and returns
 // the image ID to run. Image archives were imported at start, so the common
 // air-gapped case is a present image.
-func ensureImage(ctx context.Context, rt runtime.Images, c *v1.Container) (string, error) {
+// rec receives the kubelet's image events (Pulled, Pulling, Failed ...).
+func ensureImage(ctx context.Context, rt runtime.Images, c *v1.Container, clk clock.PassiveClock, rec func(typ, reason, msg string)) (string, error) {
 	img, err := rt.ImageStatus(ctx, c.Image)
 	present := err == nil
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
@@ -30,21 +32,29 @@ func ensureImage(ctx context.Context, rt runtime.Images, c *v1.Container) (strin
 	}
 	switch {
 	case c.ImagePullPolicy == v1.PullNever && !present:
+		rec(v1.EventTypeWarning, EventErrImageNeverPull, fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image))
 		return "", &imageError{
 			Reason:  "ErrImageNeverPull",
 			Message: fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image),
 			Err:     runtime.ErrNotFound,
 		}
 	case present && c.ImagePullPolicy != v1.PullAlways:
+		rec(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
 		return img.ID, nil
 	}
+	rec(v1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
+	start := clk.Now()
 	id, err := rt.PullImage(ctx, c.Image)
 	if err != nil {
+		rec(v1.EventTypeWarning, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
+		rec(v1.EventTypeWarning, EventFailed, "Error: ErrImagePull")
 		return "", &imageError{
 			Reason:  "ErrImagePull",
 			Message: fmt.Sprintf("failed to pull image %q: %v", c.Image, err),
 			Err:     err,
 		}
 	}
+	took := clk.Since(start)
+	rec(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting)", c.Image, took, took))
 	return id, nil
 }

@@ -15,7 +15,8 @@ import (
 // at a time, then app containers; A.24).
 type podActions struct {
 	// Terminal: the pod reached Succeeded or Failed and nothing will run
-	// again (A.5, A.26). StopSandbox is set while its sandbox still runs.
+	// again (A.5, A.26). Its running containers are stopped (sidecars
+	// last) and StopSandbox is set while its sandbox still runs.
 	Terminal    bool
 	StopSandbox bool
 	// CreateSandbox (re)creates the sandbox with SandboxAttempt; every
@@ -24,14 +25,59 @@ type podActions struct {
 	SandboxAttempt uint32
 	// StartInit is the index of the init container to start, or -1.
 	StartInit int
+	// RestartSidecars lists restartable init containers (sidecars) to
+	// restart after they exited, once the pod is past them.
+	RestartSidecars []int
 	// StartApp lists app container indices to start.
 	StartApp []int
 	// Kill lists containers to stop and remove (unknown or stuck ones).
 	Kill []*runtime.ContainerStatus
+	// Unhealthy lists running containers to stop (through preStop) because
+	// a liveness or startup probe failed; they restart per restartPolicy.
+	Unhealthy []unhealthyKill
 	// Waiting holds containers held back by restart back-off.
 	Waiting map[string]waitingState
 	// RequeueAfter asks for another sync after this delay (0: no timer).
 	RequeueAfter time.Duration
+}
+
+// unhealthyKill is a container to kill after a failed probe.
+type unhealthyKill struct {
+	Container *runtime.ContainerStatus
+	// Message is the Killing event's message, e.g. "Container app failed
+	// liveness probe, will be restarted".
+	Message string
+	// Grace is the probe-level terminationGracePeriodSeconds, if set (B.12).
+	Grace *int64
+}
+
+// probeFailure is a failed liveness or startup probe of a running container.
+type probeFailure struct {
+	// Probe is "liveness" or "startup".
+	Probe string
+	Grace *int64
+}
+
+// planExtras is what the planner needs beyond the runtime state: results
+// the worker keeps (probe results, deadlines).
+type planExtras struct {
+	// Started reports whether the running container with this ID passed
+	// its startup probe (true when it has none); nil: always true.
+	Started func(name, containerID string) bool
+	// ProbeFailed holds running containers (by ID) whose liveness or
+	// startup probe failed.
+	ProbeFailed map[string]probeFailure
+	// Failure is set once the pod failed for good (DeadlineExceeded).
+	Failure *podFailure
+}
+
+// podFailure is a pod-level failure that ends the pod (A.9).
+type podFailure struct {
+	Reason, Message string
+}
+
+func (x planExtras) started(name, id string) bool {
+	return x.Started == nil || x.Started(name, id)
 }
 
 // waitingState is a Waiting reason the planner or executor decided.
@@ -44,14 +90,14 @@ func restartBackoffKey(name string) string { return "restart/" + name }
 
 // computePodActions is the pure planner: from the pod spec and what the
 // runtime holds, what should happen next. It never performs I/O.
-func computePodActions(pod *v1.Pod, st *podState, now time.Time, bo *backoff) podActions {
+func computePodActions(pod *v1.Pod, st *podState, now time.Time, bo *backoff, x planExtras) podActions {
 	a := podActions{StartInit: -1, Waiting: map[string]waitingState{}}
 	sb := st.sandbox()
 	var latest map[string]*runtime.ContainerStatus
 	if sb != nil {
 		latest = st.latestIn(sb.ID)
 	}
-	if terminalPhase(pod, latest) != "" {
+	if x.Failure != nil || terminalPhase(pod, latest) != "" {
 		a.Terminal = true
 		a.StopSandbox = sb != nil && sb.State == runtime.SandboxReady
 		return a
@@ -64,11 +110,51 @@ func computePodActions(pod *v1.Pod, st *podState, now time.Time, bo *backoff) po
 		return a
 	}
 	a.Kill = unknownContainers(pod, latest, st, sb.ID)
-	if !planInit(pod, latest, now, bo, &a) {
+	a.Unhealthy = unhealthy(pod, latest, x)
+	if !planInit(pod, latest, now, bo, x, &a) {
 		return a
 	}
 	planApps(pod, latest, now, bo, &a)
 	return a
+}
+
+// unhealthy lists the running containers whose liveness or startup probe
+// failed, with the kubelet's Killing message (B.10, B.13).
+func unhealthy(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, x planExtras) []unhealthyKill {
+	var out []unhealthyKill
+	for _, c := range allContainers(pod) {
+		cs := latest[c.Name]
+		if cs == nil || cs.State != runtime.ContainerRunning {
+			continue
+		}
+		f, ok := x.ProbeFailed[cs.ID]
+		if !ok {
+			continue
+		}
+		msg := fmt.Sprintf("Container %s failed %s probe", c.Name, f.Probe)
+		if isSidecar(c) || shouldRestart(pod.Spec.RestartPolicy, 1) {
+			msg += ", will be restarted"
+		}
+		out = append(out, unhealthyKill{Container: cs, Message: msg, Grace: f.Grace})
+	}
+	return out
+}
+
+// allContainers returns init then app containers.
+func allContainers(pod *v1.Pod) []*v1.Container {
+	out := make([]*v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+// isSidecar reports whether c is a restartable init container.
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
 // unknownContainers are running or created containers of the current
@@ -97,10 +183,21 @@ func unknownContainers(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, 
 }
 
 // planInit walks init containers in order (A.24). It reports whether all
-// of them completed, so app containers may start.
-func planInit(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, now time.Time, bo *backoff, a *podActions) bool {
-	for i, c := range pod.Spec.InitContainers {
+// of them completed (sidecars: started), so app containers may start.
+func planInit(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, now time.Time, bo *backoff, x planExtras, a *podActions) bool {
+	initialized := appsCreated(pod, latest)
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
 		cs := latest[c.Name]
+		if isSidecar(c) {
+			if !planSidecar(pod, c, i, cs, initialized || laterStarted(pod, latest, i), now, bo, x, a) {
+				return false
+			}
+			continue
+		}
+		if initialized {
+			continue
+		}
 		switch {
 		case cs == nil:
 			a.StartInit = i
@@ -120,6 +217,56 @@ func planInit(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, now time.
 		}
 	}
 	return true
+}
+
+// planSidecar plans restartable init container c (index i). passed: the
+// pod already went past it, so a restart does not block what follows. It
+// reports whether the containers after it may proceed.
+func planSidecar(pod *v1.Pod, c *v1.Container, i int, cs *runtime.ContainerStatus, passed bool, now time.Time, bo *backoff, x planExtras, a *podActions) bool {
+	switch {
+	case cs == nil:
+		if passed {
+			a.RestartSidecars = append(a.RestartSidecars, i)
+			return true
+		}
+		a.StartInit = i
+		return false
+	case cs.State == runtime.ContainerRunning:
+		return passed || x.started(c.Name, cs.ID)
+	case cs.State == runtime.ContainerExited:
+		// Sidecars always restart, whatever the pod's restartPolicy.
+		if !holdBack(pod, c.Name, cs, now, bo, a) {
+			if passed {
+				a.RestartSidecars = append(a.RestartSidecars, i)
+			} else {
+				a.StartInit = i
+			}
+		}
+		return passed
+	default:
+		return passed
+	}
+}
+
+// appsCreated reports whether an app container exists in the current
+// sandbox: the pod was initialized then, even if init containers are gone.
+func appsCreated(pod *v1.Pod, latest map[string]*runtime.ContainerStatus) bool {
+	for _, c := range pod.Spec.Containers {
+		if latest[c.Name] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// laterStarted reports whether an init container after index i exists.
+func laterStarted(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, i int) bool {
+	for _, c := range pod.Spec.InitContainers[i+1:] {
+		if latest[c.Name] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func planApps(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, now time.Time, bo *backoff, a *podActions) {
@@ -172,8 +319,9 @@ func terminalPhase(pod *v1.Pod, latest map[string]*runtime.ContainerStatus) v1.P
 		return ""
 	}
 	if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
-		for _, c := range pod.Spec.InitContainers {
-			if cs := latest[c.Name]; cs != nil && cs.State == runtime.ContainerExited && cs.ExitCode != 0 {
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			if cs := latest[c.Name]; !isSidecar(c) && cs != nil && cs.State == runtime.ContainerExited && cs.ExitCode != 0 {
 				return v1.PodFailed
 			}
 		}

@@ -104,7 +104,7 @@ func TestComputePodActions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := computePodActions(tt.pod, tt.st, t0.Add(time.Minute), newBackoff())
+			a := computePodActions(tt.pod, tt.st, t0.Add(time.Minute), newBackoff(), planExtras{})
 			if a.CreateSandbox != tt.wantSB || a.SandboxAttempt != tt.wantAtt {
 				t.Errorf("CreateSandbox=%v attempt=%d, want %v %d", a.CreateSandbox, a.SandboxAttempt, tt.wantSB, tt.wantAtt)
 			}
@@ -139,7 +139,7 @@ func TestRestartBackoffSchedule_A13(t *testing.T) {
 	for i, w := range want {
 		w *= time.Second
 		st := state(sandboxReady(0), exited("a", uint32(i), 1, now))
-		a := computePodActions(pod, st, now, bo)
+		a := computePodActions(pod, st, now, bo, planExtras{})
 		if w == 0 {
 			if len(a.StartApp) != 1 {
 				t.Fatalf("crash %d: want immediate restart, got %+v", i, a)
@@ -154,7 +154,7 @@ func TestRestartBackoffSchedule_A13(t *testing.T) {
 				t.Errorf("message %q, want %q", ws.Message, wantMsg)
 			}
 			now = now.Add(w)
-			a = computePodActions(pod, st, now, bo)
+			a = computePodActions(pod, st, now, bo, planExtras{})
 			if len(a.StartApp) != 1 {
 				t.Fatalf("crash %d: want restart after %s, got %+v", i, w, a)
 			}

@@ -24,7 +24,17 @@ type statusInput struct {
 	// StartTime is when the agent first took the pod on.
 	StartTime time.Time
 	Now       time.Time
+	// Ready and Started give the probe results of running containers;
+	// nil means true (no probes).
+	Ready, Started func(name string) bool
+	// InPostStart: containers whose postStart hook still runs (C.3).
+	InPostStart map[string]bool
+	// Failure is a pod-level failure (DeadlineExceeded).
+	Failure *podFailure
 }
+
+func (in statusInput) ready(name string) bool   { return in.Ready == nil || in.Ready(name) }
+func (in statusInput) started(name string) bool { return in.Started == nil || in.Started(name) }
 
 // computePodStatus derives the v1.PodStatus from the runtime state (pure).
 func computePodStatus(in statusInput) v1.PodStatus {
@@ -37,10 +47,13 @@ func computePodStatus(in statusInput) v1.PodStatus {
 	s := v1.PodStatus{QOSClass: qosClass(pod)}
 	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, in, latest, true)
 	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, in, latest, false)
-	initialized := initDone(pod, latest)
+	initialized := initDone(pod, latest, in.started)
 	s.Phase = podPhase(pod, latest, s.ContainerStatuses, initialized)
 	if !initialized && s.Phase == v1.PodRunning {
 		s.Phase = v1.PodPending
+	}
+	if in.Failure != nil {
+		s.Phase, s.Reason, s.Message = v1.PodFailed, in.Failure.Reason, in.Failure.Message
 	}
 	s.Conditions = podConditions(pod, sb, &s, initialized, in.Previous, in.Now)
 	if len(in.HostIPs) > 0 {
@@ -70,10 +83,21 @@ func computePodStatus(in statusInput) v1.PodStatus {
 }
 
 // initDone reports whether all init containers exited 0 in the current
-// sandbox (A.20).
-func initDone(pod *v1.Pod, latest map[string]*runtime.ContainerStatus) bool {
-	for _, c := range pod.Spec.InitContainers {
+// sandbox and all sidecars started, or an app container already exists
+// there (A.20).
+func initDone(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, started func(string) bool) bool {
+	if appsCreated(pod, latest) {
+		return true
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
 		cs := latest[c.Name]
+		if isSidecar(c) {
+			if cs == nil || cs.State != runtime.ContainerRunning || !started(c.Name) {
+				return false
+			}
+			continue
+		}
 		if cs == nil || cs.State != runtime.ContainerExited || cs.ExitCode != 0 {
 			return false
 		}
@@ -120,9 +144,17 @@ func containerStatus(c v1.Container, in statusInput, cs *runtime.ContainerStatus
 		st.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
 	}
 	running := cs.State == runtime.ContainerRunning
-	st.Started = &running
-	// No readiness probes yet: a running container is ready.
-	st.Ready = running || (init && cs.State == runtime.ContainerExited && cs.ExitCode == 0)
+	if running && in.InPostStart[c.Name] {
+		// Not Running before postStart completed (C.3).
+		st.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+		running = false
+	}
+	started := running && in.started(c.Name)
+	st.Started = &started
+	st.Ready = started && in.ready(c.Name)
+	if init && !isSidecar(&c) {
+		st.Ready = cs.State == runtime.ContainerExited && cs.ExitCode == 0
+	}
 	return st
 }
 
@@ -137,7 +169,7 @@ func defaultWaiting(in statusInput, init bool) *v1.ContainerStateWaiting {
 		}
 		return &v1.ContainerStateWaiting{Reason: "ContainerCreating"}
 	}
-	if len(in.Pod.Spec.InitContainers) > 0 && !initDone(in.Pod, in.State.latestIn(sb.ID)) {
+	if len(in.Pod.Spec.InitContainers) > 0 && !initDone(in.Pod, in.State.latestIn(sb.ID), in.started) {
 		return &v1.ContainerStateWaiting{Reason: "PodInitializing"}
 	}
 	return &v1.ContainerStateWaiting{Reason: "ContainerCreating"}
@@ -230,7 +262,7 @@ func podConditions(pod *v1.Pod, sb *runtime.SandboxStatus, s *v1.PodStatus, init
 		incomplete("containers with incomplete status", s.InitContainerStatuses, func(cs v1.ContainerStatus) bool {
 			return cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}))
-	unready := incomplete("containers with unready status", s.ContainerStatuses, func(cs v1.ContainerStatus) bool { return cs.Ready })
+	unready := incomplete("containers with unready status", readinessRelevant(pod, s), func(cs v1.ContainerStatus) bool { return cs.Ready })
 	containersReady := unready == "" && !terminal
 	ready, readyReason, readyMsg := containersReady, "ContainersNotReady", unready
 	if terminal {
@@ -250,6 +282,17 @@ func podConditions(pod *v1.Pod, sb *runtime.SandboxStatus, s *v1.PodStatus, init
 	add(v1.PodReady, ready, readyReason, readyMsg)
 	add(v1.PodScheduled, true, "", "")
 	return append(conds, externalConditions(pod, prev)...)
+}
+
+// readinessRelevant: the statuses ContainersReady looks at, sidecars first.
+func readinessRelevant(pod *v1.Pod, s *v1.PodStatus) []v1.ContainerStatus {
+	var out []v1.ContainerStatus
+	for i, cs := range s.InitContainerStatuses {
+		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) {
+			out = append(out, cs)
+		}
+	}
+	return append(out, s.ContainerStatuses...)
 }
 
 // terminalInitDone: a pod that completed after its init containers keeps

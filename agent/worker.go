@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/runtime"
 )
 
 // podWorker owns one pod: only its goroutine changes the pod's containers.
@@ -44,6 +47,12 @@ type podWorker struct {
 	waiting   map[string]waitingState
 	status    *v1.PodStatus
 	startTime time.Time
+	// inPostStart: containers whose postStart hook is running (C.3).
+	inPostStart map[string]bool
+	// failure ends the pod for good (DeadlineExceeded, A.9).
+	failure *podFailure
+	// termMessages caches termination messages by container ID (A.40).
+	termMessages map[string]string
 }
 
 func newPodWorker(a *Agent, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
@@ -57,7 +66,29 @@ func newPodWorker(a *Agent, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
 		waitFor: waitFor,
 		backoff: newBackoff(),
 		waiting: map[string]waitingState{},
+
+		inPostStart:  map[string]bool{},
+		termMessages: map[string]string{},
 	}
+}
+
+// event records an event about container name of the pod ("" = the pod).
+func (w *podWorker) event(name, typ, reason, msg string) {
+	if w.orphan {
+		return
+	}
+	fp := ""
+	if name != "" {
+		fp = containerFieldPath(w.pod, name)
+	}
+	w.a.events.record(w.pod, fp, typ, reason, msg)
+}
+
+// ensureImage makes c's image present, recording the image events.
+func (w *podWorker) ensureImage(ctx context.Context, c *v1.Container) (string, error) {
+	return ensureImage(ctx, w.a.cfg.Runtime, c, w.a.clock, func(typ, reason, msg string) {
+		w.event(c.Name, typ, reason, msg)
+	})
 }
 
 // wake asks the worker to sync soon. Non-blocking, safe for concurrent use.
@@ -151,21 +182,68 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 			w.startTime = sb.CreatedAt
 		}
 	}
-	acts := computePodActions(w.pod, st, now, w.backoff)
+	w.fillTerminationMessages(ctx, st)
+	deadline := w.checkDeadline(now)
+	x := planExtras{
+		Started:     func(name, _ string) bool { return w.a.prober.Started(w.uid, name) },
+		ProbeFailed: w.syncProbes(st),
+		Failure:     w.failure,
+	}
+	acts := computePodActions(w.pod, st, now, w.backoff, x)
 	progressed, retry := w.apply(ctx, st, acts)
 	for name, ws := range acts.Waiting {
+		if prev, ok := w.waiting[name]; !ok || prev != ws {
+			w.event(name, v1.EventTypeWarning, EventBackOff, fmt.Sprintf("Back-off restarting failed container %s in pod %s", name, podDesc(w.pod)))
+		}
 		w.waiting[name] = ws
 	}
 	w.publishStatus(st, now)
+	next := w.a.cfg.ResyncPeriod
 	switch {
 	case progressed:
 		return 0
 	case retry > 0:
-		return retry
+		next = retry
 	case acts.RequeueAfter > 0:
-		return acts.RequeueAfter
-	default:
-		return w.a.cfg.ResyncPeriod
+		next = acts.RequeueAfter
+	}
+	if deadline > 0 && deadline < next {
+		next = deadline
+	}
+	return next
+}
+
+// checkDeadline fails the pod once it ran longer than activeDeadlineSeconds
+// (A.9) and otherwise returns the time left (0: no deadline).
+func (w *podWorker) checkDeadline(now time.Time) time.Duration {
+	ads := w.pod.Spec.ActiveDeadlineSeconds
+	if ads == nil || w.failure != nil {
+		return 0
+	}
+	left := w.startTime.Add(time.Duration(*ads) * time.Second).Sub(now)
+	if left > 0 {
+		return left
+	}
+	msg := "Pod was active on the node longer than the specified deadline"
+	w.failure = &podFailure{Reason: "DeadlineExceeded", Message: msg}
+	w.event("", v1.EventTypeNormal, EventDeadlineExceeded, msg)
+	w.log.Info("pod exceeded its active deadline")
+	return 0
+}
+
+// fillTerminationMessages adds the termination message to exited
+// containers, reading each file once (A.40, A.41).
+func (w *podWorker) fillTerminationMessages(ctx context.Context, st *podState) {
+	for i, cs := range st.Containers {
+		if cs.State != runtime.ContainerExited {
+			continue
+		}
+		msg, ok := w.termMessages[cs.ID]
+		if !ok {
+			msg = terminationMessage(ctx, cs)
+			w.termMessages[cs.ID] = msg
+		}
+		st.Containers[i] = withMessage(cs, msg)
 	}
 }
 
@@ -176,6 +254,10 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 	s := computePodStatus(statusInput{
 		Pod: w.pod, State: st, Waiting: w.waiting, Previous: w.status,
 		HostIPs: w.a.cfg.HostIPs, StartTime: w.startTime, Now: now,
+		Ready:       func(name string) bool { return w.a.prober.Ready(w.uid, name) },
+		Started:     func(name string) bool { return w.a.prober.Started(w.uid, name) },
+		InPostStart: w.inPostStart,
+		Failure:     w.failure,
 	})
 	w.status = &s
 	p := w.pod.DeepCopy()
@@ -223,9 +305,15 @@ func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
 		}
 		return false
 	}
+	w.a.prober.RemovePod(w.uid)
 	dir := podlogs.PodDir(w.a.cfg.PodLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
 	if err := os.RemoveAll(dir); err != nil {
 		w.log.Warn("removing pod logs", "dir", dir, "err", err)
+	}
+	if w.a.cfg.PodsDir != "" {
+		if err := os.RemoveAll(filepath.Join(w.a.cfg.PodsDir, string(w.uid))); err != nil {
+			w.log.Warn("removing pod directory", "err", err)
+		}
 	}
 	w.log.Info("pod terminated")
 	return true

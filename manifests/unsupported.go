@@ -31,6 +31,7 @@ func supportedFieldPaths() []string {
 		// status is not input: Decode drops it and the kubelet ignores it.
 		"status",
 		"spec.restartPolicy", "spec.terminationGracePeriodSeconds",
+		"spec.activeDeadlineSeconds",
 		"spec.dnsPolicy", "spec.dnsConfig",
 		"spec.hostNetwork", "spec.hostname", "spec.subdomain",
 		"spec.nodeName", "spec.nodeSelector", "spec.tolerations",
@@ -48,6 +49,8 @@ func supportedFieldPaths() []string {
 		"imagePullPolicy", "terminationMessagePath", "terminationMessagePolicy",
 		"securityContext.privileged", "securityContext.runAsUser",
 		"securityContext.runAsGroup", "securityContext.runAsNonRoot",
+		"livenessProbe", "readinessProbe", "startupProbe",
+		"lifecycle.postStart", "lifecycle.preStop", "restartPolicy",
 	}
 	for _, list := range []string{"spec.containers[*].", "spec.initContainers[*]."} {
 		for _, f := range containerFields {

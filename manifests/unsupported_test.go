@@ -21,10 +21,10 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 		{"volumes", func(p *v1.Pod) { p.Spec.Volumes = []v1.Volume{{Name: "v"}} }, "spec.volumes"},
 		{"volumeMounts", func(p *v1.Pod) { p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: "/v"}} }, "spec.containers[0].volumeMounts"},
 		{"volumeDevices", func(p *v1.Pod) { p.Spec.Containers[0].VolumeDevices = []v1.VolumeDevice{{Name: "v"}} }, "spec.containers[0].volumeDevices"},
-		{"livenessProbe", func(p *v1.Pod) { p.Spec.Containers[0].LivenessProbe = &v1.Probe{PeriodSeconds: 3} }, "spec.containers[0].livenessProbe"},
-		{"lifecycle", func(p *v1.Pod) {
-			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"x"}}}}
-		}, "spec.containers[0].lifecycle"},
+		{"lifecycle stopSignal", func(p *v1.Pod) {
+			sig := v1.SIGTERM
+			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{StopSignal: &sig}
+		}, "spec.containers[0].lifecycle.stopSignal"},
 		{"ephemeralContainers", func(p *v1.Pod) {
 			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "e"}}}
 		}, "spec.ephemeralContainers"},
@@ -36,8 +36,6 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 		}, "spec.affinity"},
 		{"runtimeClassName", func(p *v1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }, "spec.runtimeClassName"},
 		{"overhead", func(p *v1.Pod) { p.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")} }, "spec.overhead"},
-		{"activeDeadlineSeconds", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(5)) }, "spec.activeDeadlineSeconds"},
-		{"sidecar restartPolicy", func(p *v1.Pod) { p.Spec.InitContainers[0].RestartPolicy = ptr(v1.ContainerRestartPolicyAlways) }, "spec.initContainers[0].restartPolicy"},
 		{"envFrom", func(p *v1.Pod) { p.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{Prefix: "X"}} }, "spec.containers[0].envFrom"},
 		{"env secretKeyRef", func(p *v1.Pod) {
 			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}}}

@@ -44,6 +44,11 @@ func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork bo
 	if isInit && (c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways) {
 		errs = append(errs, forbidOnInit(c, path)...)
 	}
+	errs = append(errs, validateRestartPolicy(c, path, isInit)...)
+	if l := c.Lifecycle; l != nil {
+		errs = append(errs, validateHook(l.PostStart, path.Child("lifecycle", "postStart"))...)
+		errs = append(errs, validateHook(l.PreStop, path.Child("lifecycle", "preStop"))...)
+	}
 	errs = append(errs, validateProbe(c.LivenessProbe, path.Child("livenessProbe"), true)...)
 	errs = append(errs, validateProbe(c.ReadinessProbe, path.Child("readinessProbe"), false)...)
 	errs = append(errs, validateProbe(c.StartupProbe, path.Child("startupProbe"), true)...)
@@ -215,6 +220,56 @@ func validateProbeHandler(h *v1.ProbeHandler, path *field.Path) field.ErrorList 
 	}
 	switch {
 	case len(set) == 0:
+		errs = append(errs, field.Required(path, "must specify a handler type"))
+	case len(set) > 1:
+		errs = append(errs, field.Forbidden(path.Child(set[1]), "may not specify more than 1 handler type"))
+	}
+	return errs
+}
+
+// validateRestartPolicy: only init containers may set restartPolicy, and
+// only to Always (a sidecar).
+func validateRestartPolicy(c *v1.Container, path *field.Path, isInit bool) field.ErrorList {
+	if c.RestartPolicy == nil {
+		return nil
+	}
+	p := path.Child("restartPolicy")
+	if !isInit {
+		return field.ErrorList{field.Forbidden(p, "may not be set for non-init containers")}
+	}
+	return validateEnum(*c.RestartPolicy, p, v1.ContainerRestartPolicyAlways)
+}
+
+// validateHook requires exactly one of exec, httpGet, sleep (C.1, C.2);
+// nil is valid.
+func validateHook(h *v1.LifecycleHandler, path *field.Path) field.ErrorList {
+	if h == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	var set []string
+	if h.Exec != nil {
+		set = append(set, "exec")
+		if len(h.Exec.Command) == 0 {
+			errs = append(errs, field.Required(path.Child("exec", "command"), ""))
+		}
+	}
+	if g := h.HTTPGet; g != nil {
+		set = append(set, "httpGet")
+		errs = append(errs, validatePortRef(g.Port, path.Child("httpGet", "port"))...)
+		errs = append(errs, validateEnum(g.Scheme, path.Child("httpGet", "scheme"), v1.URISchemeHTTP, v1.URISchemeHTTPS)...)
+	}
+	if h.Sleep != nil {
+		set = append(set, "sleep")
+		if h.Sleep.Seconds < 0 {
+			errs = append(errs, field.Invalid(path.Child("sleep", "seconds"), h.Sleep.Seconds, "must be greater than or equal to 0"))
+		}
+	}
+	if h.TCPSocket != nil {
+		errs = append(errs, field.Forbidden(path.Child("tcpSocket"), "not supported by skiff: the kubelet ignores tcpSocket hooks; use exec, httpGet or sleep"))
+	}
+	switch {
+	case len(set) == 0 && h.TCPSocket == nil:
 		errs = append(errs, field.Required(path, "must specify a handler type"))
 	case len(set) > 1:
 		errs = append(errs, field.Forbidden(path.Child(set[1]), "may not specify more than 1 handler type"))

@@ -97,7 +97,28 @@ func TestValidate(t *testing.T) {
 		{"grace period non-negative", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(-1)) }, []string{"spec.terminationGracePeriodSeconds: Invalid value: -1"}},
 		{"grace period zero is fine", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(0)) }, nil},
 		{"activeDeadlineSeconds positive", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(0)) },
-			[]string{"spec.activeDeadlineSeconds: Invalid value: 0", "spec.activeDeadlineSeconds: Forbidden: not supported by skiff yet"}},
+			[]string{"spec.activeDeadlineSeconds: Invalid value: 0"}},
+		{"A.9 activeDeadlineSeconds accepted", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(5)) }, nil},
+		{"C.1 hook needs one handler", func(p *v1.Pod) { p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{}} },
+			[]string{"spec.containers[0].lifecycle.postStart: Required value: must specify a handler type"}},
+		{"C.1 hook with two handlers", func(p *v1.Pod) {
+			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{
+				Exec: &v1.ExecAction{Command: []string{"true"}}, Sleep: &v1.SleepAction{Seconds: 1}}}
+		}, []string{"spec.containers[0].lifecycle.preStop.sleep: Forbidden: may not specify more than 1 handler type"}},
+		{"C.2 tcpSocket hook rejected", func(p *v1.Pod) {
+			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(80)}}}
+		}, []string{"spec.containers[0].lifecycle.preStop.tcpSocket: Forbidden: not supported by skiff"}},
+		{"C.1 sleep hook accepted", func(p *v1.Pod) {
+			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 3}}}
+		}, nil},
+		{"restartPolicy forbidden on app containers", func(p *v1.Pod) { p.Spec.Containers[0].RestartPolicy = ptr(v1.ContainerRestartPolicyAlways) },
+			[]string{"spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"}},
+		{"sidecar restartPolicy accepted", func(p *v1.Pod) { p.Spec.InitContainers[0].RestartPolicy = ptr(v1.ContainerRestartPolicyAlways) }, nil},
+		{"B.12 sidecar may have probes", func(p *v1.Pod) {
+			p.Spec.InitContainers[0].RestartPolicy = ptr(v1.ContainerRestartPolicyAlways)
+			p.Spec.InitContainers[0].StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
+				TimeoutSeconds: 1, PeriodSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
+		}, nil},
 		{"A.50 os windows rejected", func(p *v1.Pod) { p.Spec.OS = &v1.PodOS{Name: v1.Windows} }, []string{`spec.os.name: Unsupported value: "windows": supported values: "linux"`}},
 		{"A.50 os linux accepted", func(p *v1.Pod) { p.Spec.OS = &v1.PodOS{Name: v1.Linux} }, nil},
 		{"os name required", func(p *v1.Pod) { p.Spec.OS = &v1.PodOS{} }, []string{"spec.os.name: Required value"}},

@@ -105,6 +105,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		NodeName:          node,
 		Runtime:           rt,
 		PodLogsDir:        o.podLogsDir,
+		PodsDir:           filepath.Join(o.rootDir, "pods"),
 		HostIPs:           hostIPs,
 		DNS:               podDNS(o.resolvConf),
 		Logger:            log,

@@ -30,6 +30,16 @@ type Runtime struct {
 	errs map[string]error
 	// PodIP is given to every non-host-network sandbox.
 	PodIP string
+	// execFn, if set, answers ExecSync.
+	execFn func(name string, cmd []string) (*runtime.ExecResult, error)
+}
+
+// SetExec makes ExecSync answer with fn, given the container name and
+// command (called without the fake's lock held).
+func (r *Runtime) SetExec(fn func(name string, cmd []string) (*runtime.ExecResult, error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.execFn = fn
 }
 
 type sandbox struct {
@@ -343,12 +353,19 @@ func (r *Runtime) ContainerStatus(_ context.Context, id string) (*runtime.Contai
 	return &st, nil
 }
 
-// ExecSync implements runtime.Runtime; it always succeeds with no output.
+// ExecSync implements runtime.Runtime; without SetExec it succeeds with no
+// output.
 func (r *Runtime) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) (*runtime.ExecResult, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.call("ExecSync", r.nameOf(id)); err != nil {
+	name := r.nameOf(id)
+	err := r.call("ExecSync", name)
+	fn := r.execFn
+	r.mu.Unlock()
+	if err != nil {
 		return nil, err
+	}
+	if fn != nil {
+		return fn(name, cmd)
 	}
 	return &runtime.ExecResult{}, nil
 }

@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Event reasons, as the kubelet records them (pkg/kubelet/events).
+const (
+	EventPulling             = "Pulling"
+	EventPulled              = "Pulled"
+	EventFailed              = "Failed"
+	EventErrImageNeverPull   = "ErrImageNeverPull"
+	EventCreated             = "Created"
+	EventStarted             = "Started"
+	EventKilling             = "Killing"
+	EventBackOff             = "BackOff"
+	EventUnhealthy           = "Unhealthy"
+	EventProbeWarning        = "ProbeWarning"
+	EventFailedPostStartHook = "FailedPostStartHook"
+	EventFailedPreStopHook   = "FailedPreStopHook"
+	EventDeadlineExceeded    = "DeadlineExceeded"
+	EventSandboxChanged      = "SandboxChanged"
+	EventFailedCreateSandbox = "FailedCreatePodSandBox"
+)
+
+const (
+	// eventsMax bounds the events kept in memory; the oldest go first.
+	eventsMax = 1000
+	// eventTTL is how long an event is kept after it last happened, like
+	// the API server's default --event-ttl.
+	eventTTL = time.Hour
+	// eventComponent is the source component of skiff's events.
+	eventComponent = "skiff"
+)
+
+// eventKey identifies repeats of one event, which are counted instead of
+// stored again (as the client-go event correlator does).
+type eventKey struct {
+	uid                         types.UID
+	fieldPath, typ, reason, msg string
+}
+
+// eventRecorder keeps the recent events of this node's pods in memory.
+// Safe for concurrent use.
+type eventRecorder struct {
+	clock clock.PassiveClock
+	node  string
+
+	mu     sync.Mutex
+	seq    uint64
+	events map[eventKey]*v1.Event
+}
+
+func newEventRecorder(c clock.PassiveClock, node string) *eventRecorder {
+	return &eventRecorder{clock: c, node: node, events: map[eventKey]*v1.Event{}}
+}
+
+// containerFieldPath is the involvedObject.fieldPath of a container:
+// spec.containers{name} or spec.initContainers{name}.
+func containerFieldPath(pod *v1.Pod, name string) string {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return "spec.initContainers{" + name + "}"
+		}
+	}
+	return "spec.containers{" + name + "}"
+}
+
+// record adds an event about pod (fieldPath "" for the pod itself, else
+// containerFieldPath). Repeats increase the count of the stored event.
+func (r *eventRecorder) record(pod *v1.Pod, fieldPath, typ, reason, msg string) {
+	now := metav1.NewTime(r.clock.Now())
+	k := eventKey{uid: pod.UID, fieldPath: fieldPath, typ: typ, reason: reason, msg: msg}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ev, ok := r.events[k]; ok {
+		ev.Count++
+		ev.LastTimestamp = now
+		return
+	}
+	r.seq++
+	r.events[k] = &v1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              fmt.Sprintf("%s.%x%04x", pod.Name, now.UnixNano(), r.seq&0xffff),
+			Namespace:         pod.Namespace,
+			CreationTimestamp: now,
+		},
+		InvolvedObject: v1.ObjectReference{
+			Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
+			UID: pod.UID, FieldPath: fieldPath,
+		},
+		Reason: reason, Message: msg, Type: typ, Count: 1,
+		FirstTimestamp: now, LastTimestamp: now,
+		Source:              v1.EventSource{Component: eventComponent, Host: r.node},
+		ReportingController: eventComponent, ReportingInstance: r.node,
+	}
+	r.pruneLocked()
+}
+
+// pruneLocked drops expired events and, over eventsMax, the oldest ones.
+func (r *eventRecorder) pruneLocked() {
+	cutoff := r.clock.Now().Add(-eventTTL)
+	for k, ev := range r.events {
+		if ev.LastTimestamp.Time.Before(cutoff) {
+			delete(r.events, k)
+		}
+	}
+	if len(r.events) <= eventsMax {
+		return
+	}
+	keys := make([]eventKey, 0, len(r.events))
+	for k := range r.events {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return r.events[keys[i]].LastTimestamp.Before(&r.events[keys[j]].LastTimestamp)
+	})
+	for _, k := range keys[:len(keys)-eventsMax] {
+		delete(r.events, k)
+	}
+}
+
+// list returns copies of the kept events, oldest first.
+func (r *eventRecorder) list() []v1.Event {
+	r.mu.Lock()
+	r.pruneLocked()
+	out := make([]v1.Event, 0, len(r.events))
+	for _, ev := range r.events {
+		out = append(out, *ev.DeepCopy())
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].LastTimestamp.Equal(&out[j].LastTimestamp) {
+			return out[i].LastTimestamp.Before(&out[j].LastTimestamp)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

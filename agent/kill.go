@@ -1,0 +1,173 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// minKillGrace is the kubelet's minimum shutdown window: a container always
+// gets at least this long between its stop signal and SIGKILL.
+const minKillGrace = 2
+
+// killContainer stops one running container the kubelet's way (A.42,
+// C.6-C.9): a Killing event, the preStop hook within the grace period, then
+// the stop signal with what is left of it, at least minKillGrace seconds. A
+// preStop still running at expiry so gets a one-off 2s extension. turn, if
+// set, blocks until the container's turn to stop (sidecar ordering) and is
+// given the remaining grace. Blocks until the container exited.
+func (w *podWorker) killContainer(ctx context.Context, cs *runtime.ContainerStatus, podIP, message string, grace int64, turn func(time.Duration)) error {
+	spec := w.specOf(cs.Name)
+	if message == "" {
+		message = "Stopping container " + cs.Name
+	}
+	w.event(cs.Name, v1.EventTypeNormal, EventKilling, message)
+	start := w.a.clock.Now()
+	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && grace > 0 {
+		hookCtx, cancel := context.WithCancel(ctx)
+		defer cancel() // the hook may run on during the extension
+		w.runPreStop(hookCtx, spec, cs.ID, podIP, time.Duration(grace)*time.Second)
+	}
+	left := time.Duration(grace)*time.Second - w.a.clock.Since(start)
+	if turn != nil && left > 0 {
+		turn(left)
+		left = time.Duration(grace)*time.Second - w.a.clock.Since(start)
+	}
+	secs := max(int64(left/time.Second), minKillGrace)
+	if err := w.a.cfg.Runtime.StopContainer(ctx, cs.ID, time.Duration(secs)*time.Second); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		return fmt.Errorf("stop container %s: %w", cs.Name, err)
+	}
+	return nil
+}
+
+// runPreStop runs the preStop hook and waits for it at most budget.
+func (w *podWorker) runPreStop(ctx context.Context, c *v1.Container, id, podIP string, budget time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if msg, err := w.a.hooks.run(ctx, w.pod, c, id, podIP, c.Lifecycle.PreStop); err != nil {
+			w.log.Warn("preStop hook failed", "container", c.Name, "err", err, "message", msg)
+			w.event(c.Name, v1.EventTypeWarning, EventFailedPreStopHook, "PreStopHook failed")
+		}
+	}()
+	t := w.a.clock.NewTimer(budget)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C():
+		w.log.Info("preStop hook not completed in grace period", "container", c.Name, "grace", budget)
+	case <-ctx.Done():
+	}
+}
+
+// specOf returns the spec of the pod's container name, or nil.
+func (w *podWorker) specOf(name string) *v1.Container {
+	for _, c := range allContainers(w.pod) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// stopRunning stops every running container of the current state with the
+// grace period (seconds): app containers (and anything unknown) at once,
+// sidecars after them in reverse order, as the kubelet's termination
+// ordering does (A.42, sidecars). Blocks until all have exited.
+func (w *podWorker) stopRunning(ctx context.Context, st *podState, grace int64) error {
+	podIP := ""
+	if sb := st.sandbox(); sb != nil {
+		podIP = sb.IP
+	}
+	var running []*runtime.ContainerStatus
+	for _, c := range st.Containers {
+		if c.State == runtime.ContainerRunning {
+			running = append(running, c)
+		}
+	}
+	done := make(map[string]chan struct{}, len(running))
+	for _, c := range running {
+		done[c.ID] = make(chan struct{})
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(running))
+	for i, c := range running {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(done[c.ID])
+			errs[i] = w.killContainer(ctx, c, podIP, "", grace, w.turnOf(c, running, done))
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// turnOf returns, for a sidecar, a wait for every container that must stop
+// before it: all non-sidecars and the sidecars declared after it. Others
+// get nil (no wait).
+func (w *podWorker) turnOf(c *runtime.ContainerStatus, running []*runtime.ContainerStatus, done map[string]chan struct{}) func(time.Duration) {
+	idx := sidecarIndex(w.pod, c.Name)
+	if idx < 0 {
+		return nil
+	}
+	var before []chan struct{}
+	for _, o := range running {
+		if o == c {
+			continue
+		}
+		if j := sidecarIndex(w.pod, o.Name); j < 0 || j > idx {
+			before = append(before, done[o.ID])
+		}
+	}
+	return func(budget time.Duration) {
+		t := w.a.clock.NewTimer(budget)
+		defer t.Stop()
+		for _, ch := range before {
+			select {
+			case <-ch:
+			case <-t.C():
+				return
+			}
+		}
+	}
+}
+
+// sidecarIndex is the init container index of sidecar name, or -1.
+func sidecarIndex(pod *v1.Pod, name string) int {
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.Name == name && isSidecar(c) {
+			return i
+		}
+	}
+	return -1
+}
+
+// killAll stops every container of the pod with the grace period, then
+// removes the containers and stops and removes the sandboxes (A.42).
+func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Duration) error {
+	if err := w.stopRunning(ctx, st, int64(grace/time.Second)); err != nil {
+		return err
+	}
+	rt := w.a.cfg.Runtime
+	for _, c := range st.Containers {
+		if err := rt.RemoveContainer(ctx, c.ID); err != nil {
+			return fmt.Errorf("remove container %s: %w", c.Name, err)
+		}
+	}
+	for _, sb := range st.Sandboxes {
+		if err := rt.StopSandbox(ctx, sb.ID); err != nil {
+			return fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
+		}
+		if err := rt.RemoveSandbox(ctx, sb.ID); err != nil {
+			return fmt.Errorf("remove sandbox %s: %w", sb.ID, err)
+		}
+	}
+	return nil
+}
