@@ -169,6 +169,11 @@ func TestAgentTerminatesRemovedPod_A42(t *testing.T) {
 	if strings.Index(calls, "StopContainer app") > strings.Index(calls, "StopSandbox") {
 		t.Errorf("sandbox stopped before its containers:\n%s", calls)
 	}
+	// The whole grace period goes to the runtime, not one second less for
+	// the microseconds spent before the stop (A.43).
+	if d, _ := rt.StopTimeout("app"); d != 30*time.Second {
+		t.Errorf("StopContainer timeout %s, want the pod's 30s grace period", d)
+	}
 }
 
 func TestAgentReplacementWaitsForOldPod(t *testing.T) {

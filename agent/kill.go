@@ -39,7 +39,9 @@ func (w *podWorker) killContainer(ctx context.Context, cs *runtime.ContainerStat
 		turn(left)
 		left = time.Duration(grace)*time.Second - w.a.clock.Since(start)
 	}
-	secs := max(int64(left/time.Second), minKillGrace)
+	// Round up: a few microseconds spent here must not cost a whole second
+	// of the container's grace period.
+	secs := max(int64((left+time.Second-1)/time.Second), minKillGrace)
 	if err := w.a.cfg.Runtime.StopContainer(ctx, cs.ID, time.Duration(secs)*time.Second); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("stop container %s: %w", cs.Name, err)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -140,13 +142,65 @@ func (c *Client) Healthz(ctx context.Context) error {
 	return nil
 }
 
+// Events returns the node's recent pod events (GET /events), oldest first.
+// A non-empty fieldSelector filters them on the server, e.g.
+// PodEventSelector(namespace, name, uid) or
+// "involvedObject.namespace=default,involvedObject.name=web".
+func (c *Client) Events(ctx context.Context, fieldSelector string) (*v1.EventList, error) {
+	var q url.Values
+	if fieldSelector != "" {
+		q = url.Values{"fieldSelector": {fieldSelector}}
+	}
+	resp, err := c.get(ctx, "/events", q)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var list v1.EventList
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("decode event list: %w", err)
+	}
+	return &list, nil
+}
+
+// Exec runs cmd in a running container and waits for it (POST /run/...),
+// at most timeout (0: no limit; rounded up to whole seconds). A command that
+// exits non-zero is a result with its ExitCode, not an error; an unknown pod
+// or container is a *StatusError with Code 404.
+func (c *Client) Exec(ctx context.Context, namespace, pod, container string, cmd []string, timeout time.Duration) (*ExecResult, error) {
+	if len(cmd) == 0 {
+		return nil, errors.New("exec: no command given")
+	}
+	q := url.Values{"cmd": cmd}
+	if timeout > 0 {
+		q.Set("timeout", strconv.FormatInt(int64((timeout+time.Second-1)/time.Second), 10))
+	}
+	path := "/run/" + url.PathEscape(namespace) + "/" + url.PathEscape(pod) + "/" + url.PathEscape(container)
+	resp, err := c.do(ctx, http.MethodPost, path, q)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var res ExecResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return nil, fmt.Errorf("decode exec result: %w", err)
+	}
+	return &res, nil
+}
+
 // get sends a GET request; a non-2xx answer becomes a *StatusError.
 func (c *Client) get(ctx context.Context, path string, q url.Values) (*http.Response, error) {
+	return c.do(ctx, http.MethodGet, path, q)
+}
+
+// do sends a request without a body; a non-2xx answer becomes a
+// *StatusError.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values) (*http.Response, error) {
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}

@@ -4,11 +4,14 @@
 //	GET /pods                                     v1.PodList of the pods on this node
 //	GET /healthz                                  "ok", or 500 with the error
 //	GET /containerLogs/{namespace}/{pod}/{container}?follow=&previous=&tailLines=&timestamps=
+//	GET /events?fieldSelector=                    v1.EventList of the node's recent pod events
+//	POST /run/{namespace}/{pod}/{container}?cmd=&cmd=&timeout=   ExecResult of a one-shot command
 //
 // It is served on a unix socket (the CLI's default) and optionally on TCP
 // (--read-only-port). There is no authentication: the socket is created
 // 0600 and the TCP port is meant for loopback or trusted networks, as the
-// kubelet's read-only port.
+// kubelet's read-only port. Note that /run executes commands in containers:
+// expose the TCP port only where that is acceptable, or leave Config.Exec nil.
 package server
 
 import (
@@ -43,6 +46,15 @@ type Config struct {
 	// LogPollInterval is how often a followed log is checked for new
 	// output (podlogs.DefaultPollInterval when 0).
 	LogPollInterval time.Duration
+	// Events provides the events for /events; nil serves an empty list.
+	Events EventProvider
+	// Exec runs the commands of /run; nil answers 501.
+	Exec Execer
+	// IsNotFound reports whether an Exec error means that the pod or
+	// container does not exist (answered with 404). nil means
+	// errors.Is(err, ErrNotFound); set it for a provider with its own
+	// sentinel, e.g. func(err error) bool { return errors.Is(err, agent.ErrPodNotFound) }.
+	IsNotFound func(error) bool
 }
 
 // Server serves the local API. Its methods are safe for concurrent use; the
@@ -53,6 +65,9 @@ type Server struct {
 	log          *slog.Logger
 	healthz      func() error
 	pollInterval time.Duration
+	events       EventProvider
+	exec         Execer
+	notFound     func(error) bool
 }
 
 // New returns a Server for cfg. It does not start serving.
@@ -63,9 +78,15 @@ func New(cfg Config) *Server {
 		log:          cfg.Logger,
 		healthz:      cfg.Healthz,
 		pollInterval: cfg.LogPollInterval,
+		events:       cfg.Events,
+		exec:         cfg.Exec,
+		notFound:     cfg.IsNotFound,
 	}
 	if s.pods == nil {
 		s.pods = noPods{}
+	}
+	if s.events == nil {
+		s.events = noEvents{}
 	}
 	if s.podLogsDir == "" {
 		s.podLogsDir = podlogs.DefaultRoot
@@ -77,12 +98,15 @@ func New(cfg Config) *Server {
 }
 
 // Handler returns the API's HTTP handler. Unknown paths get 404 and other
-// methods than GET (and HEAD) get 405, from http.ServeMux.
+// methods than the route's (GET, which allows HEAD, or POST for /run) get
+// 405, from http.ServeMux.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /pods", s.handlePods)
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.handleContainerLogs)
+	mux.HandleFunc("GET /events", s.handleEvents)
+	mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.handleRun)
 	return mux
 }
 

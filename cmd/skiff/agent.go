@@ -18,6 +18,7 @@ import (
 	"github.com/skiffnode/skiff/agent"
 	"github.com/skiffnode/skiff/network"
 	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/probes"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/containerd"
 	"github.com/skiffnode/skiff/runtime/cri"
@@ -101,6 +102,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	defer cleanup()
 	hostIPs := nodeIPs(log)
+	var prober *probes.Manager
+	defer func() {
+		if prober != nil {
+			prober.Stop()
+		}
+	}()
 	a, err := agent.New(agent.Config{
 		NodeName:          node,
 		Runtime:           rt,
@@ -110,6 +117,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		DNS:               podDNS(o.resolvConf),
 		Logger:            log,
 		MaxParallelStarts: o.maxParallelStarts,
+		NewProber: func(h agent.ProberHooks) agent.Prober {
+			prober = probes.NewManager(probes.Config{
+				Exec: rt, Logger: log, OnChange: h.OnChange, Events: h.Event,
+			})
+			return prober
+		},
 	})
 	if err != nil {
 		return err
@@ -125,14 +138,20 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 4)
-	srv := server.New(server.Config{
-		Pods: a, PodLogsDir: o.podLogsDir, Logger: log,
+	apiCfg := server.Config{
+		Pods: a, PodLogsDir: o.podLogsDir, Logger: log, Events: a,
 		Healthz: func() error { return a.Healthz(ctx) },
-	})
+	}
+	// The read-only TCP port, like the kubelet's, never runs commands in
+	// containers: only the root-only unix socket serves /run.
+	roSrv := server.New(apiCfg)
+	apiCfg.Exec = a
+	apiCfg.IsNotFound = func(err error) bool { return errors.Is(err, agent.ErrPodNotFound) }
+	srv := server.New(apiCfg)
 	go func() { errc <- srv.ServeUnix(ctx, filepath.Join(o.rootDir, "skiff.sock")) }()
 	if o.readOnlyPort > 0 {
 		addr := net.JoinHostPort(o.address, strconv.Itoa(o.readOnlyPort))
-		go func() { errc <- srv.ServeTCP(ctx, addr) }()
+		go func() { errc <- roSrv.ServeTCP(ctx, addr) }()
 	}
 	if importer != nil {
 		go watchImageDir(ctx, filepath.Join(o.rootDir, "images"), importer, a.WakeAll, log)

@@ -30,6 +30,8 @@ type Runtime struct {
 	errs map[string]error
 	// PodIP is given to every non-host-network sandbox.
 	PodIP string
+	// stopTimeouts is the last StopContainer timeout per container name.
+	stopTimeouts map[string]time.Duration
 	// execFn, if set, answers ExecSync.
 	execFn func(name string, cmd []string) (*runtime.ExecResult, error)
 }
@@ -55,12 +57,13 @@ type container struct {
 // New returns an empty fake runtime whose timestamps come from now.
 func New(now func() time.Time) *Runtime {
 	return &Runtime{
-		now:        now,
-		sandboxes:  map[string]*sandbox{},
-		containers: map[string]*container{},
-		images:     map[string]*runtime.Image{},
-		errs:       map[string]error{},
-		PodIP:      "10.88.0.2",
+		now:          now,
+		sandboxes:    map[string]*sandbox{},
+		containers:   map[string]*container{},
+		images:       map[string]*runtime.Image{},
+		errs:         map[string]error{},
+		stopTimeouts: map[string]time.Duration{},
+		PodIP:        "10.88.0.2",
 	}
 }
 
@@ -296,16 +299,26 @@ func (r *Runtime) nameOf(id string) string {
 }
 
 // StopContainer implements runtime.Runtime: running containers exit 137 at once.
-func (r *Runtime) StopContainer(_ context.Context, id string, _ time.Duration) error {
+func (r *Runtime) StopContainer(_ context.Context, id string, timeout time.Duration) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.call("StopContainer", r.nameOf(id)); err != nil {
 		return err
 	}
+	r.stopTimeouts[r.nameOf(id)] = timeout
 	if c, ok := r.containers[id]; ok && c.st.State == runtime.ContainerRunning {
 		r.exitLocked(c, 137, "Error")
 	}
 	return nil
+}
+
+// StopTimeout is the timeout the last StopContainer of the container
+// named name was given, and whether there was one.
+func (r *Runtime) StopTimeout(name string) (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.stopTimeouts[name]
+	return d, ok
 }
 
 // RemoveContainer implements runtime.Runtime.

@@ -1,0 +1,98 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/runtime"
+)
+
+func TestExecProber_B3_ExitCode(t *testing.T) {
+	long := strings.Repeat("x", maxOutputLength+100)
+	errDown := errors.New("runtime down")
+	tests := []struct {
+		name    string
+		reply   execReply
+		want    Result
+		wantOut string
+		wantErr error
+	}{
+		{"exit 0 is success", execReply{stdout: "ok"}, Success, "ok", nil},
+		{"exit 1 is failure", execReply{exit: 1, stdout: "out,", stderr: "err"}, Failure, "out,err", nil},
+		{"exit 137 is failure", execReply{exit: 137}, Failure, "", nil},
+		{"output truncated to 10KiB", execReply{stdout: long}, Success, long[:maxOutputLength], nil},
+		{
+			"timeout as context deadline is failure",
+			execReply{err: fmt.Errorf("exec in container c1: %w", context.DeadlineExceeded)},
+			Failure, `command "check --now" timed out`, nil,
+		},
+		{
+			"timeout as gRPC DeadlineExceeded is failure",
+			execReply{err: fmt.Errorf("exec in container c1: %w", status.Error(codes.DeadlineExceeded, "timeout 1s exceeded"))},
+			Failure, `command "check --now" timed out`, nil,
+		},
+		{"runtime error is unknown", execReply{err: errDown}, Unknown, "", errDown},
+		{"missing container is unknown", execReply{err: fmt.Errorf("c1: %w", runtime.ErrNotFound)}, Unknown, "", runtime.ErrNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeExec()
+			f.set("check", tc.reply)
+			res, out, err := ExecProber{Exec: f}.Probe(t.Context(), "c1", []string{"check", "--now"}, time.Second)
+			if res != tc.want || out != tc.wantOut {
+				t.Errorf("Probe = %v, %.40q; want %v, %.40q", res, out, tc.want, tc.wantOut)
+			}
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Errorf("err = %v, want %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestExecProber_B3_CancelledIsNotTimeout(t *testing.T) {
+	f := newFakeExec()
+	f.set("check", execReply{err: context.DeadlineExceeded})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	res, _, err := ExecProber{Exec: f}.Probe(ctx, "c1", []string{"check"}, time.Second)
+	if res != Unknown || err == nil {
+		t.Errorf("Probe after cancel = %v, %v; want Unknown with an error", res, err)
+	}
+}
+
+func TestExpandCommand_B15_StaticEnv(t *testing.T) {
+	env := []v1.EnvVar{
+		{Name: "PORT", Value: "8080"},
+		{Name: "FROM_SECRET", ValueFrom: &v1.EnvVarSource{}},
+	}
+	tests := []struct{ in, want string }{
+		{"$(PORT)", "8080"},
+		{"http://localhost:$(PORT)/healthz", "http://localhost:8080/healthz"},
+		{"$(UNKNOWN)", "$(UNKNOWN)"},
+		{"$$(PORT)", "$(PORT)"},
+		{"$$", "$"},
+		{"$(PORT", "$(PORT"},
+		{"cost $5", "cost $5"},
+		{"end$", "end$"},
+		{"$(FROM_SECRET)", ""},
+		{"$(PORT)$(PORT)", "80808080"},
+	}
+	for _, tc := range tests {
+		got := expandCommand([]string{tc.in}, env)
+		if !reflect.DeepEqual(got, []string{tc.want}) {
+			t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := expandCommand(nil, env); got != nil {
+		t.Errorf("expand(nil) = %q, want nil", got)
+	}
+}

@@ -1,0 +1,182 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// probeKey names a worker: one probe kind of one container of one pod.
+type probeKey struct {
+	podUID    types.UID
+	container string
+	kind      Kind
+}
+
+// workerOwner is what a worker reports to (the Manager). Its methods are
+// called from the worker's goroutine and must be safe for concurrent use.
+type workerOwner interface {
+	// setResult stores a verdict of w.
+	setResult(w *worker, r Result)
+	// started reports whether w's container has started, i.e. has no
+	// startup probe or its startup probe succeeded (B.11).
+	started(w *worker) bool
+	// event records an event about w's container.
+	event(w *worker, eventType, reason, message string)
+}
+
+// workerParams are the inputs of newWorker.
+type workerParams struct {
+	key       probeKey
+	spec      *v1.Probe
+	target    target
+	startedAt time.Time
+	jitter    time.Duration
+	clock     clock.WithTicker
+	handlers  *handlers
+	owner     workerOwner
+	log       *slog.Logger
+	// afterIteration, if set, is called after every probe round (tests).
+	afterIteration func(Kind)
+}
+
+// worker probes one container with one probe, every period, from one
+// goroutine (run), as the kubelet's prober worker:
+//
+//	start -> [jitter] -> round -> wait period -> round -> ...
+//	round: before initialDelay since the container started: skip
+//	       liveness/readiness while the container has not started: skip
+//	       probe; an error is thrown away; the same result successThreshold
+//	       (failureThreshold) times in a row becomes the verdict (setResult)
+//	       liveness Failure or any startup verdict: stop (on hold until
+//	       the Manager replaces the worker for a new container ID)
+//
+// A worker belongs to one container ID; the Manager replaces it when the
+// container is restarted.
+type worker struct {
+	workerParams
+	timing timing
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run returns
+
+	// Owned by the run goroutine.
+	lastResult Result
+	resultRun  int // how many rounds in a row returned lastResult
+}
+
+// newWorker returns a worker whose run stops when parent is done or stop is
+// called.
+func newWorker(parent context.Context, p workerParams) *worker {
+	ctx, cancel := context.WithCancel(parent)
+	return &worker{
+		workerParams: p,
+		timing:       timingOf(p.spec),
+		ctx:          ctx,
+		cancel:       cancel,
+		done:         make(chan struct{}),
+	}
+}
+
+// stop asks the worker to stop; it does not wait (see done). Idempotent.
+func (w *worker) stop() { w.cancel() }
+
+// run probes until the worker is stopped or goes on hold. It closes done
+// when it returns.
+func (w *worker) run() {
+	defer close(w.done)
+	if w.jitter > 0 && !w.sleep(w.jitter) {
+		return
+	}
+	ticker := w.clock.NewTicker(w.timing.period)
+	defer ticker.Stop()
+	for {
+		keepGoing := w.round()
+		if w.afterIteration != nil {
+			w.afterIteration(w.key.kind)
+		}
+		if !keepGoing {
+			return
+		}
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+// sleep waits d on the worker's clock; false if the worker was stopped.
+func (w *worker) sleep(d time.Duration) bool {
+	t := w.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
+// round runs one probe round and reports whether the worker should go on.
+// A panic in a prober is logged and the round thrown away, so one bad
+// probe cannot take the agent down (the kubelet does the same).
+func (w *worker) round() (keepGoing bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.log.Error("probe panicked", "panic", fmt.Sprint(r))
+			keepGoing = true
+		}
+	}()
+	if w.ctx.Err() != nil {
+		return false
+	}
+	if w.clock.Since(w.startedAt) < w.timing.initialDelay {
+		return true // B.14: no probe before initialDelaySeconds
+	}
+	if w.key.kind != Startup && !w.owner.started(w) {
+		return true // B.11: liveness and readiness wait for the startup probe
+	}
+	res, err := w.handlers.probe(w.ctx, w.key.kind, w.spec, w.target, w.event, w.log)
+	if w.ctx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		return true // the round says nothing about the container
+	}
+	return w.record(res)
+}
+
+// record counts res against the thresholds and, once one is crossed,
+// reports the verdict. It returns false when the worker goes on hold.
+func (w *worker) record(res Result) bool {
+	if res == w.lastResult {
+		w.resultRun++
+	} else {
+		w.lastResult, w.resultRun = res, 1
+	}
+	if (res == Failure && w.resultRun < w.timing.failureThreshold) ||
+		(res == Success && w.resultRun < w.timing.successThreshold) {
+		return true // below the threshold: the result stands
+	}
+	w.owner.setResult(w, res)
+	if (w.key.kind == Liveness && res == Failure) || w.key.kind == Startup {
+		// The container will be restarted (liveness/startup failure) or has
+		// started: probing it again is pointless, and exec into a dying
+		// container can hurt (kubernetes#21751, #117153).
+		w.log.Debug("probe on hold until the container is replaced", "result", res)
+		return false
+	}
+	return true
+}
+
+// event records an event about the worker's container.
+func (w *worker) event(eventType, reason, message string) {
+	w.owner.event(w, eventType, reason, message)
+}
