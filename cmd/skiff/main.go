@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -27,6 +28,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		var exit *exitCodeError
+		if errors.As(err, &exit) {
+			os.Exit(exit.code)
+		}
 		fmt.Fprintln(os.Stderr, "skiff:", err)
 		os.Exit(1)
 	}
@@ -42,6 +47,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newAgentCmd(), newPodsCmd(), newLogsCmd(), newImagesCmd())
+	root.AddCommand(newAgentCmd(), newPodsCmd(), newLogsCmd(), newImagesCmd(),
+		newExecCmd(), newDescribeCmd(), newEventsCmd())
 	return root
 }
