@@ -61,6 +61,12 @@ type Config struct {
 	// MaxParallelStarts bounds concurrent sandbox/container starts, so the
 	// first pods run early when many arrive at once (default max(2, CPUs)).
 	MaxParallelStarts int
+	// Cgroups manages pod-level cgroups; nil: no pod cgroups (the runtime
+	// chooses where containers go).
+	Cgroups PodCgroups
+	// Allocatable is what pods may request in total (cpu, memory, pods);
+	// nil: every pod is admitted.
+	Allocatable v1.ResourceList
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -83,6 +89,9 @@ type Agent struct {
 	published    map[types.UID]*v1.Pod
 	runCtx       context.Context
 	wg           sync.WaitGroup
+	// staleCgroupsCleaned: the one-off cleanup of stale pod cgroups ran.
+	staleCgroupsCleaned bool
+	samples             cpuSamples
 }
 
 // New checks cfg and returns an Agent.
@@ -161,6 +170,13 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 		defer wg.Done()
 		a.relistLoop(ctx)
 	}()
+	if a.cfg.Cgroups != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.statsLoop(ctx)
+		}()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -225,6 +241,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 	if len(a.sources) >= a.numSources {
 		a.sourcesReady = true
 	}
+	a.updateQoSLocked(ctx, want)
 }
 
 // startWorkerLocked starts the worker of pod. A pod replacing another of the
@@ -238,6 +255,9 @@ func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool)
 		}
 	}
 	w := newPodWorker(a, pod, waitFor)
+	if !orphan {
+		a.admitLocked(w)
+	}
 	if orphan {
 		w.orphan = true
 		w.kill(nil)

@@ -116,6 +116,10 @@ func TestAgentRunsInitThenApp_A24(t *testing.T) {
 	if p.Status.PodIP == "" || p.Status.HostIP != "192.0.2.1" {
 		t.Errorf("podIP %q hostIP %q", p.Status.PodIP, p.Status.HostIP)
 	}
+	// No API server stamps static pods: the agent does, so AGE is known.
+	if p.CreationTimestamp.IsZero() || p.Status.StartTime == nil || !p.CreationTimestamp.Equal(p.Status.StartTime) {
+		t.Errorf("creationTimestamp %v, startTime %v: want both set and equal", p.CreationTimestamp, p.Status.StartTime)
+	}
 }
 
 func TestAgentRestartAdoptsContainers(t *testing.T) {

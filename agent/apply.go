@@ -55,6 +55,9 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 			w.log.Warn("killing unhealthy container", "container", u.Container.Name, "err", err)
 			return progressed, 2 * time.Second
 		}
+		if u.Restart {
+			w.markProbeKilled(u.Container.ID)
+		}
 		progressed = true
 	}
 	if len(acts.Unhealthy) > 0 {
@@ -106,6 +109,9 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 	}
 	if err := os.MkdirAll(spec.LogDirectory, 0o755); err != nil {
 		return fmt.Errorf("pod log directory: %w", err)
+	}
+	if err := w.ensurePodCgroup(ctx); err != nil {
+		return err
 	}
 	release, err := w.acquireStart(ctx)
 	if err != nil {

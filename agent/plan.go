@@ -49,6 +49,9 @@ type unhealthyKill struct {
 	Message string
 	// Grace is the probe-level terminationGracePeriodSeconds, if set (B.12).
 	Grace *int64
+	// Restart: the container is restarted after the kill whatever its exit
+	// code (the Killing message promises it), as the kubelet does (B.9).
+	Restart bool
 }
 
 // probeFailure is a failed liveness or startup probe of a running container.
@@ -69,6 +72,10 @@ type planExtras struct {
 	ProbeFailed map[string]probeFailure
 	// Failure is set once the pod failed for good (DeadlineExceeded).
 	Failure *podFailure
+	// RestartAnyway holds exited containers (by ID) killed for a failed
+	// probe with the promise of a restart (unhealthyKill.Restart): they are
+	// restarted even if they exited 0 under restartPolicy OnFailure.
+	RestartAnyway map[string]bool
 }
 
 // podFailure is a pod-level failure that ends the pod (A.9).
@@ -97,7 +104,7 @@ func computePodActions(pod *v1.Pod, st *podState, now time.Time, bo *backoff, x 
 	if sb != nil {
 		latest = st.latestIn(sb.ID)
 	}
-	if x.Failure != nil || terminalPhase(pod, latest) != "" {
+	if x.Failure != nil || terminalPhase(pod, latest, x.RestartAnyway) != "" {
 		a.Terminal = true
 		a.StopSandbox = sb != nil && sb.State == runtime.SandboxReady
 		return a
@@ -114,7 +121,7 @@ func computePodActions(pod *v1.Pod, st *podState, now time.Time, bo *backoff, x 
 	if !planInit(pod, latest, now, bo, x, &a) {
 		return a
 	}
-	planApps(pod, latest, now, bo, &a)
+	planApps(pod, latest, now, bo, x.RestartAnyway, &a)
 	return a
 }
 
@@ -132,10 +139,11 @@ func unhealthy(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, x planEx
 			continue
 		}
 		msg := fmt.Sprintf("Container %s failed %s probe", c.Name, f.Probe)
-		if isSidecar(c) || shouldRestart(pod.Spec.RestartPolicy, 1) {
+		restart := isSidecar(c) || shouldRestart(pod.Spec.RestartPolicy, 1)
+		if restart {
 			msg += ", will be restarted"
 		}
-		out = append(out, unhealthyKill{Container: cs, Message: msg, Grace: f.Grace})
+		out = append(out, unhealthyKill{Container: cs, Message: msg, Grace: f.Grace, Restart: restart})
 	}
 	return out
 }
@@ -269,13 +277,15 @@ func laterStarted(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, i int
 	return false
 }
 
-func planApps(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, now time.Time, bo *backoff, a *podActions) {
+// planApps starts missing app containers and restarts exited ones per
+// restartPolicy, or because restartAnyway holds their ID (probe kills).
+func planApps(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, now time.Time, bo *backoff, restartAnyway map[string]bool, a *podActions) {
 	for i, c := range pod.Spec.Containers {
 		cs := latest[c.Name]
 		switch {
 		case cs == nil:
 			a.StartApp = append(a.StartApp, i)
-		case cs.State == runtime.ContainerExited && shouldRestart(pod.Spec.RestartPolicy, cs.ExitCode):
+		case cs.State == runtime.ContainerExited && (shouldRestart(pod.Spec.RestartPolicy, cs.ExitCode) || restartAnyway[cs.ID]):
 			if !holdBack(pod, c.Name, cs, now, bo, a) {
 				a.StartApp = append(a.StartApp, i)
 			}
@@ -313,8 +323,9 @@ func shouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
 }
 
 // terminalPhase returns Succeeded or Failed when the pod can make no more
-// progress, "" otherwise (A.5, A.26).
-func terminalPhase(pod *v1.Pod, latest map[string]*runtime.ContainerStatus) v1.PodPhase {
+// progress, "" otherwise (A.5, A.26). An app container whose ID is in
+// restartAnyway (killed by a probe, restart promised) is still to restart.
+func terminalPhase(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, restartAnyway map[string]bool) v1.PodPhase {
 	if latest == nil {
 		return ""
 	}
@@ -332,7 +343,7 @@ func terminalPhase(pod *v1.Pod, latest map[string]*runtime.ContainerStatus) v1.P
 	failed := false
 	for _, c := range pod.Spec.Containers {
 		cs := latest[c.Name]
-		if cs == nil || cs.State != runtime.ContainerExited {
+		if cs == nil || cs.State != runtime.ContainerExited || restartAnyway[cs.ID] {
 			return ""
 		}
 		if cs.ExitCode != 0 {

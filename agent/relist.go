@@ -41,6 +41,7 @@ func (a *Agent) relistLoop(ctx context.Context) {
 		}
 		prev = cur
 		a.killOrphans(ctx, sandboxes)
+		a.cleanStaleCgroups(ctx, sandboxes)
 	}
 }
 

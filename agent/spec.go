@@ -25,6 +25,9 @@ func (a *Agent) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxSpec, 
 		Annotations:  sandboxAnnotations(pod),
 		Privileged:   anyPrivileged(pod),
 	}
+	if a.cfg.Cgroups != nil {
+		spec.CgroupParent = a.cfg.Cgroups.CgroupParent(pod)
+	}
 	if a.cfg.DNS != nil {
 		dns, err := a.cfg.DNS(pod)
 		if err != nil {

@@ -31,6 +31,9 @@ type statusInput struct {
 	InPostStart map[string]bool
 	// Failure is a pod-level failure (DeadlineExceeded).
 	Failure *podFailure
+	// RestartAnyway: exited containers (by ID) that restart whatever their
+	// exit code (planExtras.RestartAnyway).
+	RestartAnyway map[string]bool
 }
 
 func (in statusInput) ready(name string) bool   { return in.Ready == nil || in.Ready(name) }
@@ -48,7 +51,7 @@ func computePodStatus(in statusInput) v1.PodStatus {
 	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, in, latest, true)
 	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, in, latest, false)
 	initialized := initDone(pod, latest, in.started)
-	s.Phase = podPhase(pod, latest, s.ContainerStatuses, initialized)
+	s.Phase = podPhase(pod, latest, in.RestartAnyway, s.ContainerStatuses, initialized)
 	if !initialized && s.Phase == v1.PodRunning {
 		s.Phase = v1.PodPending
 	}
@@ -208,8 +211,8 @@ func terminatedState(cs *runtime.ContainerStatus) v1.ContainerState {
 }
 
 // podPhase follows the kubelet's getPhase (A.5).
-func podPhase(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, app []v1.ContainerStatus, initialized bool) v1.PodPhase {
-	if p := terminalPhase(pod, latest); p != "" {
+func podPhase(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, restartAnyway map[string]bool, app []v1.ContainerStatus, initialized bool) v1.PodPhase {
+	if p := terminalPhase(pod, latest, restartAnyway); p != "" {
 		return p
 	}
 	if !initialized {
@@ -366,30 +369,4 @@ func transitionTime(prev *v1.PodStatus, t v1.PodConditionType, status v1.Conditi
 		return c.LastTransitionTime
 	}
 	return metav1.NewTime(now.Truncate(time.Second))
-}
-
-// qosClass computes the pod's QoS class as upstream does for cpu and memory.
-func qosClass(pod *v1.Pod) v1.PodQOSClass {
-	all := append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
-	anySet, guaranteed := false, true
-	for _, c := range all {
-		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[r]
-			lim, hasLim := c.Resources.Limits[r]
-			if (hasReq && !req.IsZero()) || (hasLim && !lim.IsZero()) {
-				anySet = true
-			}
-			if !hasLim || lim.IsZero() || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !anySet:
-		return v1.PodQOSBestEffort
-	case guaranteed:
-		return v1.PodQOSGuaranteed
-	default:
-		return v1.PodQOSBurstable
-	}
 }

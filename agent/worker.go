@@ -53,6 +53,13 @@ type podWorker struct {
 	failure *podFailure
 	// termMessages caches termination messages by container ID (A.40).
 	termMessages map[string]string
+	// probeKilled: containers (by ID) killed for a failed liveness or
+	// startup probe with a promised restart (B.9); see markProbeKilled.
+	probeKilled map[string]bool
+	// oomChecked caches OOM-kill counter checks by container ID (D.14).
+	oomChecked map[string]bool
+	// rejected: admission refused the pod (set before the worker runs).
+	rejected bool
 }
 
 func newPodWorker(a *Agent, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
@@ -69,6 +76,7 @@ func newPodWorker(a *Agent, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
 
 		inPostStart:  map[string]bool{},
 		termMessages: map[string]string{},
+		oomChecked:   map[string]bool{},
 	}
 }
 
@@ -183,11 +191,14 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 		}
 	}
 	w.fillTerminationMessages(ctx, st)
+	w.settleOOM(st)
 	deadline := w.checkDeadline(now)
+	w.pruneProbeKilled(st)
 	x := planExtras{
-		Started:     func(name, _ string) bool { return w.a.prober.Started(w.uid, name) },
-		ProbeFailed: w.syncProbes(st),
-		Failure:     w.failure,
+		Started:       func(name, _ string) bool { return w.a.prober.Started(w.uid, name) },
+		ProbeFailed:   w.syncProbes(st),
+		Failure:       w.failure,
+		RestartAnyway: w.probeKilled,
 	}
 	acts := computePodActions(w.pod, st, now, w.backoff, x)
 	progressed, retry := w.apply(ctx, st, acts)
@@ -254,14 +265,21 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 	s := computePodStatus(statusInput{
 		Pod: w.pod, State: st, Waiting: w.waiting, Previous: w.status,
 		HostIPs: w.a.cfg.HostIPs, StartTime: w.startTime, Now: now,
-		Ready:       func(name string) bool { return w.a.prober.Ready(w.uid, name) },
-		Started:     func(name string) bool { return w.a.prober.Started(w.uid, name) },
-		InPostStart: w.inPostStart,
-		Failure:     w.failure,
+		Ready:         func(name string) bool { return w.a.prober.Ready(w.uid, name) },
+		Started:       func(name string) bool { return w.a.prober.Started(w.uid, name) },
+		InPostStart:   w.inPostStart,
+		Failure:       w.failure,
+		RestartAnyway: w.probeKilled,
 	})
 	w.status = &s
 	p := w.pod.DeepCopy()
 	p.Status = s
+	if p.CreationTimestamp.IsZero() {
+		// With no API server to stamp it, a pod exists on this node since
+		// the agent took it on (or since its adopted sandbox was created),
+		// which is what `skiff pods` shows as AGE.
+		p.CreationTimestamp = metav1.NewTime(w.startTime)
+	}
 	if term, _ := w.isTerminating(); term {
 		t := metav1.NewTime(now)
 		p.DeletionTimestamp = &t
@@ -274,6 +292,9 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 func (w *podWorker) pendingPod() *v1.Pod {
 	p := w.pod.DeepCopy()
 	p.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: qosClass(w.pod)}
+	if p.CreationTimestamp.IsZero() {
+		p.CreationTimestamp = metav1.NewTime(w.a.clock.Now())
+	}
 	return p
 }
 
@@ -306,6 +327,7 @@ func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
 		return false
 	}
 	w.a.prober.RemovePod(w.uid)
+	w.removePodCgroup(ctx)
 	dir := podlogs.PodDir(w.a.cfg.PodLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
 	if err := os.RemoveAll(dir); err != nil {
 		w.log.Warn("removing pod logs", "dir", dir, "err", err)

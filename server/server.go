@@ -6,6 +6,7 @@
 //	GET /containerLogs/{namespace}/{pod}/{container}?follow=&previous=&tailLines=&timestamps=
 //	GET /events?fieldSelector=                    v1.EventList of the node's recent pod events
 //	POST /run/{namespace}/{pod}/{container}?cmd=&cmd=&timeout=   ExecResult of a one-shot command
+//	GET /stats/summary                            pod and container cpu/memory (kubelet summary API shape)
 //
 // It is served on a unix socket (the CLI's default) and optionally on TCP
 // (--read-only-port). There is no authentication: the socket is created
@@ -55,6 +56,8 @@ type Config struct {
 	// errors.Is(err, ErrNotFound); set it for a provider with its own
 	// sentinel, e.g. func(err error) bool { return errors.Is(err, agent.ErrPodNotFound) }.
 	IsNotFound func(error) bool
+	// Stats provides /stats/summary; nil answers 501.
+	Stats StatsProvider
 }
 
 // Server serves the local API. Its methods are safe for concurrent use; the
@@ -68,6 +71,7 @@ type Server struct {
 	events       EventProvider
 	exec         Execer
 	notFound     func(error) bool
+	stats        StatsProvider
 }
 
 // New returns a Server for cfg. It does not start serving.
@@ -81,6 +85,7 @@ func New(cfg Config) *Server {
 		events:       cfg.Events,
 		exec:         cfg.Exec,
 		notFound:     cfg.IsNotFound,
+		stats:        cfg.Stats,
 	}
 	if s.pods == nil {
 		s.pods = noPods{}
@@ -107,6 +112,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.handleContainerLogs)
 	mux.HandleFunc("GET /events", s.handleEvents)
 	mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.handleRun)
+	mux.HandleFunc("GET /stats/summary", s.handleStats)
 	return mux
 }
 

@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiffnode/skiff/agent"
+	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/network"
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/probes"
@@ -41,6 +42,7 @@ type agentOptions struct {
 	resolvConf        string
 	runtimeTimeout    time.Duration
 	maxParallelStarts int
+	resources         resourceOptions
 }
 
 func newAgentCmd() *cobra.Command {
@@ -65,6 +67,15 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration pods inherit")
 	f.DurationVar(&o.runtimeTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of CRI requests")
 	f.IntVar(&o.maxParallelStarts, "max-parallel-starts", 0, "sandboxes/containers started at once (0: max(2, CPUs))")
+	r := &o.resources
+	f.StringVar(&r.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver: cgroupfs or systemd (the runtime must use the same)")
+	f.StringVar(&r.cgroupRoot, "cgroup-root", "/", "cgroup under which kubepods is created")
+	f.BoolVar(&r.cgroupsPerQOS, "cgroups-per-qos", true, "create QoS and pod-level cgroups")
+	f.StringVar(&r.systemReserved, "system-reserved", "", "resources reserved for the system, e.g. cpu=100m,memory=256Mi")
+	f.StringVar(&r.kubeReserved, "kube-reserved", "", "resources reserved for skiff and the runtime, e.g. cpu=100m,memory=256Mi")
+	f.StringVar(&r.evictionHard, "eviction-hard", "memory.available<100Mi", "hard eviction threshold subtracted from allocatable (memory.available only)")
+	f.Int64Var(&r.maxPods, "max-pods", agent.DefaultMaxPods, "number of pods this node admits")
+	f.Int64Var(&r.podMaxPids, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
 	return cmd
 }
 
@@ -96,11 +107,23 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err := os.MkdirAll(o.rootDir, 0o700); err != nil {
 		return fmt.Errorf("--root-dir: %w", err)
 	}
+	allocatable, kubepods, err := nodeResources(&o.resources)
+	if err != nil {
+		return err
+	}
 	rt, importer, cleanup, err := startRuntime(ctx, o, log)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	cgm, err := setupCgroups(ctx, &o.resources, kubepods, rt, log)
+	if err != nil {
+		return err
+	}
+	var podCgroups agent.PodCgroups
+	if cgm != nil {
+		podCgroups = cgm
+	}
 	hostIPs := nodeIPs(log)
 	var prober *probes.Manager
 	defer func() {
@@ -117,6 +140,8 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		DNS:               podDNS(o.resolvConf),
 		Logger:            log,
 		MaxParallelStarts: o.maxParallelStarts,
+		Cgroups:           podCgroups,
+		Allocatable:       allocatable,
 		NewProber: func(h agent.ProberHooks) agent.Prober {
 			prober = probes.NewManager(probes.Config{
 				Exec: rt, Logger: log, OnChange: h.OnChange, Events: h.Event,
@@ -141,6 +166,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	apiCfg := server.Config{
 		Pods: a, PodLogsDir: o.podLogsDir, Logger: log, Events: a,
 		Healthz: func() error { return a.Healthz(ctx) },
+	}
+	if cgm != nil {
+		apiCfg.Stats = a
 	}
 	// The read-only TCP port, like the kubelet's, never runs commands in
 	// containers: only the root-only unix socket serves /run.
@@ -212,6 +240,7 @@ func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *co
 	}
 	m, err = containerd.Start(ctx, containerd.Config{
 		RootDir: o.rootDir, CNIBinDir: o.cniBinDir, CNIConfDir: cniDir, SandboxImage: pauseRef, Logger: log,
+		SystemdCgroup: o.resources.cgroupDriver == string(cgroups.DriverSystemd),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start managed containerd: %w", err)

@@ -48,6 +48,6 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newAgentCmd(), newPodsCmd(), newLogsCmd(), newImagesCmd(),
-		newExecCmd(), newDescribeCmd(), newEventsCmd())
+		newExecCmd(), newDescribeCmd(), newEventsCmd(), newTopCmd())
 	return root
 }

@@ -49,6 +49,9 @@ type Config struct {
 	// LogFile receives containerd's stdout and stderr (default
 	// RootDir/containerd/containerd.log).
 	LogFile string
+	// SystemdCgroup makes runc use the systemd cgroup driver; it must match
+	// skiff's --cgroup-driver (false: cgroupfs).
+	SystemdCgroup bool
 }
 
 // paths are the files of one managed containerd.
@@ -193,8 +196,8 @@ func renderConfig(cfg Config) (string, error) {
 	fmt.Fprintf(&b, "[%s.containerd.runtimes.runc]\n", cri)
 	fmt.Fprintf(&b, "  runtime_type = \"io.containerd.runc.v2\"\n")
 	fmt.Fprintf(&b, "[%s.containerd.runtimes.runc.options]\n", cri)
-	// cgroupfs driver: skiff nodes need not run systemd.
-	fmt.Fprintf(&b, "  SystemdCgroup = false\n")
+	// The cgroup driver must be skiff's (--cgroup-driver).
+	fmt.Fprintf(&b, "  SystemdCgroup = %t\n", cfg.SystemdCgroup)
 	fmt.Fprintf(&b, "[%s.cni]\n", cri)
 	fmt.Fprintf(&b, "  bin_dir = %s\n", q(cfg.CNIBinDir))
 	fmt.Fprintf(&b, "  conf_dir = %s\n", q(cfg.CNIConfDir))

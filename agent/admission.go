@@ -1,0 +1,148 @@
+package agent
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/skiffnode/skiff/cgroups"
+)
+
+// DefaultMaxPods is the kubelet's default --max-pods.
+const DefaultMaxPods = 110
+
+// NodeCapacity reads the machine's capacity: cpu (the CPUs this process
+// may use), memory (MemTotal of meminfo, normally /proc/meminfo) and pods
+// (maxPods) (D.15, H.7).
+func NodeCapacity(meminfo string, maxPods int64) (v1.ResourceList, error) {
+	mem, err := memTotal(meminfo)
+	if err != nil {
+		return nil, err
+	}
+	return v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+		v1.ResourcePods:   *resource.NewQuantity(maxPods, resource.DecimalSI),
+	}, nil
+}
+
+// memTotal parses MemTotal (kB) from a meminfo file, in bytes.
+func memTotal(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("memory capacity: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		v, ok := strings.CutPrefix(sc.Text(), "MemTotal:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("memory capacity: MemTotal in %s: %w", path, err)
+		}
+		return kb * 1024, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("memory capacity: %w", err)
+	}
+	return 0, fmt.Errorf("memory capacity: no MemTotal in %s", path)
+}
+
+// Allocatable is capacity less the reservations and, for memory, the hard
+// eviction threshold, as the kubelet computes node allocatable (D.15);
+// negative results become zero. Pure.
+func Allocatable(capacity v1.ResourceList, reserved ...v1.ResourceList) v1.ResourceList {
+	out := capacity.DeepCopy()
+	for _, r := range reserved {
+		for name, q := range r {
+			cur, ok := out[name]
+			if !ok {
+				continue
+			}
+			cur.Sub(q)
+			if cur.Sign() < 0 {
+				cur = *resource.NewQuantity(0, cur.Format)
+			}
+			out[name] = cur
+		}
+	}
+	return out
+}
+
+// admissionFailure checks whether pod fits next to the admitted pods
+// within allocatable, in the kubelet's order (pods, cpu, memory), and
+// describes the first shortage as the kubelet does: reason "OutOf<name>",
+// message "Pod was rejected: Node didn't have enough resource: ...". nil
+// means it fits. Pure.
+func admissionFailure(pod *v1.Pod, admitted []*v1.Pod, allocatable v1.ResourceList) *podFailure {
+	if allocatable == nil {
+		return nil
+	}
+	if capacity, ok := allocatable[v1.ResourcePods]; ok && int64(len(admitted))+1 > capacity.Value() {
+		return insufficient(v1.ResourcePods, 1, int64(len(admitted)), capacity.Value())
+	}
+	want := cgroups.EffectiveRequests(pod)
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		capacity, ok := allocatable[name]
+		req := want[name]
+		if !ok || req.IsZero() {
+			continue
+		}
+		var used int64
+		for _, p := range admitted {
+			r := cgroups.EffectiveRequests(p)
+			used += amount(name, r[name])
+		}
+		if used+amount(name, req) > amount(name, capacity) {
+			return insufficient(name, amount(name, req), used, amount(name, capacity))
+		}
+	}
+	return nil
+}
+
+// amount is the kubelet's unit of a resource in messages: millicores for
+// cpu, else the plain value.
+func amount(name v1.ResourceName, q resource.Quantity) int64 {
+	if name == v1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+func insufficient(name v1.ResourceName, requested, used, capacity int64) *podFailure {
+	msg := fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)
+	return &podFailure{Reason: "OutOf" + string(name), Message: "Pod was rejected: " + msg}
+}
+
+// admitLocked decides, before w runs, whether its pod fits next to the
+// pods already admitted that have not finished; a rejected pod fails at
+// once (phase Failed) and never gets a sandbox. Running pods are not
+// touched.
+func (a *Agent) admitLocked(w *podWorker) {
+	var admitted []*v1.Pod
+	for uid, o := range a.workers {
+		if o.orphan || o.rejected {
+			continue
+		}
+		if p := a.published[uid]; p != nil && (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed) {
+			continue
+		}
+		admitted = append(admitted, o.pod)
+	}
+	f := admissionFailure(w.pod, admitted, a.cfg.Allocatable)
+	if f == nil {
+		return
+	}
+	w.rejected, w.failure = true, f
+	w.log.Warn("pod rejected", "reason", f.Reason, "message", f.Message)
+	w.event("", v1.EventTypeWarning, f.Reason, strings.TrimPrefix(f.Message, "Pod was rejected: "))
+}

@@ -1,0 +1,157 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/skiffnode/skiff/cgroups"
+)
+
+// statsSamplePeriod is how often cpu usage is sampled, so that the
+// summary always has a recent earlier sample to compute nanocores from.
+const statsSamplePeriod = 10 * time.Second
+
+// cpuSample is one reading of a cgroup's cumulative cpu time.
+type cpuSample struct {
+	at    time.Time
+	usage uint64
+}
+
+// cpuSamples keeps the last sample per cgroup key (pod UID or container
+// ID). Safe for concurrent use.
+type cpuSamples struct {
+	mu   sync.Mutex
+	last map[string]cpuSample
+}
+
+// rate records s for key and returns the usage in nanocores since the
+// previous sample (nil without one, or if it is too recent to be exact).
+func (c *cpuSamples) rate(key string, s cpuSample) *uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil {
+		c.last = map[string]cpuSample{}
+	}
+	prev, ok := c.last[key]
+	dt := s.at.Sub(prev.at)
+	if ok && dt < time.Second {
+		// Too close: keep the older sample as the base.
+		return nanoCores(prev, s)
+	}
+	c.last[key] = s
+	if !ok {
+		return nil
+	}
+	return nanoCores(prev, s)
+}
+
+// nanoCores is the cpu rate between two samples (pure).
+func nanoCores(prev, cur cpuSample) *uint64 {
+	dt := cur.at.Sub(prev.at)
+	if dt <= 0 || cur.usage < prev.usage {
+		return nil
+	}
+	v := uint64(float64(cur.usage-prev.usage) / dt.Seconds())
+	return &v
+}
+
+// forget drops the samples of keys not in keep.
+func (c *cpuSamples) forget(keep map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.last {
+		if !keep[k] {
+			delete(c.last, k)
+		}
+	}
+}
+
+// statsLoop samples the pods' cgroups every statsSamplePeriod until ctx is
+// done, so that a summary always has a base for cpu rates.
+func (a *Agent) statsLoop(ctx context.Context) {
+	t := a.clock.NewTicker(statsSamplePeriod)
+	defer t.Stop()
+	for {
+		a.StatsSummary(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// StatsSummary reads cpu and memory usage of every running pod and its
+// running containers from their cgroups, in the shape of the kubelet's
+// summary API (/stats/summary). Pods whose cgroups cannot be read are
+// left out. Without pod cgroups (Config.Cgroups nil) only the node name
+// is set. Safe for concurrent use; reads files, does not block on pods.
+func (a *Agent) StatsSummary(_ context.Context) *statsapi.Summary {
+	now := a.clock.Now()
+	sum := &statsapi.Summary{Node: statsapi.NodeStats{NodeName: a.cfg.NodeName}, Pods: []statsapi.PodStats{}}
+	cg := a.cfg.Cgroups
+	if cg == nil {
+		return sum
+	}
+	keep := map[string]bool{}
+	for _, pod := range a.Pods() {
+		u, err := cg.PodUsage(pod)
+		if err != nil || pod.Status.Phase != v1.PodRunning {
+			continue
+		}
+		keep[string(pod.UID)] = true
+		ps := statsapi.PodStats{
+			PodRef: statsapi.PodReference{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)},
+			CPU:    a.cpuStats(string(pod.UID), u, now),
+			Memory: memoryStats(u, now),
+		}
+		if pod.Status.StartTime != nil {
+			ps.StartTime = *pod.Status.StartTime
+		}
+		ps.Containers = a.containerStats(cg, pod, now, keep)
+		sum.Pods = append(sum.Pods, ps)
+	}
+	a.samples.forget(keep)
+	return sum
+}
+
+func (a *Agent) containerStats(cg PodCgroups, pod *v1.Pod, now time.Time, keep map[string]bool) []statsapi.ContainerStats {
+	out := []statsapi.ContainerStats{}
+	all := append(append([]v1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range all {
+		if cs.State.Running == nil || cs.ContainerID == "" {
+			continue
+		}
+		id := cs.ContainerID[strings.Index(cs.ContainerID, "://")+3:]
+		u, err := cg.ContainerUsage(pod, id)
+		if err != nil {
+			continue
+		}
+		keep[id] = true
+		out = append(out, statsapi.ContainerStats{
+			Name: cs.Name, StartTime: cs.State.Running.StartedAt,
+			CPU: a.cpuStats(id, u, now), Memory: memoryStats(u, now),
+		})
+	}
+	return out
+}
+
+func (a *Agent) cpuStats(key string, u *cgroups.Usage, now time.Time) *statsapi.CPUStats {
+	total := u.CPUUsageNanoSeconds
+	return &statsapi.CPUStats{
+		Time:                 metav1.NewTime(now),
+		UsageCoreNanoSeconds: &total,
+		UsageNanoCores:       a.samples.rate(key, cpuSample{at: now, usage: total}),
+	}
+}
+
+func memoryStats(u *cgroups.Usage, now time.Time) *statsapi.MemoryStats {
+	usage, ws, rss := u.MemoryUsageBytes, u.WorkingSetBytes, u.RSSBytes
+	return &statsapi.MemoryStats{Time: metav1.NewTime(now), UsageBytes: &usage, WorkingSetBytes: &ws, RSSBytes: &rss}
+}

@@ -1,0 +1,63 @@
+package cgroups
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// QoSClass computes a pod's QoS class as upstream (GetPodQOS) does, from the
+// cpu and memory requests and limits of all its containers, init
+// containers included: BestEffort when none is set; Guaranteed when every
+// container limits both cpu and memory and the summed requests equal the
+// summed limits (an unset request defaults to the limit); else Burstable.
+// Pure.
+func QoSClass(pod *v1.Pod) v1.PodQOSClass {
+	requests := v1.ResourceList{}
+	limits := v1.ResourceList{}
+	guaranteed := true
+	all := make([]v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	all = append(append(all, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range all {
+		for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			if q, ok := c.Resources.Requests[name]; ok && q.Sign() > 0 {
+				addQuantity(requests, name, q)
+			}
+		}
+		found := 0
+		for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			if q, ok := c.Resources.Limits[name]; ok && q.Sign() > 0 {
+				addQuantity(limits, name, q)
+				found++
+			}
+		}
+		if found != 2 {
+			guaranteed = false
+		}
+	}
+	if len(requests) == 0 && len(limits) == 0 {
+		return v1.PodQOSBestEffort
+	}
+	if guaranteed {
+		for name, req := range requests {
+			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
+				guaranteed = false
+				break
+			}
+		}
+	}
+	if guaranteed {
+		// Every container limits cpu and memory; requests left unset
+		// default to the limits (API defaulting).
+		return v1.PodQOSGuaranteed
+	}
+	return v1.PodQOSBurstable
+}
+
+func addQuantity(list v1.ResourceList, name v1.ResourceName, q resource.Quantity) {
+	if cur, ok := list[name]; ok {
+		cur.Add(q)
+		list[name] = cur
+		return
+	}
+	list[name] = q.DeepCopy()
+}

@@ -1,0 +1,150 @@
+package cgroups
+
+import (
+	"testing"
+
+	libcg "github.com/opencontainers/cgroups"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ctr builds a container with "cpu=...,memory=..." requests and limits
+// given as quantities ("" = unset).
+func ctr(name, reqCPU, reqMem, limCPU, limMem string) v1.Container {
+	c := v1.Container{Name: name, Resources: v1.ResourceRequirements{Requests: v1.ResourceList{}, Limits: v1.ResourceList{}}}
+	set := func(l v1.ResourceList, n v1.ResourceName, q string) {
+		if q != "" {
+			l[n] = resource.MustParse(q)
+		}
+	}
+	set(c.Resources.Requests, v1.ResourceCPU, reqCPU)
+	set(c.Resources.Requests, v1.ResourceMemory, reqMem)
+	set(c.Resources.Limits, v1.ResourceCPU, limCPU)
+	set(c.Resources.Limits, v1.ResourceMemory, limMem)
+	return c
+}
+
+func podOf(init []v1.Container, apps ...v1.Container) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "1234-abcd"},
+		Spec: v1.PodSpec{InitContainers: init, Containers: apps}}
+}
+
+func TestQoSClass_D6(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want v1.PodQOSClass
+	}{
+		{"nothing set", podOf(nil, ctr("a", "", "", "", "")), v1.PodQOSBestEffort},
+		{"requests equal limits", podOf(nil, ctr("a", "1", "1Gi", "1", "1Gi")), v1.PodQOSGuaranteed},
+		{"limits only (requests default to them)", podOf(nil, ctr("a", "", "", "500m", "64Mi")), v1.PodQOSGuaranteed},
+		{"request below limit", podOf(nil, ctr("a", "100m", "1Gi", "1", "1Gi")), v1.PodQOSBurstable},
+		{"cpu limit only", podOf(nil, ctr("a", "", "", "1", "")), v1.PodQOSBurstable},
+		{"one container unlimited", podOf(nil, ctr("a", "1", "1Gi", "1", "1Gi"), ctr("b", "", "", "", "")), v1.PodQOSBurstable},
+		{"init container counts", podOf([]v1.Container{ctr("i", "100m", "", "", "")}, ctr("a", "", "", "", "")), v1.PodQOSBurstable},
+		{"guaranteed with guaranteed init", podOf([]v1.Container{ctr("i", "1", "1Gi", "1", "1Gi")}, ctr("a", "2", "1Gi", "2", "1Gi")), v1.PodQOSGuaranteed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := QoSClass(tt.pod); got != tt.want {
+				t.Errorf("QoSClass = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCPUConversions_D13(t *testing.T) {
+	shares := []struct {
+		milli int64
+		want  uint64
+	}{{0, 2}, {1, 2}, {2, 2}, {100, 102}, {250, 256}, {1000, 1024}, {2500, 2560}, {1000000, 262144}}
+	for _, tt := range shares {
+		if got := MilliCPUToShares(tt.milli); got != tt.want {
+			t.Errorf("MilliCPUToShares(%d) = %d, want %d", tt.milli, got, tt.want)
+		}
+	}
+	weights := []struct{ shares, want uint64 }{{0, 1}, {2, 1}, {102, 4}, {1024, 39}, {2048, 79}, {262144, 10000}, {300000, 10000}}
+	for _, tt := range weights {
+		if got := SharesToWeight(tt.shares); got != tt.want {
+			t.Errorf("SharesToWeight(%d) = %d, want %d", tt.shares, got, tt.want)
+		}
+	}
+	quotas := []struct {
+		milli int64
+		want  int64
+	}{{0, 0}, {1, 1000}, {5, 1000}, {100, 10000}, {500, 50000}, {1500, 150000}}
+	for _, tt := range quotas {
+		if got := MilliCPUToQuota(tt.milli, QuotaPeriod); got != tt.want {
+			t.Errorf("MilliCPUToQuota(%d) = %d, want %d", tt.milli, got, tt.want)
+		}
+	}
+}
+
+func TestForPod_A36_D4_D5(t *testing.T) {
+	mi := int64(1 << 20)
+	overhead := podOf(nil, ctr("a", "500m", "64Mi", "500m", "64Mi"))
+	overhead.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("32Mi")}
+	tests := []struct {
+		name    string
+		pod     *v1.Pod
+		maxPids int64
+		want    PodResources
+	}{
+		{"besteffort", podOf(nil, ctr("a", "", "", "", "")), 0, PodResources{CPUShares: 2}},
+		{"besteffort with pids", podOf(nil, ctr("a", "", "", "", "")), 20, PodResources{CPUShares: 2, PidsLimit: 20}},
+		{"guaranteed sums containers", podOf(nil, ctr("a", "500m", "64Mi", "500m", "64Mi"), ctr("b", "250m", "32Mi", "250m", "32Mi")), 0,
+			PodResources{CPUShares: 768, CPUQuota: 75000, CPUPeriod: 100000, Memory: 96 * mi}},
+		{"burstable without all limits: shares only", podOf(nil, ctr("a", "100m", "", "1", "64Mi"), ctr("b", "100m", "", "", "")), 0,
+			PodResources{CPUShares: 204}},
+		{"burstable with all limits", podOf(nil, ctr("a", "100m", "32Mi", "1", "64Mi")), 0,
+			PodResources{CPUShares: 102, CPUQuota: 100000, CPUPeriod: 100000, Memory: 64 * mi}},
+		{"init container larger than apps wins", podOf([]v1.Container{ctr("i", "2", "256Mi", "2", "256Mi")}, ctr("a", "500m", "64Mi", "500m", "64Mi")), 0,
+			PodResources{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, Memory: 256 * mi}},
+		{"apps larger than init win", podOf([]v1.Container{ctr("i", "100m", "16Mi", "100m", "16Mi")}, ctr("a", "1", "64Mi", "1", "64Mi")), 0,
+			PodResources{CPUShares: 1024, CPUQuota: 100000, CPUPeriod: 100000, Memory: 64 * mi}},
+		{"overhead added", overhead, 0, PodResources{CPUShares: 768, CPUQuota: 75000, CPUPeriod: 100000, Memory: 96 * mi}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ForPod(tt.pod, tt.maxPids); got != tt.want {
+				t.Errorf("ForPod = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBurstableShares(t *testing.T) {
+	pods := []*v1.Pod{
+		podOf(nil, ctr("a", "100m", "", "", "")),
+		podOf(nil, ctr("a", "400m", "", "", "")),
+		podOf(nil, ctr("a", "1", "1Gi", "1", "1Gi")), // guaranteed: not counted
+		podOf(nil, ctr("a", "", "", "", "")),         // besteffort
+	}
+	if got := BurstableShares(pods); got != 512 {
+		t.Errorf("BurstableShares = %d, want 512", got)
+	}
+	if got := BurstableShares(nil); got != MinShares {
+		t.Errorf("BurstableShares(nil) = %d, want %d", got, MinShares)
+	}
+}
+
+func TestUsageFrom(t *testing.T) {
+	st := libcg.NewStats()
+	st.CpuStats.CpuUsage.TotalUsage = 5e9
+	st.MemoryStats.Usage.Usage = 100
+	st.MemoryStats.Stats["total_inactive_file"] = 30
+	st.MemoryStats.Stats["total_rss"] = 60
+	st.MemoryStats.Stats["inactive_file"] = 10
+	st.MemoryStats.Stats["anon"] = 70
+	if got, want := *usageFrom(st, V1), (Usage{5e9, 100, 70, 60}); got != want {
+		t.Errorf("v1 usage = %+v, want %+v", got, want)
+	}
+	if got, want := *usageFrom(st, V2), (Usage{5e9, 100, 90, 70}); got != want {
+		t.Errorf("v2 usage = %+v, want %+v", got, want)
+	}
+	st.MemoryStats.Stats["inactive_file"] = 500
+	if got := usageFrom(st, V2).WorkingSetBytes; got != 0 {
+		t.Errorf("working set with inactive > usage = %d, want 0", got)
+	}
+}

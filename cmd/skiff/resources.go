@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/skiffnode/skiff/agent"
+	"github.com/skiffnode/skiff/cgroups"
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// resourceOptions are the kubelet's resource flags.
+type resourceOptions struct {
+	cgroupDriver   string
+	cgroupRoot     string
+	cgroupsPerQOS  bool
+	systemReserved string
+	kubeReserved   string
+	evictionHard   string
+	maxPods        int64
+	podMaxPids     int64
+}
+
+// parseResourceList parses "cpu=100m,memory=100Mi" (flag names a flag
+// for errors).
+func parseResourceList(flag, s string) (v1.ResourceList, error) {
+	out := v1.ResourceList{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return nil, fmt.Errorf("--%s: %q is not name=quantity", flag, kv)
+		}
+		name := v1.ResourceName(strings.TrimSpace(k))
+		if name != v1.ResourceCPU && name != v1.ResourceMemory && name != "pid" {
+			return nil, fmt.Errorf("--%s: unsupported resource %q (cpu, memory, pid)", flag, name)
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(val))
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %s: %w", flag, name, err)
+		}
+		out[name] = q
+	}
+	return out, nil
+}
+
+// parseEvictionHard parses --eviction-hard; only memory.available<Q is
+// supported (the kubelet's default is memory.available<100Mi).
+func parseEvictionHard(s string) (v1.ResourceList, error) {
+	out := v1.ResourceList{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		signal, val, ok := strings.Cut(part, "<")
+		if !ok || signal != "memory.available" || strings.HasSuffix(val, "%") {
+			return nil, fmt.Errorf("--eviction-hard: %q: only memory.available<quantity is supported", part)
+		}
+		q, err := resource.ParseQuantity(val)
+		if err != nil {
+			return nil, fmt.Errorf("--eviction-hard: memory.available: %w", err)
+		}
+		out[v1.ResourceMemory] = q
+	}
+	return out, nil
+}
+
+// nodeResources computes the node's allocatable (D.15) and the limits of
+// the kubepods cgroup (capacity less the reservations, as the kubelet's
+// node allocatable enforcement).
+func nodeResources(o *resourceOptions) (alloc v1.ResourceList, kubepods *cgroups.PodResources, err error) {
+	capacity, err := agent.NodeCapacity("/proc/meminfo", o.maxPods)
+	if err != nil {
+		return nil, nil, err
+	}
+	sys, err := parseResourceList("system-reserved", o.systemReserved)
+	if err != nil {
+		return nil, nil, err
+	}
+	kube, err := parseResourceList("kube-reserved", o.kubeReserved)
+	if err != nil {
+		return nil, nil, err
+	}
+	evict, err := parseEvictionHard(o.evictionHard)
+	if err != nil {
+		return nil, nil, err
+	}
+	reservedOnly := agent.Allocatable(capacity, sys, kube)
+	cpu, mem := reservedOnly[v1.ResourceCPU], reservedOnly[v1.ResourceMemory]
+	kubepods = &cgroups.PodResources{CPUShares: cgroups.MilliCPUToShares(cpu.MilliValue()), Memory: mem.Value()}
+	return agent.Allocatable(capacity, sys, kube, evict), kubepods, nil
+}
+
+// cgroupDriverChecker is implemented by runtimes that can tell their
+// cgroup driver (runtime/cri).
+type cgroupDriverChecker interface {
+	CgroupDriver(ctx context.Context) (string, error)
+}
+
+// setupCgroups creates the cgroup manager and the QoS cgroups, after
+// checking that the runtime uses the same cgroup driver; nil without
+// --cgroups-per-qos.
+func setupCgroups(ctx context.Context, o *resourceOptions, kubepods *cgroups.PodResources, rt runtime.Runtime, log *slog.Logger) (*cgroups.Manager, error) {
+	if !o.cgroupsPerQOS {
+		return nil, nil
+	}
+	driver, err := cgroups.ParseDriver(o.cgroupDriver)
+	if err != nil {
+		return nil, fmt.Errorf("--cgroup-driver: %w", err)
+	}
+	if c, ok := rt.(cgroupDriverChecker); ok {
+		got, err := c.CgroupDriver(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("checking the runtime's cgroup driver: %w", err)
+		}
+		if got != "" && got != string(driver) {
+			return nil, fmt.Errorf("the container runtime uses the %q cgroup driver but skiff --cgroup-driver=%s: configure both the same (containerd: SystemdCgroup in the runc options)", got, driver)
+		}
+	}
+	m, err := cgroups.New(cgroups.Config{
+		Driver: driver, Root: o.cgroupRoot, PodMaxPids: o.podMaxPids, Kubepods: kubepods, Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.EnsureQoS(ctx); err != nil {
+		return nil, fmt.Errorf("QoS cgroups: %w", err)
+	}
+	log.Info("pod cgroups", "mode", m.Mode(), "driver", driver, "kubepods", m.KubepodsName().ToCgroupfs())
+	return m, nil
+}

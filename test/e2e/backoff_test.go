@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// TestCrashLoopBackOffFirstSteps_A12_A13_A14_A15 runs a container that
+// exits 1 at once under restartPolicy Always and times its restarts. As the
+// kubelet's back-off (flowcontrol.Backoff keyed by the container, started
+// from the previous run's finishedAt), the first restart is immediate, the
+// second comes 10s after the second exit and the third 20s after the third;
+// while it waits the container is Waiting CrashLoopBackOff with the
+// kubelet's message, lastState holds the run that ended, a BackOff event is
+// recorded and the pod stays Running.
+func TestCrashLoopBackOffFirstSteps_A12_A13_A14_A15(t *testing.T) {
+	e := NewEnv(t)
+	e.StartAgent(t, AgentOptions{})
+	e.WriteManifest(t, "crashloop.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: crashloop
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo crashing; exit 1"]
+`, busyboxImage))
+	name := PodName("crashloop")
+	tr := newContainerTracker(e, name, "app")
+	messages := sets.New[string]()
+	var pod *v1.Pod
+	// Observe until the third restart has started, checking every status.
+	tr.until(t, 2*time.Minute, "third restart not seen", func() bool {
+		p, err := e.findPod(name)
+		if err != nil || p == nil {
+			return false
+		}
+		pod = p
+		st := containerStatus(p, "app")
+		if st == nil {
+			return false
+		}
+		if tr.attempts[0] != nil && tr.attempts[0].Exited && p.Status.Phase != v1.PodRunning {
+			t.Errorf("phase %s after the first exit, want Running under restartPolicy Always", p.Status.Phase)
+		}
+		if w := st.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
+			if !messages.Has(w.Message) {
+				t.Logf("restartCount %d: waiting %s %q", st.RestartCount, w.Reason, w.Message)
+				checkBackOffStatus(t, p, st)
+			}
+			messages.Insert(w.Message)
+		}
+		r := tr.attempts[3]
+		return r != nil && !r.StartedAt.IsZero()
+	})
+
+	for i := uint32(0); i <= 2; i++ {
+		if r := tr.attempts[i]; r == nil || !r.Exited || r.ExitCode != 1 {
+			t.Fatalf("attempt %d: %s, want seen exited with 1", i, dump(r))
+		}
+	}
+	gap := func(i uint32) time.Duration { return tr.attempts[i].StartedAt.Sub(tr.attempts[i-1].Finished) }
+	t.Logf("restart gaps after each exit: %s, %s, %s", gap(1), gap(2), gap(3))
+	if g := gap(1); g > 5*time.Second {
+		t.Errorf("first restart %s after the first exit, want immediate (the kubelet backs off from the second exit)", g)
+	}
+	if g := gap(2); g < 8*time.Second || g > 16*time.Second {
+		t.Errorf("second restart %s after the exit, want ~10s (8-16s)", g)
+	}
+	if g := gap(3); g < 16*time.Second || g > 30*time.Second {
+		t.Errorf("third restart %s after the exit, want ~20s (16-30s)", g)
+	}
+	desc := kubeletPodDesc(pod)
+	for _, d := range []string{"10s", "20s"} {
+		want := fmt.Sprintf("back-off %s restarting failed container=app pod=%s", d, desc)
+		if !messages.Has(want) {
+			t.Errorf("never saw Waiting CrashLoopBackOff %q; saw %q", want, sets.List(messages))
+		}
+	}
+	ev := e.WaitForEvent(t, pod, ctr("app"), "BackOff", "Back-off restarting failed container app in pod "+desc, 10*time.Second)
+	if ev.Type != v1.EventTypeWarning || ev.Count < 2 {
+		t.Errorf("BackOff event type %s count %d, want Warning counted at least twice (two back-offs)", ev.Type, ev.Count)
+	}
+}
+
+// checkBackOffStatus checks a container status seen in CrashLoopBackOff:
+// the restart count matches the back-off step and lastState holds the run
+// that ended.
+func checkBackOffStatus(t *testing.T, p *v1.Pod, st *v1.ContainerStatus) {
+	t.Helper()
+	wantDelay := map[int32]string{1: "back-off 10s ", 2: "back-off 20s ", 3: "back-off 40s "}[st.RestartCount]
+	if wantDelay == "" || !strings.HasPrefix(st.State.Waiting.Message, wantDelay) {
+		t.Errorf("restartCount %d with waiting message %q: want the message to start with %q",
+			st.RestartCount, st.State.Waiting.Message, wantDelay)
+	}
+	term := st.LastTerminationState.Terminated
+	if term == nil || term.ExitCode != 1 || term.Reason != "Error" || term.FinishedAt.IsZero() {
+		t.Errorf("lastState %s during back-off, want terminated with exit 1, reason Error and finishedAt", dump(st.LastTerminationState))
+	}
+	if st.Ready || (st.Started != nil && *st.Started) {
+		t.Errorf("container in back-off is ready=%t started=%v, want both false", st.Ready, st.Started)
+	}
+	if p.Status.Phase != v1.PodRunning {
+		t.Errorf("pod phase %s during back-off, want Running", p.Status.Phase)
+	}
+}
