@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -49,9 +48,7 @@ func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork bo
 		errs = append(errs, validateHook(l.PostStart, path.Child("lifecycle", "postStart"))...)
 		errs = append(errs, validateHook(l.PreStop, path.Child("lifecycle", "preStop"))...)
 	}
-	errs = append(errs, validateProbe(c.LivenessProbe, path.Child("livenessProbe"), true)...)
-	errs = append(errs, validateProbe(c.ReadinessProbe, path.Child("readinessProbe"), false)...)
-	errs = append(errs, validateProbe(c.StartupProbe, path.Child("startupProbe"), true)...)
+	errs = append(errs, validateProbes(c, path)...)
 	return errs
 }
 
@@ -163,70 +160,6 @@ func validateResources(r *v1.ResourceRequirements, path *field.Path) field.Error
 	return errs
 }
 
-// validateProbe checks a probe as upstream does (B.15); nil is valid.
-// requireSuccessOne is set for liveness and startup probes.
-func validateProbe(p *v1.Probe, path *field.Path, requireSuccessOne bool) field.ErrorList {
-	if p == nil {
-		return nil
-	}
-	errs := validateProbeHandler(&p.ProbeHandler, path)
-	errs = append(errs, apivalidation.ValidateNonnegativeField(int64(p.InitialDelaySeconds), path.Child("initialDelaySeconds"))...)
-	for _, f := range []struct {
-		name  string
-		value int32
-	}{
-		{"timeoutSeconds", p.TimeoutSeconds}, {"periodSeconds", p.PeriodSeconds},
-		{"successThreshold", p.SuccessThreshold}, {"failureThreshold", p.FailureThreshold},
-	} {
-		if f.value < 1 {
-			errs = append(errs, field.Invalid(path.Child(f.name), f.value, "must be greater than or equal to 1"))
-		}
-	}
-	if requireSuccessOne && p.SuccessThreshold != 1 {
-		errs = append(errs, field.Invalid(path.Child("successThreshold"), p.SuccessThreshold, "must be 1"))
-	}
-	if g := p.TerminationGracePeriodSeconds; g != nil {
-		if !requireSuccessOne {
-			errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must not be set for readinessProbes"))
-		} else if *g <= 0 {
-			errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be greater than 0"))
-		}
-	}
-	return errs
-}
-
-// validateProbeHandler requires exactly one handler and checks it.
-func validateProbeHandler(h *v1.ProbeHandler, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	var set []string
-	if h.Exec != nil {
-		set = append(set, "exec")
-		if len(h.Exec.Command) == 0 {
-			errs = append(errs, field.Required(path.Child("exec", "command"), ""))
-		}
-	}
-	if g := h.HTTPGet; g != nil {
-		set = append(set, "httpGet")
-		errs = append(errs, validatePortRef(g.Port, path.Child("httpGet", "port"))...)
-		errs = append(errs, validateEnum(g.Scheme, path.Child("httpGet", "scheme"), v1.URISchemeHTTP, v1.URISchemeHTTPS)...)
-	}
-	if t := h.TCPSocket; t != nil {
-		set = append(set, "tcpSocket")
-		errs = append(errs, validatePortRef(t.Port, path.Child("tcpSocket", "port"))...)
-	}
-	if g := h.GRPC; g != nil {
-		set = append(set, "grpc")
-		errs = append(errs, invalidIf(validation.IsValidPortNum(int(g.Port)), path.Child("grpc", "port"), g.Port)...)
-	}
-	switch {
-	case len(set) == 0:
-		errs = append(errs, field.Required(path, "must specify a handler type"))
-	case len(set) > 1:
-		errs = append(errs, field.Forbidden(path.Child(set[1]), "may not specify more than 1 handler type"))
-	}
-	return errs
-}
-
 // validateRestartPolicy: only init containers may set restartPolicy, and
 // only to Always (a sidecar).
 func validateRestartPolicy(c *v1.Container, path *field.Path, isInit bool) field.ErrorList {
@@ -256,8 +189,7 @@ func validateHook(h *v1.LifecycleHandler, path *field.Path) field.ErrorList {
 	}
 	if g := h.HTTPGet; g != nil {
 		set = append(set, "httpGet")
-		errs = append(errs, validatePortRef(g.Port, path.Child("httpGet", "port"))...)
-		errs = append(errs, validateEnum(g.Scheme, path.Child("httpGet", "scheme"), v1.URISchemeHTTP, v1.URISchemeHTTPS)...)
+		errs = append(errs, validateHTTPGet(g, path.Child("httpGet"))...)
 	}
 	if h.Sleep != nil {
 		set = append(set, "sleep")

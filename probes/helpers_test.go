@@ -46,6 +46,8 @@ type fakeExec struct {
 	replies map[string]execReply
 	calls   map[string]int
 	last    []string      // the last command run
+	lastID  string        // the container of the last command
+	timeout time.Duration // the timeout of the last command
 	block   chan struct{} // if set, every call waits for it or ctx
 }
 
@@ -65,10 +67,10 @@ func (f *fakeExec) count(cmd string) int {
 	return f.calls[cmd]
 }
 
-func (f *fakeExec) ExecSync(ctx context.Context, _ string, cmd []string, _ time.Duration) (*runtime.ExecResult, error) {
+func (f *fakeExec) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*runtime.ExecResult, error) {
 	f.mu.Lock()
 	f.calls[cmd[0]]++
-	f.last = cmd
+	f.last, f.lastID, f.timeout = cmd, id, timeout
 	r := f.replies[cmd[0]]
 	block := f.block
 	f.mu.Unlock()

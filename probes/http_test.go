@@ -3,6 +3,8 @@ package probes
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -63,10 +65,13 @@ func newProbeServer(t *testing.T, tls bool) *probeServer {
 		}
 		mux.ServeHTTP(w, r)
 	})
+	s.srv = httptest.NewUnstartedServer(handler)
+	// Quiet the "TLS handshake error" lines of the HTTP-to-HTTPS test.
+	s.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	if tls {
-		s.srv = httptest.NewTLSServer(handler)
+		s.srv.StartTLS()
 	} else {
-		s.srv = httptest.NewServer(handler)
+		s.srv.Start()
 	}
 	t.Cleanup(func() {
 		close(s.unblock)

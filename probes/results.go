@@ -48,6 +48,12 @@ func (m *Manager) startedLocked(podUID types.UID, containerName, containerID str
 // last reached Success (B.10). Before its first success a readiness probe
 // is Failure. The caller checks that the container is running: a container
 // that is not running is never ready.
+//
+// When a started container is not ready, Ready also asks its readiness
+// probe to run at once rather than at its next tick, as the kubelet's
+// UpdatePodStatus does: a container whose startup probe just succeeded is
+// probed for readiness without waiting up to a period. Ready never blocks
+// on the probe; the verdict comes later through OnChange.
 func (m *Manager) Ready(podUID types.UID, containerName string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -55,7 +61,13 @@ func (m *Manager) Ready(podUID types.UID, containerName string) bool {
 		return false
 	}
 	e := m.entries[probeKey{podUID: podUID, container: containerName, kind: Readiness}]
-	return e == nil || e.result == Success
+	if e == nil || e.result == Success {
+		return true
+	}
+	if e.w != nil {
+		e.w.poke()
+	}
+	return false
 }
 
 // LivenessFailed reports whether the container's liveness probe has failed

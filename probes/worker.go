@@ -48,7 +48,7 @@ type workerParams struct {
 // worker probes one container with one probe, every period, from one
 // goroutine (run), as the kubelet's prober worker:
 //
-//	start -> [jitter] -> round -> wait period -> round -> ...
+//	start -> [jitter] -> round -> wait period (or a poke) -> round -> ...
 //	round: before initialDelay since the container started: skip
 //	       liveness/readiness while the container has not started: skip
 //	       probe; an error is thrown away; the same result successThreshold
@@ -62,9 +62,10 @@ type worker struct {
 	workerParams
 	timing timing
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{} // closed when run returns
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when run returns
+	trigger chan struct{} // 1-buffered: run a round now (see poke)
 
 	// Owned by the run goroutine.
 	lastResult Result
@@ -81,11 +82,23 @@ func newWorker(parent context.Context, p workerParams) *worker {
 		ctx:          ctx,
 		cancel:       cancel,
 		done:         make(chan struct{}),
+		trigger:      make(chan struct{}, 1),
 	}
 }
 
 // stop asks the worker to stop; it does not wait (see done). Idempotent.
 func (w *worker) stop() { w.cancel() }
+
+// poke asks the worker to run its next round now instead of at the next
+// tick, like the kubelet's manual trigger. It never blocks; pokes while one
+// is pending are merged, and a poke during the first jitter is kept until
+// the first round. The ticker is not reset.
+func (w *worker) poke() {
+	select {
+	case w.trigger <- struct{}{}:
+	default:
+	}
+}
 
 // run probes until the worker is stopped or goes on hold. It closes done
 // when it returns.
@@ -108,6 +121,7 @@ func (w *worker) run() {
 		case <-w.ctx.Done():
 			return
 		case <-ticker.C():
+		case <-w.trigger:
 		}
 	}
 }

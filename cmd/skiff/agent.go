@@ -238,18 +238,20 @@ func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *co
 	if _, err := network.WriteBridgeConflist(cniDir, network.BridgeConfig{PodCIDR: o.podCIDR}); err != nil {
 		return nil, nil, fmt.Errorf("CNI config: %w", err)
 	}
-	m, err = containerd.Start(ctx, containerd.Config{
+	started, err := containerd.Start(ctx, containerd.Config{
 		RootDir: o.rootDir, CNIBinDir: o.cniBinDir, CNIConfDir: cniDir, SandboxImage: pauseRef, Logger: log,
 		SystemdCgroup: o.resources.cgroupDriver == string(cgroups.DriverSystemd),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start managed containerd: %w", err)
 	}
+	// Roll back with the local: the returns below set the named m to nil.
 	defer func() {
 		if retErr != nil {
-			stopManaged(m, log)
+			stopManaged(started, log)
 		}
 	}()
+	m = started
 	imp, err = containerd.NewImporter(m.Address())
 	if err != nil {
 		return nil, nil, err
