@@ -12,7 +12,7 @@ ROOT_DIR ?= /var/lib/skiff
 MANIFESTS ?= examples/manifests
 GOLANGCI_LINT_VERSION := v2.15.0
 
-.PHONY: all build images setup unit e2e test run lint bench bench-quick clean
+.PHONY: all build images setup unit e2e test test-v2 run lint bench bench-quick clean
 
 all: build
 
@@ -38,11 +38,27 @@ e2e: setup build images
 	SKIFF_E2E=1 SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) \
 		$(GO) test -v -count=1 -timeout 30m ./test/e2e/...
 
-## test: everything CI runs: setup, unit, e2e
+## test: everything CI runs: setup, unit, e2e, the cgroup v2 suite in a VM
 test:
 	$(MAKE) setup
 	$(MAKE) unit
 	$(MAKE) e2e
+	$(MAKE) test-v2
+
+# The e2e tests the cgroup v2 VM runs, and where their binary is built.
+V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52
+E2E_TEST_BIN := _output/e2e.test
+VM_GUEST := /skiff
+
+## test-v2: the cgroup v2 e2e suite (V2_TESTS) inside a QEMU VM booting a cgroup v2 kernel (test/vm)
+test-v2: setup build images
+	CGO_ENABLED=0 $(GO) test -c -o $(E2E_TEST_BIN) ./test/e2e
+	$(GO) run ./test/vm/cmd/vmrun -timeout 30m -log _output/vm/console.log \
+		-require-cgroup2 cpu,memory,pids \
+		-add $(BIN):$(VM_GUEST)/bin/skiff -add $(IMAGES_DIR):$(VM_GUEST)/images \
+		-add $(E2E_TEST_BIN):$(VM_GUEST)/test/e2e/e2e.test -workdir $(VM_GUEST)/test/e2e \
+		-env SKIFF_E2E=1 -env SKIFF_BIN=$(VM_GUEST)/bin/skiff -env SKIFF_IMAGES=$(VM_GUEST)/images \
+		-- $(VM_GUEST)/test/e2e/e2e.test -test.v -test.count=1 -test.timeout 25m -test.run '$(V2_TESTS)'
 
 ## run: start the agent with the example manifests (root)
 run: setup build images
@@ -54,8 +70,41 @@ run: setup build images
 lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
-bench bench-quick:
-	@echo "$@: not implemented yet (issue 5)"
+# Benchmarks (issue 5): skiff against the raw CRI floor on skiff's managed
+# containerd, and the real kubelet when KUBELET=/path/to/kubelet is set.
+# Not part of test; results are noisy on a shared machine.
+BENCH_BIN := bin/skiffbench
+BENCH_RESULTS := bench/results
+BENCH_QUICK_OUT := _output/bench
+KUBELET ?=
+KUBELET_VERSION := v1.34.4
+KUBELET_CACHE ?= $(HOME)/.cache/skiff/kubelet
+.PHONY: bench-harness bench-kubelet
+
+bench-harness:
+	cd bench && CGO_ENABLED=0 $(GO) build -trimpath -o ../$(BENCH_BIN) ./cmd/skiffbench
+
+## bench: full benchmark (root, < 20 min): report, JSON and plots under bench/results (latest.md)
+bench: setup build images bench-harness
+	@[ "$$(id -u)" = 0 ] || { echo "make bench: must run as root" >&2; exit 1; }
+	$(BENCH_BIN) -mode full -skiff $(BIN) -images $(IMAGES_DIR) -out $(BENCH_RESULTS) -latest \
+		-skiff-version "$$(git describe --always --dirty --tags 2>/dev/null || echo unknown)" $(if $(KUBELET),-kubelet $(KUBELET))
+
+## bench-quick: a few pods of every scenario (root, ~2 min); output under _output/bench
+bench-quick: setup build images bench-harness
+	@[ "$$(id -u)" = 0 ] || { echo "make bench-quick: must run as root" >&2; exit 1; }
+	$(BENCH_BIN) -mode quick -skiff $(BIN) -images $(IMAGES_DIR) -out $(BENCH_QUICK_OUT) \
+		-skiff-version "$$(git describe --always --dirty --tags 2>/dev/null || echo unknown)" $(if $(KUBELET),-kubelet $(KUBELET))
+
+## bench-kubelet: build kubelet $(KUBELET_VERSION) from the Go module proxy into $(KUBELET_CACHE); prints its path
+bench-kubelet:
+	@out=$(KUBELET_CACHE)/kubelet-$(KUBELET_VERSION); \
+	if [ ! -x "$$out" ]; then \
+		mkdir -p $(KUBELET_CACHE) && cd bench/kubelet && \
+		$(GO) build -trimpath -o "$$out.tmp" -ldflags "-X k8s.io/component-base/version.gitVersion=$(KUBELET_VERSION) \
+			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34 \
+			-X k8s.io/component-base/version.gitTreeState=clean" . >&2 && mv "$$out.tmp" "$$out"; \
+	fi; echo "$$out"
 
 clean:
 	rm -rf bin _output test/images/out

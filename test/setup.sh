@@ -12,8 +12,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-# gcc and libc6-dev: `go test -race` needs cgo.
-packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables ca-certificates gcc libc6-dev)
+# gcc and libc6-dev: `go test -race` needs cgo. qemu-system-x86: the cgroup v2
+# VM of `make test-v2` (test/vm), which also needs a cloud kernel (below).
+packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables ca-certificates gcc libc6-dev qemu-system-x86)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
@@ -42,6 +43,33 @@ else
 	echo "setup: all packages present"
 fi
 
+# The VM kernel for test/vm: Debian's cloud kernel. Unless the host has it
+# installed already, unpack the package into a root of its own (boot/ and
+# lib/modules/ with a modules index) instead of installing it, so it never
+# becomes the host's boot kernel and no host initramfs is built.
+vm_kernel_root=/var/cache/skiff-vm/kernel
+have_vm_kernel() {
+	local k
+	for k in /boot/vmlinuz-*-cloud-amd64 "$vm_kernel_root"/boot/vmlinuz-*-cloud-amd64; do
+		[ -e "$k" ] && [ -e "$(dirname "$(dirname "$k")")/lib/modules/${k##*/vmlinuz-}/modules.dep" ] && return 0
+	done
+	return 1
+}
+if ! have_vm_kernel; then
+	[ "${#missing[@]}" -gt 0 ] || apt-get update -q
+	kpkg=$(apt-cache depends linux-image-cloud-amd64 | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
+	[ -n "$kpkg" ] || { echo "setup: cannot resolve linux-image-cloud-amd64" >&2; exit 1; }
+	echo "setup: unpacking $kpkg into $vm_kernel_root"
+	kdir=$(mktemp -d)
+	(cd "$kdir" && chown _apt "$kdir" 2>/dev/null; apt-get download -q "$kpkg")
+	rm -rf "$vm_kernel_root"
+	mkdir -p "$vm_kernel_root"
+	dpkg-deb -x "$kdir"/"$kpkg"_*.deb "$vm_kernel_root"
+	rm -rf "$kdir"
+	kver=${kpkg#linux-image-}
+	depmod -b "$vm_kernel_root" "$kver"
+fi
+
 # Best effort: inside a container these may already be loaded, or not
 # loadable at all; the agent reports what it really lacks.
 for m in overlay br_netfilter bridge veth; do
@@ -56,6 +84,8 @@ echo "  runc        $(runc --version | head -n1)"
 echo "  busybox     $(busybox 2>/dev/null | head -n1 || true)"
 echo "  cni         $(CNI_COMMAND=VERSION /usr/lib/cni/bridge 2>/dev/null || echo "bridge plugin missing")"
 echo "  iptables    $(iptables --version)"
+echo "  qemu        $(qemu-system-x86_64 --version | head -n1)"
+echo "  vm kernel   $(ls /boot/vmlinuz-*-cloud-amd64 "$vm_kernel_root"/boot/vmlinuz-*-cloud-amd64 2>/dev/null | tr '\n' ' ')"
 if command -v go >/dev/null; then
 	echo "  go          $(go version)"
 fi

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/skiffnode/skiff/bench/internal/criops"
+)
+
+// nodeName is the --hostname-override of both agents; static pod names get
+// "-bench" appended.
+const nodeName = "bench"
+
+// podName is the name an agent gives the static pod of manifest name m.
+func podName(m string) string { return m + "-" + nodeName }
+
+// agentNamespace is the namespace of every manifest.
+const agentNamespace = "default"
+
+// process is a started agent binary.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	log  string
+}
+
+func startProcess(name, logPath, bin string, args ...string) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s log: %w", name, err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// The agent must not outlive the harness.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s %s: %w", name, bin, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+// stop sends SIGTERM and waits up to a minute, then SIGKILL. Blocking,
+// idempotent.
+func (p *process) stop() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(time.Minute):
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	return fmt.Errorf("%s did not stop within a minute of SIGTERM and was killed", p.name)
+}
+
+// waitFor polls check every 100 ms until it succeeds, the process exits or
+// timeout passes.
+func (p *process) waitFor(what string, timeout time.Duration, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited while waiting for %s (%v); log %s ends with:\n%s", p.name, what, p.err, p.log, tail(p.log, 20))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %s not ready after %s: %w; log %s ends with:\n%s", p.name, what, timeout, err, p.log, tail(p.log, 20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func tail(path string, n int) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// agent is an agent under test driven through a manifest directory.
+type agent struct {
+	name   string // "skiff" or "kubelet"
+	prefix string // manifest name prefix
+	dir    string // --pod-manifest-path
+	proc   *process
+}
+
+// pid is the agent process, for /proc sampling.
+func (a *agent) pid() int { return a.proc.cmd.Process.Pid }
+
+// startSkiff starts `skiff agent` with a managed containerd under root,
+// after copying the image archives into root/images, and waits until its
+// API answers /healthz (the archives are imported by then).
+func startSkiff(bin, root, imagesDir string) (*agent, error) {
+	a := &agent{name: "skiff", prefix: "s", dir: filepath.Join(root, "manifests-skiff")}
+	for _, d := range []string{a.dir, filepath.Join(root, "images"), filepath.Join(root, "podlogs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("skiff directories: %w", err)
+		}
+	}
+	for _, img := range []string{"busybox.tar", "testserver.tar"} {
+		if err := copyFile(filepath.Join(imagesDir, img), filepath.Join(root, "images", img)); err != nil {
+			return nil, err
+		}
+	}
+	p, err := startProcess("skiff", filepath.Join(root, "skiff.log"), bin, "agent",
+		"--pod-manifest-path", a.dir, "--root-dir", root, "--hostname-override", nodeName,
+		"--pod-logs-dir", filepath.Join(root, "podlogs"))
+	if err != nil {
+		return nil, err
+	}
+	a.proc = p
+	sock := filepath.Join(root, "skiff.sock")
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+	if err := p.waitFor("/healthz", 2*time.Minute, func() error { return healthz(hc, "http://skiff/healthz") }); err != nil {
+		_ = p.stop()
+		return nil, err
+	}
+	return a, nil
+}
+
+// startKubelet starts the kubelet in standalone mode on the given CRI
+// socket, with what it needs on a cgroup v1 machine without systemd, and
+// waits for its healthz.
+func startKubelet(bin, root, criSocket string) (*agent, error) {
+	a := &agent{name: "kubelet", prefix: "k", dir: filepath.Join(root, "manifests-kubelet")}
+	kroot := filepath.Join(root, "kubelet")
+	for _, d := range []string{a.dir, kroot} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("kubelet directories: %w", err)
+		}
+	}
+	p, err := startProcess("kubelet", filepath.Join(root, "kubelet.log"), bin,
+		"--pod-manifest-path="+a.dir,
+		"--container-runtime-endpoint=unix://"+criSocket,
+		"--root-dir="+kroot,
+		"--hostname-override="+nodeName,
+		"--address=127.0.0.1",
+		"--read-only-port=10255",
+		"--healthz-port=10248",
+		"--fail-swap-on=false",
+		"--cgroups-per-qos=false",
+		"--enforce-node-allocatable=",
+		"--cgroup-driver=cgroupfs",
+		"--eviction-hard=",
+		"--image-gc-high-threshold=100",
+		"--image-gc-low-threshold=99",
+		"--max-pods=300",
+		"--resolv-conf=/etc/resolv.conf",
+		"--v=1",
+	)
+	if err != nil {
+		return nil, err
+	}
+	a.proc = p
+	hc := &http.Client{Timeout: 5 * time.Second}
+	if err := p.waitFor("healthz and read-only /pods", 3*time.Minute, func() error {
+		if err := healthz(hc, "http://127.0.0.1:10248/healthz"); err != nil {
+			return err
+		}
+		return healthz(hc, "http://127.0.0.1:10255/pods")
+	}); err != nil {
+		_ = p.stop()
+		return nil, err
+	}
+	return a, nil
+}
+
+func healthz(hc *http.Client, url string) error {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// stopKubelet stops the kubelet and removes the sandboxes it left behind
+// (everything not skiff's and not the floor's).
+func stopKubelet(ctx context.Context, a *agent, c *criops.Client) error {
+	err := a.proc.stop()
+	if _, rerr := c.RemoveSandboxes(ctx, func(s *runtimeapi.PodSandbox) bool {
+		return s.Labels[criops.LabelSkiffManaged] == "" && s.Metadata.GetNamespace() != floorNamespace
+	}); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	return err
+}
+
+// writeManifests writes every manifest under a temporary name, then renames
+// them all into place, and returns the time just before the first rename:
+// the moment the agent can first see them.
+func writeManifests(dir string, manifests map[string][]byte) (time.Time, error) {
+	for name, data := range manifests {
+		if err := os.WriteFile(filepath.Join(dir, "."+name+".tmp"), data, 0o644); err != nil {
+			return time.Time{}, fmt.Errorf("write manifest %s: %w", name, err)
+		}
+	}
+	t0 := time.Now()
+	for name := range manifests {
+		if err := os.Rename(filepath.Join(dir, "."+name+".tmp"), filepath.Join(dir, name+".yaml")); err != nil {
+			return t0, fmt.Errorf("rename manifest %s: %w", name, err)
+		}
+	}
+	return t0, nil
+}
+
+// removeManifests deletes the manifests of names and returns the time just
+// before the first removal.
+func removeManifests(dir string, names []string) (time.Time, error) {
+	t0 := time.Now()
+	for _, n := range names {
+		if err := os.Remove(filepath.Join(dir, n+".yaml")); err != nil {
+			return t0, fmt.Errorf("remove manifest %s: %w", n, err)
+		}
+	}
+	return t0, nil
+}
+
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("image archive (run make images): %w", err)
+	}
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		return fmt.Errorf("copy image archive: %w", err)
+	}
+	return nil
+}
+
+// version runs bin with args and returns the first line of its output.
+func version(bin string, args ...string) string {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

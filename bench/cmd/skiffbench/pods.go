@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/skiffnode/skiff/bench/internal/criops"
+)
+
+// Images built by `make images`.
+const (
+	busyboxImage    = "skiff.test/busybox:1.36"
+	testserverImage = "skiff.test/testserver:1"
+	// floorNamespace keeps the floor's pods apart from the agents'.
+	floorNamespace = "bench-floor"
+	// graceSeconds is every pod's terminationGracePeriodSeconds; the
+	// containers exit on SIGTERM, so it never runs out.
+	graceSeconds = 5
+)
+
+// sleeper is a busybox app that exits at once on SIGTERM (a shell as PID 1
+// ignores signals it has no handler for).
+var sleeper = []string{"sh", "-c", `trap "exit 0" TERM; sleep 86400 & wait`}
+
+// healthySleeper also creates the file its liveness probe checks.
+var healthySleeper = []string{"sh", "-c", `touch /tmp/healthy; trap "exit 0" TERM; sleep 86400 & wait`}
+
+// testserverArgs runs the test server with no listeners; it logs
+// "received SIGTERM" on SIGTERM and exits.
+var testserverArgs = []string{"--http-port=0", "--tcp-port=0", "--grpc-port=0"}
+
+// podKind is the shape of a benchmark pod.
+type podKind int
+
+const (
+	kindStartup  podKind = iota // init (true) + app (sleeper), busybox
+	kindDensity                 // app with requests and an exec readiness probe
+	kindSigterm                 // testserver app
+	kindLiveness                // app with an exec liveness probe every second
+)
+
+// livenessPeriod is the liveness probe period of kindLiveness.
+const livenessPeriod = 1
+
+// manifest renders the pod of kind named name as YAML; rev is put into an
+// annotation so that an edit changes the static pod's UID.
+func manifest(name string, kind podKind, rev int) ([]byte, error) {
+	grace := int64(graceSeconds)
+	pod := v1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: agentNamespace, Annotations: map[string]string{"bench.skiff.dev/rev": fmt.Sprint(rev)}},
+		Spec: v1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers:                    []v1.Container{appContainer(kind)},
+		},
+	}
+	if kind == kindStartup {
+		pod.Spec.InitContainers = []v1.Container{{Name: "init", Image: busyboxImage, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"true"}}}
+	}
+	data, err := yaml.Marshal(&pod)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", name, err)
+	}
+	return data, nil
+}
+
+func appContainer(kind podKind) v1.Container {
+	c := v1.Container{Name: "app", Image: busyboxImage, ImagePullPolicy: v1.PullIfNotPresent, Command: sleeper}
+	switch kind {
+	case kindDensity:
+		c.Resources.Requests = v1.ResourceList{
+			v1.ResourceCPU:    resource.MustParse("10m"),
+			v1.ResourceMemory: resource.MustParse("16Mi"),
+		}
+		c.ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 10}
+	case kindSigterm:
+		c.Image, c.Command, c.Args = testserverImage, nil, testserverArgs
+	case kindLiveness:
+		c.Command = healthySleeper
+		c.LivenessProbe = &v1.Probe{
+			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/tmp/healthy"}}},
+			PeriodSeconds: livenessPeriod, FailureThreshold: 1,
+		}
+	}
+	return c
+}
+
+// floorPod is the floor's equivalent of kind: the same containers, without
+// probes.
+func floorPod(name string, kind podKind, rev int) criops.Pod {
+	p := criops.Pod{Name: name, Namespace: floorNamespace, UID: fmt.Sprintf("%s-uid-%d", name, rev),
+		App: criops.Container{Name: "app", Image: busyboxImage, Command: sleeper}}
+	switch kind {
+	case kindStartup:
+		p.Init = &criops.Container{Name: "init", Image: busyboxImage, Command: []string{"true"}}
+	case kindDensity:
+		p.App.CPUShares = 10 * 1024 / 1000 // 10m, as the kubelet maps it
+	case kindSigterm:
+		p.App.Image, p.App.Command = testserverImage, append([]string{"/testserver"}, testserverArgs...)
+	case kindLiveness:
+		p.App.Command = healthySleeper
+	}
+	return p
+}

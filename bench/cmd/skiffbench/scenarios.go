@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/skiffnode/skiff/bench/internal/criops"
+	"github.com/skiffnode/skiff/bench/internal/procfs"
+	"github.com/skiffnode/skiff/bench/internal/report"
+)
+
+// poll is how often CRI state is polled; figures come from the runtime's
+// own timestamps where there are any, so it bounds only the waiting.
+const poll = 50 * time.Millisecond
+
+// bench holds what every scenario needs.
+type bench struct {
+	cfg     config
+	c       *criops.Client
+	floor   *criops.Floor
+	skiff   *agent
+	kubelet func() (*agent, error) // nil: no kubelet column
+	log     *slog.Logger
+}
+
+// runTimeout bounds waiting for n pods to start or stop (a failure guard).
+func runTimeout(n int) time.Duration { return 2*time.Minute + time.Duration(n)*2*time.Second }
+
+// withKubelet starts the kubelet, runs fn and stops the kubelet again: the
+// kubelet kills every pod it does not know, so it runs only while neither
+// skiff nor the floor has pods.
+func (b *bench) withKubelet(ctx context.Context, fn func(*agent) error) error {
+	if b.kubelet == nil {
+		return nil
+	}
+	k, err := b.kubelet()
+	if err != nil {
+		return err
+	}
+	err = fn(k)
+	if serr := stopKubelet(ctx, k, b.c); serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// cleanFloor removes the floor's sandboxes.
+func (b *bench) cleanFloor(ctx context.Context) error {
+	_, err := b.c.RemoveSandboxes(ctx, func(s *runtimeapi.PodSandbox) bool { return s.Metadata.GetNamespace() == floorNamespace })
+	return err
+}
+
+// --- scenario 1: startup latency ---
+
+// agentStartOne writes one pod's manifest, waits for its app container and
+// returns manifest -> StartedAt; the pod is then removed again.
+func (b *bench) agentStartOne(ctx context.Context, a *agent, name string) (float64, error) {
+	data, err := manifest(name, kindStartup, 1)
+	if err != nil {
+		return 0, err
+	}
+	t0, err := writeManifests(a.dir, map[string][]byte{name: data})
+	if err != nil {
+		return 0, err
+	}
+	pods := []string{podName(name)}
+	wctx, cancel := context.WithTimeout(ctx, runTimeout(1))
+	defer cancel()
+	started, err := b.c.WaitRunning(wctx, pods, criops.InPods(agentNamespace, "app", pods), poll)
+	if err != nil {
+		return 0, fmt.Errorf("%s startup pod %s: %w", a.name, name, err)
+	}
+	if err := b.agentRemove(ctx, a, []string{name}); err != nil {
+		return 0, err
+	}
+	return started[pods[0]].Sub(t0).Seconds(), nil
+}
+
+// agentRemove deletes manifests and waits until the pods are stopped;
+// returns the seconds that took.
+func (b *bench) agentRemoveTimed(ctx context.Context, a *agent, names []string) (float64, error) {
+	t0, err := removeManifests(a.dir, names)
+	if err != nil {
+		return 0, err
+	}
+	pods := make([]string, len(names))
+	for i, n := range names {
+		pods[i] = podName(n)
+	}
+	wctx, cancel := context.WithTimeout(ctx, runTimeout(len(names)))
+	defer cancel()
+	done, err := b.c.WaitStopped(wctx, agentNamespace, pods, poll)
+	if err != nil {
+		return 0, fmt.Errorf("%s: removing %d pods: %w", a.name, len(names), err)
+	}
+	return done.Sub(t0).Seconds(), nil
+}
+
+func (b *bench) agentRemove(ctx context.Context, a *agent, names []string) error {
+	_, err := b.agentRemoveTimed(ctx, a, names)
+	return err
+}
+
+func (b *bench) floorStartOne(ctx context.Context, name string) (float64, error) {
+	t0 := time.Now()
+	s, err := b.floor.StartPod(ctx, floorPod(name, kindStartup, 1))
+	if err != nil {
+		return 0, err
+	}
+	if err := b.floor.StopPod(ctx, s, graceSeconds); err != nil {
+		return 0, err
+	}
+	return s.StartedAt.Sub(t0).Seconds(), nil
+}
+
+func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
+	n := b.cfg.startupPods
+	var sk, fl, kb []float64
+	for i := range n {
+		name := fmt.Sprintf("st-%d", i)
+		s, err := b.agentStartOne(ctx, b.skiff, "s-"+name)
+		if err != nil {
+			return nil, err
+		}
+		f, err := b.floorStartOne(ctx, "f-"+name)
+		if err != nil {
+			return nil, err
+		}
+		sk, fl = append(sk, s), append(fl, f)
+		b.log.Info("startup", "pod", i, "skiff_s", s, "floor_s", f)
+	}
+	if err := b.cleanFloor(ctx); err != nil {
+		return nil, err
+	}
+	err := b.withKubelet(ctx, func(k *agent) error {
+		for i := range n {
+			s, err := b.agentStartOne(ctx, k, fmt.Sprintf("k-st-%d", i))
+			if err != nil {
+				return err
+			}
+			kb = append(kb, s)
+			b.log.Info("startup", "pod", i, "kubelet_s", s)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &report.Startup{Pods: n, Compare: report.Compare{
+		Skiff: report.NewSeries(sk), Floor: report.NewSeries(fl), Kubelet: report.NewSeries(kb),
+	}}, nil
+}
+
+// --- scenario 2 and 4: density ---
+
+// agentDensity writes n density manifests at once, waits for all to run,
+// samples the agent over the steady window and removes them all.
+func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.Duration) (*report.Agent, error) {
+	manifests := make(map[string][]byte, n)
+	names := make([]string, 0, n)
+	pods := make([]string, 0, n)
+	for i := range n {
+		name := fmt.Sprintf("%s-d%d-%d", a.prefix, n, i)
+		data, err := manifest(name, kindDensity, 1)
+		if err != nil {
+			return nil, err
+		}
+		manifests[name] = data
+		names, pods = append(names, name), append(pods, podName(name))
+	}
+	t0, err := writeManifests(a.dir, manifests)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, runTimeout(n))
+	defer cancel()
+	started, err := b.c.WaitRunning(wctx, pods, criops.InPods(agentNamespace, "app", pods), poll)
+	if err != nil {
+		return nil, fmt.Errorf("%s density %d: %w", a.name, n, err)
+	}
+	first, last := spanOf(started)
+	res := &report.Agent{Pods: n, FirstRunningS: first.Sub(t0).Seconds(), AllRunningS: last.Sub(t0).Seconds()}
+	b.log.Info("density running", "agent", a.name, "pods", n, "first_s", res.FirstRunningS, "all_s", res.AllRunningS)
+	if res.Steady, err = sampleSteady(ctx, a.pid(), steady); err != nil {
+		return nil, fmt.Errorf("%s density %d steady window: %w", a.name, n, err)
+	}
+	if res.RemoveAllS, err = b.agentRemoveTimed(ctx, a, names); err != nil {
+		return nil, err
+	}
+	b.log.Info("density done", "agent", a.name, "pods", n, "cpu_pct", res.Steady.CPUPercent, "rss_max_mb", res.Steady.RSSMaxMB, "remove_s", res.RemoveAllS)
+	return res, nil
+}
+
+func spanOf(started map[string]time.Time) (first, last time.Time) {
+	for _, t := range started {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+		if t.After(last) {
+			last = t
+		}
+	}
+	return first, last
+}
+
+// sampleSteady reads /proc/<pid> once a second for d.
+func sampleSteady(ctx context.Context, pid int, d time.Duration) (procfs.Window, error) {
+	var samples []procfs.Sample
+	end := time.Now().Add(d)
+	for {
+		s, err := procfs.Read("/proc", pid, time.Now())
+		if err != nil {
+			return procfs.Window{}, err
+		}
+		samples = append(samples, s)
+		if !s.At.Before(end) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return procfs.Window{}, ctx.Err()
+		case <-time.After(min(time.Second, time.Until(end))):
+		}
+	}
+	return procfs.Summarize(samples)
+}
+
+// floorDensity starts n density pods with the given parallelism and stops
+// them again with the same parallelism.
+func (b *bench) floorDensity(ctx context.Context, n, parallelism int) (report.Floor, error) {
+	pods := make([]criops.Pod, n)
+	for i := range pods {
+		pods[i] = floorPod(fmt.Sprintf("f-d%d-p%d-%d", n, parallelism, i), kindDensity, 1)
+	}
+	start, err := b.floor.StartAll(ctx, pods, parallelism)
+	if err != nil {
+		_ = b.cleanFloor(ctx)
+		return report.Floor{}, err
+	}
+	stop, err := b.floor.StopAll(ctx, start.Started, parallelism, graceSeconds)
+	if err != nil {
+		return report.Floor{}, err
+	}
+	res := report.Floor{Pods: n, Parallelism: parallelism,
+		FirstRunningS: start.First.Sub(start.Began).Seconds(), AllRunningS: start.Last.Sub(start.Began).Seconds(),
+		RemoveAllS: stop.Last.Sub(stop.Began).Seconds()}
+	b.log.Info("floor density", "pods", n, "parallelism", parallelism, "first_s", res.FirstRunningS, "all_s", res.AllRunningS, "remove_s", res.RemoveAllS)
+	return res, b.cleanFloor(ctx)
+}
+
+func (b *bench) density(ctx context.Context) (*report.Density, error) {
+	n := b.cfg.densityPods
+	d := &report.Density{Pods: n, SteadyS: b.cfg.steady.Seconds()}
+	var err error
+	// Interleaved: skiff, then the floor at each parallelism.
+	if d.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.steady); err != nil {
+		return nil, err
+	}
+	for _, p := range b.cfg.floorParallelism {
+		f, err := b.floorDensity(ctx, n, p)
+		if err != nil {
+			return nil, err
+		}
+		d.Floor = append(d.Floor, f)
+	}
+	err = b.withKubelet(ctx, func(k *agent) error {
+		d.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.steady)
+		return err
+	})
+	return d, err
+}
+
+func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Scale, error) {
+	bestPar := 2
+	if density != nil {
+		if best, ok := report.BestFloor(density.Floor); ok {
+			bestPar = best.Parallelism
+		}
+	}
+	var out []report.Scale
+	for _, n := range b.cfg.scale {
+		if density != nil && n == density.Pods {
+			s := report.Scale{Pods: n, Skiff: density.Skiff, Kubelet: density.Kubelet}
+			for _, f := range density.Floor {
+				if f.Parallelism == bestPar {
+					s.Floor = &f
+				}
+			}
+			out = append(out, s)
+			continue
+		}
+		s := report.Scale{Pods: n}
+		var err error
+		if s.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.scaleSteady); err != nil {
+			return out, err
+		}
+		f, err := b.floorDensity(ctx, n, bestPar)
+		if err != nil {
+			return out, err
+		}
+		s.Floor = &f
+		err = b.withKubelet(ctx, func(k *agent) error {
+			s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady)
+			return err
+		})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b report.Scale) int { return a.Pods - b.Pods })
+	return out, nil
+}

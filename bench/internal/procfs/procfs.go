@@ -1,0 +1,149 @@
+// Package procfs samples a process's CPU time and resident memory from
+// /proc, from outside the process: utime+stime of /proc/<pid>/stat and VmRSS
+// of /proc/<pid>/status. The parsers are pure; Read does the I/O.
+package procfs
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// UserHZ is the unit of the CPU times in /proc/<pid>/stat (USER_HZ, the
+// kernel's clock ticks as seen by user space; 100 on every Linux ABI).
+const UserHZ = 100
+
+// Sample is one reading of a process.
+type Sample struct {
+	At       time.Time // when the sample was read
+	CPUTicks uint64    // utime + stime, in 1/UserHZ seconds
+	RSSBytes uint64    // VmRSS
+}
+
+// ParseStat returns utime+stime from the contents of /proc/<pid>/stat. The
+// command name (field 2) may contain spaces and parentheses, so the fields
+// are counted from the last ')'.
+func ParseStat(data string) (uint64, error) {
+	end := strings.LastIndexByte(data, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("parse /proc stat: no ')' in %q", truncate(data))
+	}
+	// After ") " come field 3 (state) onwards; utime and stime are fields
+	// 14 and 15, so indexes 11 and 12 here.
+	fields := strings.Fields(data[end+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("parse /proc stat: %d fields after the command name, want at least 13", len(fields))
+	}
+	utime, err := strconv.ParseUint(fields[11], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse /proc stat utime: %w", err)
+	}
+	stime, err := strconv.ParseUint(fields[12], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parse /proc stat stime: %w", err)
+	}
+	return utime + stime, nil
+}
+
+// ParseVmRSS returns VmRSS in bytes from the contents of /proc/<pid>/status.
+func ParseVmRSS(data string) (uint64, error) {
+	sc := bufio.NewScanner(strings.NewReader(data))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("parse VmRSS %q: want \"<n> kB\"", rest)
+		}
+		kb, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse VmRSS: %w", err)
+		}
+		return kb * 1024, nil
+	}
+	return 0, fmt.Errorf("parse /proc status: no VmRSS line")
+}
+
+// Read samples process pid under procRoot (normally "/proc"). Not
+// atomic: CPU and RSS are read one after the other.
+func Read(procRoot string, pid int, now time.Time) (Sample, error) {
+	dir := filepath.Join(procRoot, strconv.Itoa(pid))
+	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return Sample{}, fmt.Errorf("read process %d stat: %w", pid, err)
+	}
+	ticks, err := ParseStat(string(stat))
+	if err != nil {
+		return Sample{}, fmt.Errorf("process %d: %w", pid, err)
+	}
+	status, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return Sample{}, fmt.Errorf("read process %d status: %w", pid, err)
+	}
+	rss, err := ParseVmRSS(string(status))
+	if err != nil {
+		return Sample{}, fmt.Errorf("process %d: %w", pid, err)
+	}
+	return Sample{At: now, CPUTicks: ticks, RSSBytes: rss}, nil
+}
+
+// CPUPercent is the CPU used between two samples as a percentage of one
+// core (100 = one core fully busy). It returns an error when b is not after
+// a or the tick counter went backwards (a different process).
+func CPUPercent(a, b Sample) (float64, error) {
+	wall := b.At.Sub(a.At)
+	if wall <= 0 {
+		return 0, fmt.Errorf("cpu percent: second sample (%s) not after the first (%s)", b.At, a.At)
+	}
+	if b.CPUTicks < a.CPUTicks {
+		return 0, fmt.Errorf("cpu percent: tick counter went back from %d to %d", a.CPUTicks, b.CPUTicks)
+	}
+	cpu := float64(b.CPUTicks-a.CPUTicks) / UserHZ
+	return 100 * cpu / wall.Seconds(), nil
+}
+
+// Window summarises samples taken over a steady-state window.
+type Window struct {
+	Seconds    float64 `json:"seconds"`
+	CPUPercent float64 `json:"cpu_percent_of_core"`
+	RSSMeanMB  float64 `json:"rss_mean_mb"`
+	RSSMaxMB   float64 `json:"rss_max_mb"`
+}
+
+// Summarize reduces samples (in time order, at least two) to the CPU
+// percentage between the first and the last and the mean and maximum RSS
+// (MB = 10^6 bytes).
+func Summarize(samples []Sample) (Window, error) {
+	if len(samples) < 2 {
+		return Window{}, fmt.Errorf("summarize window: %d samples, want at least 2", len(samples))
+	}
+	first, last := samples[0], samples[len(samples)-1]
+	cpu, err := CPUPercent(first, last)
+	if err != nil {
+		return Window{}, err
+	}
+	var sum, peak uint64
+	for _, s := range samples {
+		sum += s.RSSBytes
+		peak = max(peak, s.RSSBytes)
+	}
+	return Window{
+		Seconds:    last.At.Sub(first.At).Seconds(),
+		CPUPercent: cpu,
+		RSSMeanMB:  float64(sum) / float64(len(samples)) / 1e6,
+		RSSMaxMB:   float64(peak) / 1e6,
+	}, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
+}

@@ -1,0 +1,143 @@
+// Package report holds the benchmark results (the raw JSON), evaluates the
+// issue's targets against them and renders the markdown report and the SVG
+// plots. Everything here is pure except the Write* functions.
+package report
+
+import (
+	"math"
+	"time"
+
+	"github.com/skiffnode/skiff/bench/internal/procfs"
+	"github.com/skiffnode/skiff/bench/internal/stats"
+)
+
+// Results is everything one harness run measured; it is written as JSON
+// beside the markdown report.
+type Results struct {
+	Mode      string    `json:"mode"` // "quick" or "full"
+	Date      time.Time `json:"date"`
+	DurationS float64   `json:"duration_s"`
+	Machine   Machine   `json:"machine"`
+	Versions  Versions  `json:"versions"`
+	Startup   *Startup  `json:"startup,omitempty"`
+	Density   *Density  `json:"density,omitempty"`
+	Reaction  *Reaction `json:"reaction,omitempty"`
+	Scale     []Scale   `json:"scale,omitempty"`
+	Notes     []string  `json:"notes,omitempty"`
+}
+
+// Machine describes the host.
+type Machine struct {
+	CPUModel   string  `json:"cpu_model"`
+	Cores      int     `json:"cores"`
+	Kernel     string  `json:"kernel"`
+	CgroupMode string  `json:"cgroup_mode"`
+	MemoryGB   float64 `json:"memory_gb"`
+}
+
+// Versions of the software under test; empty when not run.
+type Versions struct {
+	Skiff      string `json:"skiff"`
+	Containerd string `json:"containerd"`
+	Runc       string `json:"runc"`
+	Kubelet    string `json:"kubelet,omitempty"`
+}
+
+// Series is a sample of durations (seconds) with its summary.
+type Series struct {
+	Samples []float64     `json:"samples_s"`
+	Summary stats.Summary `json:"summary"`
+}
+
+// NewSeries summarises samples (seconds); no samples give nil (JSON has
+// no NaN).
+func NewSeries(samples []float64) *Series {
+	if len(samples) == 0 {
+		return nil
+	}
+	return &Series{Samples: samples, Summary: stats.Summarize(samples)}
+}
+
+// Compare is one figure measured for skiff, the raw CRI floor and,
+// optionally, the kubelet.
+type Compare struct {
+	Skiff   *Series `json:"skiff,omitempty"`
+	Floor   *Series `json:"floor,omitempty"`
+	Kubelet *Series `json:"kubelet,omitempty"`
+}
+
+// Startup is scenario 1: pods with one init and one app container, one
+// after another, manifest (or first CRI call) -> app container running.
+type Startup struct {
+	Pods int `json:"pods"`
+	Compare
+}
+
+// Agent is a density run of an agent (skiff or the kubelet).
+type Agent struct {
+	Pods          int           `json:"pods"`
+	FirstRunningS float64       `json:"first_running_s"`
+	AllRunningS   float64       `json:"all_running_s"`
+	Steady        procfs.Window `json:"steady"`
+	RemoveAllS    float64       `json:"remove_all_s"`
+}
+
+// Floor is a density run of the raw CRI floor at one parallelism.
+type Floor struct {
+	Pods          int     `json:"pods"`
+	Parallelism   int     `json:"parallelism"` // 0: unbounded
+	FirstRunningS float64 `json:"first_running_s"`
+	AllRunningS   float64 `json:"all_running_s"`
+	RemoveAllS    float64 `json:"remove_all_s"`
+}
+
+// Density is scenario 2.
+type Density struct {
+	Pods    int     `json:"pods"`
+	SteadyS float64 `json:"steady_window_s"`
+	Skiff   *Agent  `json:"skiff,omitempty"`
+	Kubelet *Agent  `json:"kubelet,omitempty"`
+	Floor   []Floor `json:"floor,omitempty"`
+}
+
+// BestFloor returns the floor run with the shortest time to all running;
+// ok is false when there is none.
+func BestFloor(fs []Floor) (best Floor, ok bool) {
+	for _, f := range fs {
+		if !ok || f.AllRunningS < best.AllRunningS {
+			best, ok = f, true
+		}
+	}
+	return best, ok
+}
+
+// Reaction is scenario 3.
+type Reaction struct {
+	// Sigterm: manifest deleted (floor: StopContainer called) -> the
+	// container logged "received SIGTERM".
+	Sigterm Compare `json:"sigterm"`
+	// Liveness: liveness made to fail -> restarted container running. The
+	// floor has no probes: its figure is StopContainer+Create+Start.
+	Liveness Compare `json:"liveness_restart"`
+	// Edit: manifest edited -> the new pod's container running. The floor
+	// stops the old pod and starts the new one.
+	Edit Compare `json:"edit"`
+	// LivenessPeriodS is the probe period used.
+	LivenessPeriodS int `json:"liveness_period_s"`
+}
+
+// Scale is scenario 4: density at one pod count.
+type Scale struct {
+	Pods    int    `json:"pods"`
+	Skiff   *Agent `json:"skiff,omitempty"`
+	Kubelet *Agent `json:"kubelet,omitempty"`
+	Floor   *Floor `json:"floor,omitempty"`
+}
+
+// PerPodMs is seconds spread over pods, in milliseconds per pod.
+func PerPodMs(seconds float64, pods int) float64 {
+	if pods <= 0 {
+		return math.NaN()
+	}
+	return 1000 * seconds / float64(pods)
+}
