@@ -1,6 +1,8 @@
 package manifests
 
 import (
+	"fmt"
+
 	"maps"
 	"slices"
 	"strings"
@@ -17,7 +19,7 @@ func supportedFieldRefs() []string {
 }
 
 // validateContainer checks one init or app container.
-func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork bool) field.ErrorList {
+func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork bool, grace *int64) field.ErrorList {
 	var errs field.ErrorList
 	if c.Name == "" {
 		errs = append(errs, field.Required(path.Child("name"), ""))
@@ -45,8 +47,8 @@ func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork bo
 	}
 	errs = append(errs, validateRestartPolicy(c, path, isInit)...)
 	if l := c.Lifecycle; l != nil {
-		errs = append(errs, validateHook(l.PostStart, path.Child("lifecycle", "postStart"))...)
-		errs = append(errs, validateHook(l.PreStop, path.Child("lifecycle", "preStop"))...)
+		errs = append(errs, validateHook(l.PostStart, grace, path.Child("lifecycle", "postStart"))...)
+		errs = append(errs, validateHook(l.PreStop, grace, path.Child("lifecycle", "preStop"))...)
 	}
 	errs = append(errs, validateProbes(c, path)...)
 	return errs
@@ -175,7 +177,9 @@ func validateRestartPolicy(c *v1.Container, path *field.Path, isInit bool) field
 
 // validateHook requires exactly one of exec, httpGet, sleep (C.1, C.2);
 // nil is valid.
-func validateHook(h *v1.LifecycleHandler, path *field.Path) field.ErrorList {
+// validateHook checks one lifecycle handler; grace is the pod's
+// terminationGracePeriodSeconds (nil: not known), which bounds a sleep.
+func validateHook(h *v1.LifecycleHandler, grace *int64, path *field.Path) field.ErrorList {
 	if h == nil {
 		return nil
 	}
@@ -193,7 +197,13 @@ func validateHook(h *v1.LifecycleHandler, path *field.Path) field.ErrorList {
 	}
 	if h.Sleep != nil {
 		set = append(set, "sleep")
-		if h.Sleep.Seconds < 0 {
+		// As the API server (PodLifecycleSleepActionAllowZero, on since 1.33):
+		// a sleep longer than the grace period could never finish.
+		switch {
+		case grace != nil && (h.Sleep.Seconds < 0 || h.Sleep.Seconds > *grace):
+			errs = append(errs, field.Invalid(path.Child("sleep", "seconds"), h.Sleep.Seconds,
+				fmt.Sprintf("must be non-negative and less than terminationGracePeriodSeconds (%d)", *grace)))
+		case h.Sleep.Seconds < 0:
 			errs = append(errs, field.Invalid(path.Child("sleep", "seconds"), h.Sleep.Seconds, "must be greater than or equal to 0"))
 		}
 	}

@@ -111,6 +111,14 @@ func TestValidate(t *testing.T) {
 		{"C.1 sleep hook accepted", func(p *v1.Pod) {
 			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 3}}}
 		}, nil},
+		{"C.1 sleep hook longer than the grace period", func(p *v1.Pod) {
+			p.Spec.TerminationGracePeriodSeconds = ptr(int64(5))
+			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 6}}}
+		}, []string{"spec.containers[0].lifecycle.preStop.sleep.seconds: Invalid value: 6: must be non-negative and less than terminationGracePeriodSeconds (5)"}},
+		{"C.1 sleep hook equal to the grace period accepted", func(p *v1.Pod) {
+			p.Spec.TerminationGracePeriodSeconds = ptr(int64(5))
+			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 5}}}
+		}, nil},
 		{"restartPolicy forbidden on app containers", func(p *v1.Pod) { p.Spec.Containers[0].RestartPolicy = ptr(v1.ContainerRestartPolicyAlways) },
 			[]string{"spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"}},
 		{"sidecar restartPolicy accepted", func(p *v1.Pod) { p.Spec.InitContainers[0].RestartPolicy = ptr(v1.ContainerRestartPolicyAlways) }, nil},
