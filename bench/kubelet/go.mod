@@ -1,5 +1,5 @@
 // The kubelet for skiff benchmarks; see main.go. Bump KUBELET_VERSION in
-// bench/kubelet/build.sh together with every version below.
+// the Makefile (make bench-kubelet) together with every version below.
 module github.com/skiffnode/skiff/bench/kubelet
 
 go 1.26.8

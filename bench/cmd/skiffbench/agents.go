@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/skiffnode/skiff/bench/internal/criops"
@@ -26,6 +27,9 @@ const nodeName = "bench"
 
 // podName is the name an agent gives the static pod of manifest name m.
 func podName(m string) string { return m + "-" + nodeName }
+
+// maxPods is both agents' --max-pods: above the largest scale point.
+const maxPods = 300
 
 // agentNamespace is the namespace of every manifest.
 const agentNamespace = "default"
@@ -109,6 +113,9 @@ type agent struct {
 	prefix string // manifest name prefix
 	dir    string // --pod-manifest-path
 	proc   *process
+	// stateDir is the kubelet's --root-dir, which it bind-mounts onto
+	// itself; empty for skiff.
+	stateDir string
 }
 
 // pid is the agent process, for /proc sampling.
@@ -131,7 +138,9 @@ func startSkiff(bin, root, imagesDir string) (*agent, error) {
 	}
 	p, err := startProcess("skiff", filepath.Join(root, "skiff.log"), bin, "agent",
 		"--pod-manifest-path", a.dir, "--root-dir", root, "--hostname-override", nodeName,
-		"--pod-logs-dir", filepath.Join(root, "podlogs"))
+		"--pod-logs-dir", filepath.Join(root, "podlogs"),
+		// The scale curve goes beyond the kubelet's default of 110 pods.
+		"--max-pods", itoa(maxPods))
 	if err != nil {
 		return nil, err
 	}
@@ -154,8 +163,8 @@ func startSkiff(bin, root, imagesDir string) (*agent, error) {
 // socket, with what it needs on a cgroup v1 machine without systemd, and
 // waits for its healthz.
 func startKubelet(bin, root, criSocket string) (*agent, error) {
-	a := &agent{name: "kubelet", prefix: "k", dir: filepath.Join(root, "manifests-kubelet")}
-	kroot := filepath.Join(root, "kubelet")
+	a := &agent{name: "kubelet", prefix: "k", dir: filepath.Join(root, "manifests-kubelet"), stateDir: filepath.Join(root, "kubelet")}
+	kroot := a.stateDir
 	for _, d := range []string{a.dir, kroot} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("kubelet directories: %w", err)
@@ -176,7 +185,7 @@ func startKubelet(bin, root, criSocket string) (*agent, error) {
 		"--eviction-hard=",
 		"--image-gc-high-threshold=100",
 		"--image-gc-low-threshold=99",
-		"--max-pods=300",
+		"--max-pods="+itoa(maxPods),
 		"--resolv-conf=/etc/resolv.conf",
 		"--v=1",
 	)
@@ -214,6 +223,13 @@ func healthz(hc *http.Client, url string) error {
 // (everything not skiff's and not the floor's).
 func stopKubelet(ctx context.Context, a *agent, c *criops.Client) error {
 	err := a.proc.stop()
+	// The kubelet makes its root dir a (shared) bind mount of itself and
+	// leaves it mounted; mounts of pod volumes would be below it.
+	if a.stateDir != "" {
+		if uerr := unix.Unmount(a.stateDir, unix.MNT_DETACH); uerr != nil && !errors.Is(uerr, unix.EINVAL) {
+			err = errors.Join(err, fmt.Errorf("unmount kubelet root %s: %w", a.stateDir, uerr))
+		}
+	}
 	if _, rerr := c.RemoveSandboxes(ctx, func(s *runtimeapi.PodSandbox) bool {
 		return s.Labels[criops.LabelSkiffManaged] == "" && s.Metadata.GetNamespace() != floorNamespace
 	}); rerr != nil {

@@ -115,11 +115,15 @@ func run(f flags, log *slog.Logger) (retErr error) {
 
 	res := &report.Results{Mode: cfg.mode, Date: began, Machine: machine()}
 	res.Versions = versions(ctx, c, f)
-	if err := b.measure(ctx, res); err != nil {
-		return err
-	}
+	merr := b.measure(ctx, res)
 	res.DurationS = time.Since(began).Seconds()
 	res.Notes = notes(cfg)
+	if merr != nil {
+		// Keep what was measured, marked incomplete, but never as latest.
+		res.Notes = append(res.Notes, "INCOMPLETE: "+merr.Error())
+		res.Mode += "-incomplete"
+		return errors.Join(merr, write(f.out, res, false))
+	}
 	return write(f.out, res, f.latest)
 }
 
@@ -166,10 +170,16 @@ func (b *bench) teardown(root string, keep bool) error {
 	if err := b.skiff.proc.stop(); err != nil {
 		errs = append(errs, err)
 	}
-	if keep {
+	switch {
+	case keep:
 		b.log.Info("root kept", "root", root)
-	} else if err := os.RemoveAll(root); err != nil {
-		b.log.Warn("removing root", "root", root, "err", err)
+	case len(errs) > 0:
+		// Pods may still run on the root's containerd state: keep it.
+		b.log.Warn("teardown failed; root kept for inspection", "root", root)
+	default:
+		if err := os.RemoveAll(root); err != nil {
+			b.log.Warn("removing root", "root", root, "err", err)
+		}
 	}
 	return errors.Join(errs...)
 }

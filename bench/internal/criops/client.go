@@ -6,13 +6,16 @@ package criops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -167,28 +170,40 @@ func (c *Client) countActive(ctx context.Context, ns string, set map[string]bool
 	return n, nil
 }
 
-// RemoveSandboxes stops and removes every sandbox for which keep returns
-// false, with its containers. Used to clean up after the floor and the
-// kubelet; never called on skiff's objects while skiff runs.
+// RemoveSandboxes stops and removes every sandbox for which remove
+// returns true, with its containers. A sandbox that is already gone (its
+// agent removed it meanwhile) is skipped; other errors do not stop the
+// others from being removed and are returned together. Used to clean up
+// after the floor and the kubelet, and at the very end.
 func (c *Client) RemoveSandboxes(ctx context.Context, remove func(*runtimeapi.PodSandbox) bool) (int, error) {
 	resp, err := c.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		return 0, fmt.Errorf("list sandboxes: %w", err)
 	}
 	n := 0
+	var errs []error
 	for _, s := range resp.Items {
 		if !remove(s) {
 			continue
 		}
-		if _, err := c.RT.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id}); err != nil {
-			return n, fmt.Errorf("stop sandbox %s (%s): %w", s.Id, s.Metadata.GetName(), err)
+		if _, err := c.RT.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id}); ignoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("stop sandbox %s (%s): %w", s.Id, s.Metadata.GetName(), err))
+			continue
 		}
-		if _, err := c.RT.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id}); err != nil {
-			return n, fmt.Errorf("remove sandbox %s (%s): %w", s.Id, s.Metadata.GetName(), err)
+		if _, err := c.RT.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id}); ignoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox %s (%s): %w", s.Id, s.Metadata.GetName(), err))
+			continue
 		}
 		n++
 	}
-	return n, nil
+	return n, errors.Join(errs...)
+}
+
+func ignoreNotFound(err error) error {
+	if status.Code(err) == codes.NotFound {
+		return nil
+	}
+	return err
 }
 
 // ContainerID returns the ID of the running container named container in
