@@ -72,14 +72,14 @@ type Config struct {
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
 // use at any time.
 type Agent struct {
-	cfg        Config
-	log        *slog.Logger
-	clock      clock.WithTicker
-	startSlots chan struct{}
-	updated    chan struct{}
-	events     *eventRecorder
-	hooks      *hookRunner
-	prober     Prober
+	cfg     Config
+	log     *slog.Logger
+	clock   clock.WithTicker
+	starts  *startGate
+	updated chan struct{}
+	events  *eventRecorder
+	hooks   *hookRunner
+	prober  Prober
 
 	mu           sync.Mutex
 	sources      map[string][]*v1.Pod
@@ -118,17 +118,17 @@ func New(cfg Config) (*Agent, error) {
 		cfg.MaxParallelStarts = max(2, goruntime.NumCPU())
 	}
 	a := &Agent{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		clock:      cfg.Clock,
-		startSlots: make(chan struct{}, cfg.MaxParallelStarts),
-		updated:    make(chan struct{}, 1),
-		events:     newEventRecorder(cfg.Clock, cfg.NodeName),
-		sources:    map[string][]*v1.Pod{},
-		workers:    map[types.UID]*podWorker{},
-		published:  map[types.UID]*v1.Pod{},
-		hooks:      newHookRunner(execOutput(cfg.Runtime)),
-		prober:     noProber{},
+		cfg:       cfg,
+		log:       cfg.Logger,
+		clock:     cfg.Clock,
+		starts:    newStartGate(cfg.MaxParallelStarts),
+		updated:   make(chan struct{}, 1),
+		events:    newEventRecorder(cfg.Clock, cfg.NodeName),
+		sources:   map[string][]*v1.Pod{},
+		workers:   map[types.UID]*podWorker{},
+		published: map[types.UID]*v1.Pod{},
+		hooks:     newHookRunner(execOutput(cfg.Runtime)),
+		prober:    noProber{},
 	}
 	if cfg.NewProber != nil {
 		a.prober = cfg.NewProber(ProberHooks{OnChange: a.wakeUID, Event: a.containerEvent})

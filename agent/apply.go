@@ -88,14 +88,9 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 
 func (w *podWorker) retryDelay() time.Duration { return 5 * time.Second }
 
-// acquireStart takes a start slot; release it when done.
-func (w *podWorker) acquireStart(ctx context.Context) (release func(), err error) {
-	select {
-	case w.a.startSlots <- struct{}{}:
-		return func() { <-w.a.startSlots }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+// acquireStart takes a start slot of priority p; release it when done.
+func (w *podWorker) acquireStart(ctx context.Context, p startPriority) (release func(), err error) {
+	return w.a.starts.acquire(ctx, p)
 }
 
 // createSandbox kills whatever the pod still has, then runs a new sandbox.
@@ -113,7 +108,7 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 	if err := w.ensurePodCgroup(ctx); err != nil {
 		return err
 	}
-	release, err := w.acquireStart(ctx)
+	release, err := w.acquireStart(ctx, prioSandbox)
 	if err != nil {
 		return err
 	}
@@ -194,7 +189,7 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err := w.addTerminationMessageMount(c, spec); err != nil {
 		return "", err
 	}
-	release, err := w.acquireStart(ctx)
+	release, err := w.acquireStart(ctx, prioContainer)
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
+// startPriority orders the waiters of a startGate.
+type startPriority int
+
+const (
+	// prioContainer is a container start of a pod whose sandbox exists.
+	prioContainer startPriority = iota
+	// prioSandbox is a new sandbox.
+	prioSandbox
+	numPriorities
+)
+
+// startGate bounds concurrent sandbox and container starts (the runtime's
+// throughput on a small node is the limit, not the agent). Waiters of a
+// higher priority are served first: a pod already on its way gets its
+// containers started before the next pod's sandbox, so that when many pods
+// arrive at once the first ones run early instead of every sandbox being
+// created before any container (issue 5, density). Within a priority,
+// waiters are served in arrival order. Safe for concurrent use.
+type startGate struct {
+	mu      sync.Mutex
+	free    int
+	waiters [numPriorities][]chan struct{}
+}
+
+// newStartGate returns a gate with n slots (n >= 1).
+func newStartGate(n int) *startGate { return &startGate{free: max(n, 1)} }
+
+// acquire blocks until it holds a slot or ctx ends. The returned release
+// gives the slot back (or hands it to the next waiter); call it exactly once.
+func (g *startGate) acquire(ctx context.Context, p startPriority) (release func(), err error) {
+	g.mu.Lock()
+	if g.free > 0 && !g.anyWaiterLocked() {
+		g.free--
+		g.mu.Unlock()
+		return g.release, nil
+	}
+	ch := make(chan struct{})
+	g.waiters[p] = append(g.waiters[p], ch)
+	g.mu.Unlock()
+	select {
+	case <-ch:
+		return g.release, nil
+	case <-ctx.Done():
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if i := slices.Index(g.waiters[p], ch); i >= 0 {
+			g.waiters[p] = slices.Delete(g.waiters[p], i, i+1)
+			return nil, ctx.Err()
+		}
+		// Granted while giving up: pass the slot on.
+		g.releaseLocked()
+		return nil, ctx.Err()
+	}
+}
+
+func (g *startGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.releaseLocked()
+}
+
+// releaseLocked hands the slot to the first waiter of the highest
+// priority, or frees it.
+func (g *startGate) releaseLocked() {
+	for p := range g.waiters {
+		if q := g.waiters[p]; len(q) > 0 {
+			g.waiters[p] = q[1:]
+			close(q[0])
+			return
+		}
+	}
+	g.free++
+}
+
+func (g *startGate) anyWaiterLocked() bool {
+	for _, q := range g.waiters {
+		if len(q) > 0 {
+			return true
+		}
+	}
+	return false
+}
