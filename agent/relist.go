@@ -41,7 +41,18 @@ func (a *Agent) relistLoop(ctx context.Context) {
 		}
 		prev = cur
 		a.killOrphans(ctx, sandboxes)
-		a.cleanStaleCgroups(ctx, sandboxes)
+		// Off the relist path: removing a cgroup that still holds
+		// processes retries for seconds, and pod changes must not wait.
+		a.mu.Lock()
+		due := a.cfg.Cgroups != nil && a.sourcesReady && !a.staleCgroupsCleaned
+		a.mu.Unlock()
+		if due {
+			a.wg.Add(1)
+			go func() {
+				defer a.wg.Done()
+				a.cleanStaleCgroups(ctx, sandboxes)
+			}()
+		}
 	}
 }
 
