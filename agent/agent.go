@@ -49,6 +49,9 @@ type Config struct {
 	Logger *slog.Logger
 	// RelistPeriod is how often the runtime is listed (default 1s).
 	RelistPeriod time.Duration
+	// Exits reports container exits as they happen, so the runtime is
+	// listed at once; nil: exits are seen at the next relist.
+	Exits runtime.ExitWatcher
 	// ResyncPeriod is each worker's safety resync (default 10s).
 	ResyncPeriod time.Duration
 	// PodsDir holds per-pod files (termination message files), e.g.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,24 +16,38 @@ import (
 )
 
 // relistLoop lists all of skiff's sandboxes and containers every
-// RelistPeriod (one pair of CRI calls however many pods), wakes the workers
-// of pods whose runtime state changed, and kills orphans.
+// RelistPeriod (one pair of CRI calls however many pods), and at once when
+// the runtime reports an exit; it wakes the workers of pods whose runtime
+// state changed, and kills orphans.
 func (a *Agent) relistLoop(ctx context.Context) {
 	t := a.clock.NewTicker(a.cfg.RelistPeriod)
 	defer t.Stop()
+	exits := newExitQueue()
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.watchExits(ctx, exits)
+	}()
 	prev := map[types.UID]string{}
+	var recheck <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
+		case <-exits.kick:
+		case <-recheck:
 		}
-		cur, sandboxes, err := a.relist(ctx)
+		recheck = nil
+		cur, sandboxes, live, err := a.relist(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("relist failed", "err", err)
 			}
 			continue
+		}
+		if exits.settle(live, a.clock.Now()) {
+			recheck = a.clock.After(exitRecheck)
 		}
 		for uid, fp := range cur {
 			if prev[uid] != fp {
@@ -56,35 +71,38 @@ func (a *Agent) relistLoop(ctx context.Context) {
 	}
 }
 
-// relist returns a fingerprint of each pod's runtime state, and one
-// sandbox per pod UID.
-func (a *Agent) relist(ctx context.Context) (map[types.UID]string, map[types.UID]*runtime.Sandbox, error) {
+// relist returns a fingerprint of each pod's runtime state, one sandbox
+// per pod UID, and the IDs of the running containers and ready sandboxes.
+func (a *Agent) relist(ctx context.Context) (map[types.UID]string, map[types.UID]*runtime.Sandbox, map[string]bool, error) {
 	rt := a.cfg.Runtime
 	sbs, err := rt.ListSandboxes(ctx, managedSelector())
 	if err != nil {
-		return nil, nil, fmt.Errorf("list sandboxes: %w", err)
+		return nil, nil, nil, fmt.Errorf("list sandboxes: %w", err)
 	}
 	cs, err := rt.ListContainers(ctx, runtime.ContainerFilter{Labels: managedSelector()})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list containers: %w", err)
+		return nil, nil, nil, fmt.Errorf("list containers: %w", err)
 	}
 	parts := map[types.UID][]string{}
 	bySB := map[types.UID]*runtime.Sandbox{}
+	live := map[string]bool{}
 	for _, sb := range sbs {
 		uid := types.UID(sb.Labels[labelPodUID])
 		parts[uid] = append(parts[uid], "s"+sb.ID+sb.State.String())
 		bySB[uid] = sb
+		live[sb.ID] = sb.State == runtime.SandboxReady
 	}
 	for _, c := range cs {
 		uid := types.UID(c.Labels[labelPodUID])
 		parts[uid] = append(parts[uid], "c"+c.ID+c.State.String())
+		live[c.ID] = c.State == runtime.ContainerRunning
 	}
 	out := make(map[types.UID]string, len(parts))
 	for uid, p := range parts {
 		sort.Strings(p)
 		out[uid] = strings.Join(p, ",")
 	}
-	return out, bySB, nil
+	return out, bySB, live, nil
 }
 
 // killOrphans terminates pods that have sandboxes but that no source wants,

@@ -276,3 +276,14 @@ type ImageImporter interface {
 	// the image names it registered.
 	ImportArchive(ctx context.Context, path string) ([]string, error)
 }
+
+// ExitWatcher reports container exits as they happen, so that the agent
+// need not wait for its next relist to see one. Optional: a runtime without
+// one is only relisted. The IDs may name containers or sandboxes (whose
+// pause process exited), and the runtime's listing may lag the report by a
+// moment.
+type ExitWatcher interface {
+	// WatchExits calls fn with the ID of each container or sandbox whose
+	// process exited, until ctx is done. Blocking; fn must not block.
+	WatchExits(ctx context.Context, fn func(id string)) error
+}

@@ -18,6 +18,7 @@ package server
 import (
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -58,6 +59,9 @@ type Config struct {
 	IsNotFound func(error) bool
 	// Stats provides /stats/summary; nil answers 501.
 	Stats StatsProvider
+	// Profiling serves Go's profiles under /debug/pprof/ (as the kubelet's
+	// enableProfilingHandler does); for the root-only unix socket.
+	Profiling bool
 }
 
 // Server serves the local API. Its methods are safe for concurrent use; the
@@ -72,6 +76,7 @@ type Server struct {
 	exec         Execer
 	notFound     func(error) bool
 	stats        StatsProvider
+	profiling    bool
 }
 
 // New returns a Server for cfg. It does not start serving.
@@ -86,6 +91,7 @@ func New(cfg Config) *Server {
 		exec:         cfg.Exec,
 		notFound:     cfg.IsNotFound,
 		stats:        cfg.Stats,
+		profiling:    cfg.Profiling,
 	}
 	if s.pods == nil {
 		s.pods = noPods{}
@@ -113,6 +119,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /events", s.handleEvents)
 	mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.handleRun)
 	mux.HandleFunc("GET /stats/summary", s.handleStats)
+	if s.profiling {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

@@ -91,6 +91,7 @@ func TestRoutes(t *testing.T) {
 		{"put logs", nil, http.MethodPut, "/containerLogs/default/web/app", http.StatusMethodNotAllowed, ""},
 		{"unknown path", nil, http.MethodGet, "/spec", http.StatusNotFound, ""},
 		{"logs path too short", nil, http.MethodGet, "/containerLogs/default/web", http.StatusNotFound, ""},
+		{"no profiles unless asked", nil, http.MethodGet, "/debug/pprof/", http.StatusNotFound, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,6 +102,14 @@ func TestRoutes(t *testing.T) {
 				t.Errorf("%s %s = %d %q, want %d %q", tt.method, tt.path, code, body, tt.wantCode, tt.wantBody)
 			}
 		})
+	}
+}
+
+func TestProfiling(t *testing.T) {
+	srv := httptest.NewServer(New(Config{Pods: &fakePods{}, Profiling: true}).Handler())
+	defer srv.Close()
+	if code, body := get(t, srv, http.MethodGet, "/debug/pprof/goroutine?debug=1"); code != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+		t.Errorf("goroutine profile = %d %.80q", code, body)
 	}
 }
 

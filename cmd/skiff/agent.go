@@ -111,11 +111,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
-	rt, importer, cleanup, err := startRuntime(ctx, o, log)
+	deps, err := startRuntime(ctx, o, log)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	defer deps.cleanup()
+	rt, importer := deps.rt, deps.importer
 	cgm, err := setupCgroups(ctx, &o.resources, kubepods, rt, log)
 	if err != nil {
 		return err
@@ -134,6 +135,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	a, err := agent.New(agent.Config{
 		NodeName:          node,
 		Runtime:           rt,
+		Exits:             deps.exits,
 		PodLogsDir:        o.podLogsDir,
 		PodsDir:           filepath.Join(o.rootDir, "pods"),
 		HostIPs:           hostIPs,
@@ -174,6 +176,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	// containers: only the root-only unix socket serves /run.
 	roSrv := server.New(apiCfg)
 	apiCfg.Exec = a
+	apiCfg.Profiling = true
 	apiCfg.IsNotFound = func(err error) bool { return errors.Is(err, agent.ErrPodNotFound) }
 	srv := server.New(apiCfg)
 	go func() { errc <- srv.ServeUnix(ctx, filepath.Join(o.rootDir, "skiff.sock")) }()
@@ -198,31 +201,55 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	return nil
 }
 
+// runtimeDeps is what startRuntime connected to; cleanup closes it all.
+type runtimeDeps struct {
+	rt       runtime.Runtime
+	importer runtime.ImageImporter // nil with an external runtime
+	exits    runtime.ExitWatcher   // nil where the runtime has none
+	cleanup  func()
+}
+
 // startRuntime connects to the CRI runtime: the endpoint given, or a managed
 // containerd (with skiff's pause image and the CNI bridge config). Archives in
 // <root-dir>/images are imported before any pod starts.
-func startRuntime(ctx context.Context, o *agentOptions, log *slog.Logger) (runtime.Runtime, runtime.ImageImporter, func(), error) {
+func startRuntime(ctx context.Context, o *agentOptions, log *slog.Logger) (*runtimeDeps, error) {
 	if o.runtimeEndpoint != "" {
 		rt, err := cri.New(ctx, o.runtimeEndpoint, o.runtimeTimeout)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("--container-runtime-endpoint %s: %w", o.runtimeEndpoint, err)
+			return nil, fmt.Errorf("--container-runtime-endpoint %s: %w", o.runtimeEndpoint, err)
 		}
-		return rt, nil, func() { _ = rt.Close() }, nil
+		deps := &runtimeDeps{rt: rt, cleanup: func() { _ = rt.Close() }}
+		if v, err := rt.Version(ctx); err == nil && strings.HasPrefix(v, "containerd") {
+			if ew, err := containerd.NewExitWatcher(strings.TrimPrefix(o.runtimeEndpoint, "unix://"), log); err == nil {
+				deps.exits = ew
+				deps.cleanup = func() { _ = ew.Close(); _ = rt.Close() }
+			}
+		}
+		return deps, nil
 	}
 	m, imp, err := startManaged(ctx, o, log)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	rt, err := cri.New(ctx, m.Endpoint(), o.runtimeTimeout)
 	if err != nil {
+		_ = imp.Close()
 		stopManaged(m, log)
-		return nil, nil, nil, fmt.Errorf("managed containerd: %w", err)
+		return nil, fmt.Errorf("managed containerd: %w", err)
 	}
-	return rt, imp, func() {
+	ew, err := containerd.NewExitWatcher(m.Address(), log)
+	if err != nil {
 		_ = rt.Close()
 		_ = imp.Close()
 		stopManaged(m, log)
-	}, nil
+		return nil, fmt.Errorf("managed containerd: %w", err)
+	}
+	return &runtimeDeps{rt: rt, importer: imp, exits: ew, cleanup: func() {
+		_ = ew.Close()
+		_ = rt.Close()
+		_ = imp.Close()
+		stopManaged(m, log)
+	}}, nil
 }
 
 func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *containerd.Managed, imp *containerd.Importer, retErr error) {

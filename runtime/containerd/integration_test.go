@@ -312,10 +312,37 @@ func TestManagedContainerdRunsPods(t *testing.T) {
 		t.Fatalf("after containerd restart: container status = %+v, %v", cs, err)
 	}
 
+	// Exit reports: the container's own exit, never its exec'd processes.
+	ew, err := NewExitWatcher(m.Address(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ew.Close()
+	type report struct {
+		id string
+		at time.Time
+	}
+	exits := make(chan report, 16)
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	go func() { _ = ew.WatchExits(wctx, func(id string) { exits <- report{id, time.Now()} }) }()
+	time.Sleep(200 * time.Millisecond) // let the subscription reach containerd
+	execOut("sh", "-c", ":")
+	time.Sleep(200 * time.Millisecond) // an exec's exit, were it reported, would arrive now
+
 	// sh as PID 1 ignores SIGTERM: the stop escalates to SIGKILL.
 	start := time.Now()
 	if err := r.StopContainer(ctx, ctrID, 2*time.Second); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case rep := <-exits:
+		if rep.id != ctrID || rep.at.Before(start) {
+			t.Errorf("first exit reported: %s at %v, want the container %s after its stop at %v (an exec's exit is not the container's)",
+				rep.id, rep.at, ctrID, start)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no exit reported for the stopped container")
 	}
 	t.Logf("StopContainer took %v", time.Since(start))
 	cs, err = r.ContainerStatus(ctx, ctrID)

@@ -14,7 +14,10 @@ import (
 	"github.com/skiffnode/skiff/runtime"
 )
 
-var _ runtime.Runtime = (*Runtime)(nil)
+var (
+	_ runtime.Runtime     = (*Runtime)(nil)
+	_ runtime.ExitWatcher = (*Runtime)(nil)
+)
 
 // Runtime is a fake runtime. The zero value is not usable; call New.
 // Safe for concurrent use.
@@ -34,6 +37,8 @@ type Runtime struct {
 	stopTimeouts map[string]time.Duration
 	// execFn, if set, answers ExecSync.
 	execFn func(name string, cmd []string) (*runtime.ExecResult, error)
+	// exitFns receive Exit's reports (see WatchExits).
+	exitFns []func(id string)
 }
 
 // SetExec makes ExecSync answer with fn, given the container name and
@@ -88,13 +93,32 @@ func (r *Runtime) Calls() []string {
 	return append([]string(nil), r.calls...)
 }
 
-// Exit makes a running container exit with code.
+// Exit makes a running container exit with code, and reports the exit to
+// the WatchExits callers.
 func (r *Runtime) Exit(id string, code int32) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c, ok := r.containers[id]; ok && c.st.State == runtime.ContainerRunning {
+	c, ok := r.containers[id]
+	ok = ok && c.st.State == runtime.ContainerRunning
+	if ok {
 		r.exitLocked(c, code, "")
 	}
+	fns := r.exitFns
+	r.mu.Unlock()
+	if ok {
+		for _, fn := range fns {
+			fn(id)
+		}
+	}
+}
+
+// WatchExits implements runtime.ExitWatcher: fn hears of every Exit until
+// ctx is done.
+func (r *Runtime) WatchExits(ctx context.Context, fn func(id string)) error {
+	r.mu.Lock()
+	r.exitFns = append(r.exitFns, fn)
+	r.mu.Unlock()
+	<-ctx.Done()
+	return nil
 }
 
 // KillSandbox makes a sandbox NotReady, as if its pause process died.

@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/runtime"
+)
+
+func TestExitQueueSettle(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		name     string
+		reported time.Time
+		live     map[string]bool
+		now      time.Time
+		recheck  bool
+	}{
+		{"listing shows the exit", t0, map[string]bool{"c1": false}, t0, false},
+		{"container gone from the listing", t0, map[string]bool{}, t0, false},
+		{"listing lags: recheck", t0, map[string]bool{"c1": true}, t0.Add(100 * time.Millisecond), true},
+		{"lagging past patience: ticks take over", t0, map[string]bool{"c1": true}, t0.Add(exitPatience), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := newExitQueue()
+			q.add("c1", tt.reported)
+			select {
+			case <-q.kick:
+			default:
+				t.Fatal("add did not ask for a relist")
+			}
+			if got := q.settle(tt.live, tt.now); got != tt.recheck {
+				t.Errorf("settle = %v, want %v", got, tt.recheck)
+			}
+			// Once settled, a pending exit never lingers.
+			if tt.recheck && q.settle(map[string]bool{}, tt.now) {
+				t.Error("exit still pending after the listing showed it")
+			}
+		})
+	}
+}
+
+// With relists and resyncs an hour apart, only the exit report can tell the
+// worker that its init container finished (A.24: the app starts next).
+func TestAgentStartsAppOnExitReport_A24(t *testing.T) {
+	rt := newFakeRuntime()
+	a, err := New(Config{
+		NodeName: "node", Runtime: rt, Exits: rt, PodLogsDir: t.TempDir(),
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RelistPeriod: time.Hour, ResyncPeriod: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, rt: rt, src: &chanSource{ch: make(chan []*v1.Pod, 1)}, agent: a, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		_ = a.Run(ctx, map[string]Source{"test": h.src})
+	}()
+	t.Cleanup(h.stop)
+
+	h.src.ch <- []*v1.Pod{testPod("Always", []string{"init"}, "app")}
+	h.eventually("init container running", func() bool {
+		c, ok := rt.ContainerByName("uid1", "init")
+		return ok && c.State == runtime.ContainerRunning
+	})
+	c, _ := rt.ContainerByName("uid1", "init")
+	rt.Exit(c.ID, 0)
+	h.eventually("app container running after the exit report", func() bool {
+		c, ok := rt.ContainerByName("uid1", "app")
+		return ok && c.State == runtime.ContainerRunning
+	})
+}
