@@ -42,6 +42,8 @@ type entry struct {
 	containerID string
 	result      Result
 	w           *worker // nil once the probe stopped for good (terminating pod)
+	// poked: Ready already asked this readiness probe to run early.
+	poked bool
 }
 
 // Manager runs the probes of the containers the agent reports and keeps

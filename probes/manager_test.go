@@ -110,6 +110,60 @@ func TestManager_B11_ReadyPokesReadinessAfterStartup(t *testing.T) {
 	h.noRound(Readiness) // ready: no more pokes
 }
 
+// A failing readiness probe is not re-run at every status computation:
+// each early round loaded a busy node more (see Ready).
+func TestManager_B10_ReadyPokesOncePerContainer(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.exec.set("ready", fail)
+	pod := appPod("p1", nil, execProbe("ready", 0, 100, 1, 1), nil)
+	h.add(pod, "c1")
+	h.round(Readiness) // the worker's first round
+	for range 3 {
+		if h.m.Ready("p1", "app") {
+			t.Fatal("ready with a failing readiness probe")
+		}
+	}
+	h.round(Readiness) // the one poke
+	for range 3 {
+		h.m.Ready("p1", "app")
+	}
+	h.noRound(Readiness)
+	if n := h.exec.count("ready"); n != 2 {
+		t.Errorf("readiness probed %d times, want 2 (first round + one poke)", n)
+	}
+	// A new container is poked again.
+	h.add(pod, "c2")
+	h.round(Readiness)
+	h.m.Ready("p1", "app")
+	h.round(Readiness)
+}
+
+// A poke while the probe runs would only run it twice in a row.
+func TestWorkerPokeDuringProbeIsDropped(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.exec.set("ready", pass)
+	h.exec.mu.Lock()
+	h.exec.block = make(chan struct{})
+	h.exec.mu.Unlock()
+	pod := appPod("p1", nil, execProbe("ready", 0, 100, 1, 3), nil)
+	h.add(pod, "c1")
+	w := h.worker("p1", Readiness)
+	deadline := time.Now().Add(waitLimit)
+	for h.exec.count("ready") == 0 || !w.probing.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the first probe never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	w.poke()
+	close(h.exec.block)
+	h.round(Readiness)
+	h.noRound(Readiness)
+	if n := h.exec.count("ready"); n != 1 {
+		t.Errorf("probed %d times, want 1", n)
+	}
+}
+
 func TestManager_RemoveStopsWorkers(t *testing.T) {
 	before := runtime.NumGoroutine()
 	h := newHarness(t, harnessOpts{})

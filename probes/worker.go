@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -66,6 +67,7 @@ type worker struct {
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when run returns
 	trigger chan struct{} // 1-buffered: run a round now (see poke)
+	probing atomic.Bool   // a probe handler runs (see poke)
 
 	// Owned by the run goroutine.
 	lastResult Result
@@ -91,9 +93,13 @@ func (w *worker) stop() { w.cancel() }
 
 // poke asks the worker to run its next round now instead of at the next
 // tick, like the kubelet's manual trigger. It never blocks; pokes while one
-// is pending are merged, and a poke during the first jitter is kept until
-// the first round. The ticker is not reset.
+// is pending are merged, a poke during the first jitter is kept until the
+// first round, and a poke while a probe runs is dropped: that probe's
+// verdict is what the caller waits for. The ticker is not reset.
 func (w *worker) poke() {
+	if w.probing.Load() {
+		return
+	}
 	select {
 	case w.trigger <- struct{}{}:
 	default:
@@ -157,7 +163,9 @@ func (w *worker) round() (keepGoing bool) {
 	if w.key.kind != Startup && !w.owner.started(w) {
 		return true // B.11: liveness and readiness wait for the startup probe
 	}
+	w.probing.Store(true)
 	res, err := w.handlers.probe(w.ctx, w.key.kind, w.spec, w.target, w.event, w.log)
+	w.probing.Store(false)
 	if w.ctx.Err() != nil {
 		return false
 	}
