@@ -17,6 +17,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,6 +41,10 @@ type config struct {
 	reactionRuns     int
 	scale            []int
 	scaleSteady      time.Duration
+	// only: the scenarios to run (nil: all); partial: a subset or an
+	// override, never reported as latest.
+	only    map[string]bool
+	partial bool
 }
 
 var modes = map[string]config{
@@ -48,8 +55,9 @@ var modes = map[string]config{
 }
 
 type flags struct {
-	mode, skiffBin, imagesDir, kubeletBin, out, root, skiffVersion string
-	keep, latest                                                   bool
+	mode, skiffBin, imagesDir, kubeletBin, out, root, skiffVersion, only, floorPar string
+	densityPods                                                          int
+	keep, latest                                                         bool
 }
 
 func main() {
@@ -63,6 +71,9 @@ func main() {
 	flag.StringVar(&f.skiffVersion, "skiff-version", "", "skiff version for the report (default: skiff's git describe)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the root directory (logs) afterwards")
 	flag.BoolVar(&f.latest, "latest", false, "also copy the report to <out>/latest.md")
+	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,reaction,scale; default all); a partial run is never latest")
+	flag.StringVar(&f.floorPar, "floor-parallelism", "", "override the floor's parallelisms in the density scenario: comma-separated, 0 = unbounded, \"none\" (a partial run)")
+	flag.IntVar(&f.densityPods, "density-pods", 0, "override the density scenario's pod count (a partial run, never latest)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(f, log); err != nil {
@@ -75,6 +86,15 @@ func run(f flags, log *slog.Logger) (retErr error) {
 	cfg, ok := modes[f.mode]
 	if !ok {
 		return fmt.Errorf("-mode %q: want quick or full", f.mode)
+	}
+	if err := cfg.restrict(f.only, f.densityPods); err != nil {
+		return err
+	}
+	if err := cfg.overrideFloor(f.floorPar); err != nil {
+		return err
+	}
+	if cfg.partial {
+		f.latest = false
 	}
 	if f.out == "" {
 		return errors.New("-out is required")
@@ -118,6 +138,10 @@ func run(f flags, log *slog.Logger) (retErr error) {
 	merr := b.measure(ctx, res)
 	res.DurationS = time.Since(began).Seconds()
 	res.Notes = notes(cfg)
+	if cfg.partial {
+		res.Mode += "-partial"
+		res.Notes = append(res.Notes, fmt.Sprintf("PARTIAL: only %q, density pods %d.", f.only, cfg.densityPods))
+	}
 	if merr != nil {
 		// Keep what was measured, marked incomplete, but never as latest.
 		res.Notes = append(res.Notes, "INCOMPLETE: "+merr.Error())
@@ -130,21 +154,29 @@ func run(f flags, log *slog.Logger) (retErr error) {
 // measure runs the scenarios in order, filling res.
 func (b *bench) measure(ctx context.Context, res *report.Results) error {
 	var err error
-	b.log.Info("scenario 1: startup latency", "pods", b.cfg.startupPods)
-	if res.Startup, err = b.startup(ctx); err != nil {
-		return fmt.Errorf("startup scenario: %w", err)
+	if b.cfg.runs("startup") {
+		b.log.Info("scenario 1: startup latency", "pods", b.cfg.startupPods)
+		if res.Startup, err = b.startup(ctx); err != nil {
+			return fmt.Errorf("startup scenario: %w", err)
+		}
 	}
-	b.log.Info("scenario 2: density", "pods", b.cfg.densityPods)
-	if res.Density, err = b.density(ctx); err != nil {
-		return fmt.Errorf("density scenario: %w", err)
+	if b.cfg.runs("density") {
+		b.log.Info("scenario 2: density", "pods", b.cfg.densityPods)
+		if res.Density, err = b.density(ctx); err != nil {
+			return fmt.Errorf("density scenario: %w", err)
+		}
 	}
-	b.log.Info("scenario 3: reaction")
-	if res.Reaction, err = b.reaction(ctx); err != nil {
-		return fmt.Errorf("reaction scenario: %w", err)
+	if b.cfg.runs("reaction") {
+		b.log.Info("scenario 3: reaction")
+		if res.Reaction, err = b.reaction(ctx); err != nil {
+			return fmt.Errorf("reaction scenario: %w", err)
+		}
 	}
-	b.log.Info("scenario 4: scale", "pods", b.cfg.scale)
-	if res.Scale, err = b.scale(ctx, res.Density); err != nil {
-		return fmt.Errorf("scale scenario: %w", err)
+	if b.cfg.runs("scale") {
+		b.log.Info("scenario 4: scale", "pods", b.cfg.scale)
+		if res.Scale, err = b.scale(ctx, res.Density); err != nil {
+			return fmt.Errorf("scale scenario: %w", err)
+		}
 	}
 	return nil
 }
@@ -247,5 +279,52 @@ func write(dir string, res *report.Results, latest bool) error {
 		}
 	}
 	fmt.Println(filepath.Join(dir, base+".md"))
+	return nil
+}
+
+// scenarios are the names -only accepts, in the order they run.
+var scenarios = []string{"startup", "density", "reaction", "scale"}
+
+// restrict limits cfg to the scenarios in only (comma-separated; "" keeps
+// all) and overrides the density pod count when densityPods > 0; either
+// makes the run partial.
+func (cfg *config) restrict(only string, densityPods int) error {
+	if densityPods > 0 {
+		cfg.densityPods, cfg.partial = densityPods, true
+	}
+	if only == "" {
+		return nil
+	}
+	cfg.only, cfg.partial = map[string]bool{}, true
+	for _, s := range strings.Split(only, ",") {
+		if !slices.Contains(scenarios, s) {
+			return fmt.Errorf("-only %q: unknown scenario %q (want %s)", only, s, strings.Join(scenarios, ","))
+		}
+		cfg.only[s] = true
+	}
+	return nil
+}
+
+// runs reports whether scenario s is to run.
+func (cfg *config) runs(s string) bool { return cfg.only == nil || cfg.only[s] }
+
+// overrideFloor replaces the density scenario's floor parallelisms with
+// list (comma-separated, 0 = unbounded, "none" = no floor runs); "" keeps
+// them. Any override makes the run partial.
+func (cfg *config) overrideFloor(list string) error {
+	if list == "" {
+		return nil
+	}
+	cfg.partial, cfg.floorParallelism = true, nil
+	if list == "none" {
+		return nil
+	}
+	for _, p := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return fmt.Errorf("-floor-parallelism %q: %q is not a count", list, p)
+		}
+		cfg.floorParallelism = append(cfg.floorParallelism, n)
+	}
 	return nil
 }
