@@ -1,6 +1,9 @@
 package cgroups
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	libcg "github.com/opencontainers/cgroups"
@@ -146,5 +149,40 @@ func TestUsageFrom(t *testing.T) {
 	st.MemoryStats.Stats["inactive_file"] = 500
 	if got := usageFrom(st, V2).WorkingSetBytes; got != 0 {
 		t.Errorf("working set with inactive > usage = %d, want 0", got)
+	}
+}
+
+// usage reads only cpuacct.usage, memory.usage_in_bytes and memory.stat
+// (v1), the numbers /stats/summary and skiff top show (D.15).
+func TestUsageReadsV1Files(t *testing.T) {
+	// The library opens files outside cgroupfs only in its test mode.
+	libcg.TestMode = true
+	t.Cleanup(func() { libcg.TestMode = false })
+	root := t.TempDir()
+	m := &Manager{mode: V1, mounts: map[string]string{
+		"cpuacct": filepath.Join(root, "cpuacct"), "memory": filepath.Join(root, "memory")}}
+	files := map[string]string{
+		"cpuacct/pod1/cpuacct.usage":        "5000000000\n",
+		"memory/pod1/memory.usage_in_bytes": "100\n",
+		"memory/pod1/memory.stat":           "cache 40\ntotal_inactive_file 30\ntotal_rss 60\n",
+	}
+	for f, data := range files {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := m.usage("pod1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Usage{5e9, 100, 70, 60}); *u != want {
+		t.Errorf("usage = %+v, want %+v", *u, want)
+	}
+	if _, err := m.usage("gone"); err == nil || !strings.Contains(err.Error(), "stats of cgroup gone") {
+		t.Errorf("usage of a missing cgroup: err = %v", err)
 	}
 }
