@@ -96,3 +96,50 @@ func TestExpandCommand_B15_StaticEnv(t *testing.T) {
 		t.Errorf("expand(nil) = %q, want nil", got)
 	}
 }
+
+func TestLimitExecBoundsConcurrentExecs(t *testing.T) {
+	if limitExec(nil, 2) != nil {
+		t.Error("limitExec(nil) must stay nil")
+	}
+	f := newFakeExec()
+	if limitExec(f, 0) != Execer(f) {
+		t.Error("limitExec(e, 0) must be e itself")
+	}
+	f.block = make(chan struct{})
+	l := limitExec(f, 1)
+	first := make(chan error, 1)
+	go func() {
+		_, err := l.ExecSync(context.Background(), "c1", []string{"a"}, time.Second)
+		first <- err
+	}()
+	deadline := time.Now().Add(waitLimit)
+	for f.count("a") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first exec never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The only slot is taken: a second exec waits, and gives up with its ctx
+	// without ever reaching the runtime.
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan error, 1)
+	go func() {
+		_, err := l.ExecSync(ctx, "c2", []string{"b"}, time.Second)
+		second <- err
+	}()
+	cancel()
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Errorf("queued exec: err = %v, want context.Canceled", err)
+	}
+	if n := f.count("b"); n != 0 {
+		t.Errorf("queued exec reached the runtime %d times", n)
+	}
+	close(f.block)
+	if err := <-first; err != nil {
+		t.Errorf("first exec: %v", err)
+	}
+	// The slot is free again.
+	if _, err := l.ExecSync(context.Background(), "c3", []string{"c"}, time.Second); err != nil || f.count("c") != 1 {
+		t.Errorf("exec after the slot was freed: err %v, count %d", err, f.count("c"))
+	}
+}

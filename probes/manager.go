@@ -35,6 +35,10 @@ type Config struct {
 	// only while it is younger than that period, so that an agent restart
 	// does not probe every container at once.
 	DisableJitter bool
+	// MaxConcurrentExec bounds the exec probes running at once (0: no
+	// bound). A round waiting for its turn has not started: its timeout
+	// runs from the exec. See limitExec.
+	MaxConcurrentExec int
 }
 
 // entry is the state of one probe of one container.
@@ -84,7 +88,7 @@ func NewManager(cfg Config) *Manager {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		clock:    cfg.Clock,
-		handlers: newHandlers(cfg.Exec),
+		handlers: newHandlers(limitExec(cfg.Exec, cfg.MaxConcurrentExec)),
 		start:    cfg.Clock.Now(),
 		ctx:      ctx,
 		cancel:   cancel,

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,7 @@ type agentOptions struct {
 	resolvConf        string
 	runtimeTimeout    time.Duration
 	maxParallelStarts int
+	maxParallelProbes int
 	resources         resourceOptions
 }
 
@@ -67,6 +69,7 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration pods inherit")
 	f.DurationVar(&o.runtimeTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of CRI requests")
 	f.IntVar(&o.maxParallelStarts, "max-parallel-starts", 0, "sandboxes/containers started at once (0: max(2, CPUs))")
+	f.IntVar(&o.maxParallelProbes, "max-parallel-exec-probes", 0, "exec probes running at once (0: max(2, CPUs); -1: no bound)")
 	r := &o.resources
 	f.StringVar(&r.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver: cgroupfs or systemd (the runtime must use the same)")
 	f.StringVar(&r.cgroupRoot, "cgroup-root", "/", "cgroup under which kubepods is created")
@@ -147,6 +150,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		NewProber: func(h agent.ProberHooks) agent.Prober {
 			prober = probes.NewManager(probes.Config{
 				Exec: rt, Logger: log, OnChange: h.OnChange, Events: h.Event,
+				MaxConcurrentExec: parallelExecProbes(o.maxParallelProbes),
 			})
 			return prober
 		},
@@ -328,4 +332,15 @@ func podDNS(resolvConf string) func(*v1.Pod) (*runtime.DNSConfig, error) {
 		}
 		return dns, err
 	}
+}
+
+// parallelExecProbes is --max-parallel-exec-probes with its default.
+func parallelExecProbes(flagValue int) int {
+	switch {
+	case flagValue < 0:
+		return 0 // no bound
+	case flagValue == 0:
+		return max(2, goruntime.NumCPU())
+	}
+	return flagValue
 }

@@ -124,7 +124,7 @@ func (a *agent) pid() int { return a.proc.cmd.Process.Pid }
 // startSkiff starts `skiff agent` with a managed containerd under root,
 // after copying the image archives into root/images, and waits until its
 // API answers /healthz (the archives are imported by then).
-func startSkiff(bin, root, imagesDir string) (*agent, error) {
+func startSkiff(bin, root, imagesDir string, extra []string) (*agent, error) {
 	a := &agent{name: "skiff", prefix: "s", dir: filepath.Join(root, "manifests-skiff")}
 	for _, d := range []string{a.dir, filepath.Join(root, "images"), filepath.Join(root, "podlogs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -136,11 +136,12 @@ func startSkiff(bin, root, imagesDir string) (*agent, error) {
 			return nil, err
 		}
 	}
-	p, err := startProcess("skiff", filepath.Join(root, "skiff.log"), bin, "agent",
+	args := append([]string{"agent",
 		"--pod-manifest-path", a.dir, "--root-dir", root, "--hostname-override", nodeName,
 		"--pod-logs-dir", filepath.Join(root, "podlogs"),
 		// The scale curve goes beyond the kubelet's default of 110 pods.
-		"--max-pods", itoa(maxPods))
+		"--max-pods", itoa(maxPods)}, extra...)
+	p, err := startProcess("skiff", filepath.Join(root, "skiff.log"), bin, args...)
 	if err != nil {
 		return nil, err
 	}
