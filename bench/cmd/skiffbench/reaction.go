@@ -11,8 +11,23 @@ import (
 	"github.com/skiffnode/skiff/bench/internal/report"
 )
 
-// sigtermLine is what the test server logs on SIGTERM.
-const sigtermLine = "received SIGTERM"
+// sigtermLine is what the test server logs on SIGTERM; startedLine what it
+// logs once its SIGTERM handler is in place. A SIGTERM sent before that
+// kills it silently (the floor stops its pod right after StartContainer).
+const (
+	sigtermLine = "received SIGTERM"
+	startedLine = "testserver: started"
+)
+
+// waitStarted waits until the test server's handler is in place.
+func waitStarted(ctx context.Context, logPath string) error {
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := criops.WaitLogLine(wctx, logPath, startedLine, 10*time.Millisecond); err != nil {
+		return fmt.Errorf("test server start: %w", err)
+	}
+	return nil
+}
 
 // startAgentPod writes one manifest and waits for its app container.
 func (b *bench) startAgentPod(ctx context.Context, a *agent, name string, kind podKind, rev int) (*runtimeapi.Container, error) {
@@ -42,6 +57,9 @@ func (b *bench) agentSigterm(ctx context.Context, a *agent, name string) (float6
 	if err != nil {
 		return 0, err
 	}
+	if err := waitStarted(ctx, logPath); err != nil {
+		return 0, fmt.Errorf("%s pod %s: %w", a.name, name, err)
+	}
 	t0, err := removeManifests(a.dir, []string{name})
 	if err != nil {
 		return 0, err
@@ -66,6 +84,9 @@ func (b *bench) floorSigterm(ctx context.Context, name string) (float64, error) 
 	logPath, err := b.c.LogPath(ctx, s.AppID)
 	if err != nil {
 		return 0, err
+	}
+	if err := waitStarted(ctx, logPath); err != nil {
+		return 0, fmt.Errorf("floor pod %s: %w", name, err)
 	}
 	t0 := time.Now()
 	if err := b.floor.StopPod(ctx, s, graceSeconds); err != nil {
