@@ -49,6 +49,37 @@ const livenessPeriod = 1
 // manifest renders the pod of kind named name as YAML; rev is put into an
 // annotation so that an edit changes the static pod's UID.
 func manifest(name string, kind podKind, rev int) ([]byte, error) {
+	return marshalPod(podOf(name, kind, rev))
+}
+
+// densityManifest is the density pod with a cpu request of cpuMilli.
+func densityManifest(name string, cpuMilli int64) ([]byte, error) {
+	pod := podOf(name, kindDensity, 1)
+	pod.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = *resource.NewMilliQuantity(cpuMilli, resource.DecimalSI)
+	return marshalPod(pod)
+}
+
+// densityCPUMilli is the density pods' cpu request when n of them run on
+// cores CPUs: 10m, less where n*10m exceeds the node's capacity (250 pods
+// on 2 cores), which an agent would refuse with OutOfcpu as the kubelet does.
+func densityCPUMilli(n, cores int) int64 {
+	if n <= 0 || cores <= 0 {
+		return 10
+	}
+	return max(1, min(10, int64(cores)*1000/int64(n)))
+}
+
+func marshalPod(pod *v1.Pod) ([]byte, error) {
+	data, err := yaml.Marshal(pod)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", pod.Name, err)
+	}
+	return data, nil
+}
+
+// podOf is the pod of kind named name; rev is put into an annotation so
+// that an edit changes the static pod's UID.
+func podOf(name string, kind podKind, rev int) *v1.Pod {
 	grace := int64(graceSeconds)
 	pod := v1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -61,11 +92,7 @@ func manifest(name string, kind podKind, rev int) ([]byte, error) {
 	if kind == kindStartup {
 		pod.Spec.InitContainers = []v1.Container{{Name: "init", Image: busyboxImage, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"true"}}}
 	}
-	data, err := yaml.Marshal(&pod)
-	if err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", name, err)
-	}
-	return data, nil
+	return &pod
 }
 
 func appContainer(kind podKind) v1.Container {

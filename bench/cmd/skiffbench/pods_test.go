@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +118,26 @@ func TestSpanOf(t *testing.T) {
 	first, last := spanOf(map[string]time.Time{"a": t0.Add(3 * time.Second), "b": t0, "c": t0.Add(time.Second)})
 	if !first.Equal(t0) || !last.Equal(t0.Add(3*time.Second)) {
 		t.Errorf("spanOf = %v, %v", first, last)
+	}
+}
+
+func TestDensityCPUMilliFitsTheNode(t *testing.T) {
+	tests := []struct {
+		n, cores int
+		want     int64
+	}{
+		{110, 2, 10}, {200, 2, 10}, {250, 2, 8}, {250, 16, 10}, {5000, 2, 1}, {0, 2, 10},
+	}
+	for _, tt := range tests {
+		if got := densityCPUMilli(tt.n, tt.cores); got != tt.want {
+			t.Errorf("densityCPUMilli(%d, %d) = %d, want %d", tt.n, tt.cores, got, tt.want)
+		}
+	}
+	data, err := densityManifest("d", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "cpu: 8m") || !strings.Contains(string(data), "memory: 16Mi") {
+		t.Errorf("density manifest with 8m:\n%s", data)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	goruntime "runtime"
 	"slices"
 	"time"
 
@@ -166,7 +167,7 @@ func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.D
 	pods := make([]string, 0, n)
 	for i := range n {
 		name := fmt.Sprintf("%s-d%d-%d", a.prefix, n, i)
-		data, err := manifest(name, kindDensity, 1)
+		data, err := densityManifest(name, densityCPUMilli(n, goruntime.NumCPU()))
 		if err != nil {
 			return nil, err
 		}
@@ -236,6 +237,7 @@ func (b *bench) floorDensity(ctx context.Context, n, parallelism int) (report.Fl
 	pods := make([]criops.Pod, n)
 	for i := range pods {
 		pods[i] = floorPod(fmt.Sprintf("f-d%d-p%d-%d", n, parallelism, i), kindDensity, 1)
+		pods[i].App.CPUShares = max(2, densityCPUMilli(n, goruntime.NumCPU())*1024/1000)
 	}
 	start, err := b.floor.StartAll(ctx, pods, parallelism)
 	if err != nil {
