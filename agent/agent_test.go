@@ -40,14 +40,26 @@ type harness struct {
 
 func startAgent(t *testing.T, rt *fake.Runtime) *harness {
 	t.Helper()
-	a, err := New(Config{
+	return runTestAgent(t, testConfig(t, rt))
+}
+
+// testConfig is an agent Config on rt with fast relists and resyncs.
+func testConfig(t *testing.T, rt runtime.Runtime) Config {
+	return Config{
 		NodeName: "node", Runtime: rt, PodLogsDir: t.TempDir(), HostIPs: []string{"192.0.2.1"},
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RelistPeriod: 10 * time.Millisecond, ResyncPeriod: 50 * time.Millisecond,
-	})
+	}
+}
+
+// runTestAgent runs an agent with cfg and a test source until the test ends.
+func runTestAgent(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rt, _ := cfg.Runtime.(*fake.Runtime)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, rt: rt, src: &chanSource{ch: make(chan []*v1.Pod, 1)}, agent: a, cancel: cancel, done: make(chan struct{})}
 	go func() {

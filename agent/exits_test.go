@@ -1,9 +1,6 @@
 package agent
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -50,21 +47,9 @@ func TestExitQueueSettle(t *testing.T) {
 // worker that its init container finished (A.24: the app starts next).
 func TestAgentStartsAppOnExitReport_A24(t *testing.T) {
 	rt := newFakeRuntime()
-	a, err := New(Config{
-		NodeName: "node", Runtime: rt, Exits: rt, PodLogsDir: t.TempDir(),
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RelistPeriod: time.Hour, ResyncPeriod: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, rt: rt, src: &chanSource{ch: make(chan []*v1.Pod, 1)}, agent: a, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(h.done)
-		_ = a.Run(ctx, map[string]Source{"test": h.src})
-	}()
-	t.Cleanup(h.stop)
+	cfg := testConfig(t, rt)
+	cfg.Exits, cfg.RelistPeriod, cfg.ResyncPeriod = rt, time.Hour, time.Hour
+	h := runTestAgent(t, cfg)
 
 	h.src.ch <- []*v1.Pod{testPod("Always", []string{"init"}, "app")}
 	h.eventually("init container running", func() bool {

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -63,23 +61,10 @@ func (p *fakeProber) set(m map[string]bool, name string, v bool) {
 
 func startAgentWith(t *testing.T, rt runtime.Runtime, prober Prober) *harness {
 	t.Helper()
-	a, err := New(Config{
-		NodeName: "node", Runtime: rt, PodLogsDir: t.TempDir(), PodsDir: t.TempDir(), HostIPs: []string{"192.0.2.1"},
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RelistPeriod: 10 * time.Millisecond, ResyncPeriod: 50 * time.Millisecond,
-		NewProber: func(ProberHooks) Prober { return prober },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, src: &chanSource{ch: make(chan []*v1.Pod, 1)}, agent: a, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(h.done)
-		_ = a.Run(ctx, map[string]Source{"test": h.src})
-	}()
-	t.Cleanup(h.stop)
-	return h
+	cfg := testConfig(t, rt)
+	cfg.PodsDir = t.TempDir()
+	cfg.NewProber = func(ProberHooks) Prober { return prober }
+	return runTestAgent(t, cfg)
 }
 
 func (h *harness) hasEvent(reason, substr string) bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -132,23 +131,9 @@ func (f *fakeCgroups) usageOf(key string) (*cgroups.Usage, error) {
 
 func startAgentResources(t *testing.T, rt *fake.Runtime, cg PodCgroups, alloc v1.ResourceList) *harness {
 	t.Helper()
-	a, err := New(Config{
-		NodeName: "node", Runtime: rt, PodLogsDir: t.TempDir(), HostIPs: []string{"192.0.2.1"},
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RelistPeriod: 10 * time.Millisecond, ResyncPeriod: 50 * time.Millisecond,
-		Cgroups: cg, Allocatable: alloc,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, rt: rt, src: &chanSource{ch: make(chan []*v1.Pod, 1)}, agent: a, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(h.done)
-		_ = a.Run(ctx, map[string]Source{"test": h.src})
-	}()
-	t.Cleanup(h.stop)
-	return h
+	cfg := testConfig(t, rt)
+	cfg.Cgroups, cfg.Allocatable = cg, alloc
+	return runTestAgent(t, cfg)
 }
 
 func withRequests(p *v1.Pod, cpu, mem string) *v1.Pod {
