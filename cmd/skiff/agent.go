@@ -215,45 +215,49 @@ type runtimeDeps struct {
 
 // startRuntime connects to the CRI runtime: the endpoint given, or a managed
 // containerd (with skiff's pause image and the CNI bridge config). Archives in
-// <root-dir>/images are imported before any pod starts.
-func startRuntime(ctx context.Context, o *agentOptions, log *slog.Logger) (*runtimeDeps, error) {
-	if o.runtimeEndpoint != "" {
-		rt, err := cri.New(ctx, o.runtimeEndpoint, o.runtimeTimeout)
+// <root-dir>/images are imported before any pod starts. On error everything
+// acquired is released again.
+func startRuntime(ctx context.Context, o *agentOptions, log *slog.Logger) (_ *runtimeDeps, retErr error) {
+	var closers []func()
+	deps := &runtimeDeps{cleanup: func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}}
+	defer func() {
+		if retErr != nil {
+			deps.cleanup()
+		}
+	}()
+	endpoint, what := o.runtimeEndpoint, "--container-runtime-endpoint "+o.runtimeEndpoint
+	containerdAddr := strings.TrimPrefix(endpoint, "unix://")
+	if endpoint == "" {
+		m, imp, err := startManaged(ctx, o, log)
 		if err != nil {
-			return nil, fmt.Errorf("--container-runtime-endpoint %s: %w", o.runtimeEndpoint, err)
+			return nil, err
 		}
-		deps := &runtimeDeps{rt: rt, cleanup: func() { _ = rt.Close() }}
-		if v, err := rt.Version(ctx); err == nil && strings.HasPrefix(v, "containerd") {
-			if ew, err := containerd.NewExitWatcher(strings.TrimPrefix(o.runtimeEndpoint, "unix://"), log); err == nil {
-				deps.exits = ew
-				deps.cleanup = func() { _ = ew.Close(); _ = rt.Close() }
-			}
+		closers = append(closers, func() { stopManaged(m, log) }, func() { _ = imp.Close() })
+		deps.importer = imp
+		endpoint, what, containerdAddr = m.Endpoint(), "managed containerd", m.Address()
+	}
+	rt, err := cri.New(ctx, endpoint, o.runtimeTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	closers = append(closers, func() { _ = rt.Close() })
+	deps.rt = rt
+	// Exit events only speed up what the relister finds anyway: without
+	// them (another CRI runtime, an old containerd) skiff still works.
+	if v, err := rt.Version(ctx); err == nil && strings.HasPrefix(v, "containerd") {
+		ew, err := containerd.NewExitWatcher(containerdAddr, log)
+		if err != nil {
+			log.Warn("no container exit events; exits are seen at the next relist", "err", err)
+		} else {
+			closers = append(closers, func() { _ = ew.Close() })
+			deps.exits = ew
 		}
-		return deps, nil
 	}
-	m, imp, err := startManaged(ctx, o, log)
-	if err != nil {
-		return nil, err
-	}
-	rt, err := cri.New(ctx, m.Endpoint(), o.runtimeTimeout)
-	if err != nil {
-		_ = imp.Close()
-		stopManaged(m, log)
-		return nil, fmt.Errorf("managed containerd: %w", err)
-	}
-	ew, err := containerd.NewExitWatcher(m.Address(), log)
-	if err != nil {
-		_ = rt.Close()
-		_ = imp.Close()
-		stopManaged(m, log)
-		return nil, fmt.Errorf("managed containerd: %w", err)
-	}
-	return &runtimeDeps{rt: rt, importer: imp, exits: ew, cleanup: func() {
-		_ = ew.Close()
-		_ = rt.Close()
-		_ = imp.Close()
-		stopManaged(m, log)
-	}}, nil
+	return deps, nil
 }
 
 func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *containerd.Managed, imp *containerd.Importer, retErr error) {
