@@ -134,7 +134,7 @@ func New(cfg Config) (*Agent, error) {
 		prober:    noProber{},
 	}
 	if cfg.NewProber != nil {
-		a.prober = cfg.NewProber(ProberHooks{OnChange: a.wakeUID, Event: a.containerEvent})
+		a.prober = cfg.NewProber(ProberHooks{OnChange: a.wakeUID, Event: a.containerEvent, StartsIdle: a.starts.idle})
 	}
 	return a, nil
 }

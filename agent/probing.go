@@ -40,6 +40,10 @@ type ProberHooks struct {
 	OnChange func(podUID types.UID)
 	// Event records an event about a container of the pod (e.g. Unhealthy).
 	Event func(podUID types.UID, containerName, eventType, reason, message string)
+	// StartsIdle returns a channel closed once no sandbox or container
+	// start is in flight or waiting (already closed if none is now), so
+	// that costly re-checks can yield to starts. It never blocks.
+	StartsIdle func() <-chan struct{}
 }
 
 // noProber is the Prober of an agent without probes: every running

@@ -26,17 +26,45 @@ const (
 // waiters are served in arrival order. Safe for concurrent use.
 type startGate struct {
 	mu      sync.Mutex
+	size    int
 	free    int
 	waiters [numPriorities][]chan struct{}
+	// idleCh is closed while no slot is taken and nobody waits; a new one
+	// is made when the gate gets busy (see idle).
+	idleCh chan struct{}
 }
 
 // newStartGate returns a gate with n slots (n >= 1).
-func newStartGate(n int) *startGate { return &startGate{free: max(n, 1)} }
+func newStartGate(n int) *startGate {
+	idle := make(chan struct{})
+	close(idle)
+	return &startGate{size: max(n, 1), free: max(n, 1), idleCh: idle}
+}
+
+// idle returns a channel that is closed once the gate is idle: no start in
+// flight and none waiting. It is already closed if the gate is idle now.
+// Probes use it to let repeated checks yield to container starts (see
+// probes.Config.StartsIdle). Safe for concurrent use; never blocks.
+func (g *startGate) idle() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.idleCh
+}
+
+// busyLocked records that a slot was taken or a waiter queued.
+func (g *startGate) busyLocked() {
+	select {
+	case <-g.idleCh:
+		g.idleCh = make(chan struct{})
+	default:
+	}
+}
 
 // acquire blocks until it holds a slot or ctx ends. The returned release
 // gives the slot back (or hands it to the next waiter); call it exactly once.
 func (g *startGate) acquire(ctx context.Context, p startPriority) (release func(), err error) {
 	g.mu.Lock()
+	g.busyLocked()
 	if g.free > 0 && !g.anyWaiterLocked() {
 		g.free--
 		g.mu.Unlock()
@@ -53,6 +81,7 @@ func (g *startGate) acquire(ctx context.Context, p startPriority) (release func(
 		defer g.mu.Unlock()
 		if i := slices.Index(g.waiters[p], ch); i >= 0 {
 			g.waiters[p] = slices.Delete(g.waiters[p], i, i+1)
+			g.idleIfLocked()
 			return nil, ctx.Err()
 		}
 		// Granted while giving up: pass the slot on.
@@ -78,6 +107,19 @@ func (g *startGate) releaseLocked() {
 		}
 	}
 	g.free++
+	g.idleIfLocked()
+}
+
+// idleIfLocked closes idleCh if no slot is taken and nobody waits.
+func (g *startGate) idleIfLocked() {
+	if g.free < g.size || g.anyWaiterLocked() {
+		return
+	}
+	select {
+	case <-g.idleCh:
+	default:
+		close(g.idleCh)
+	}
 }
 
 func (g *startGate) anyWaiterLocked() bool {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/skiffnode/skiff/runtime/fake"
 )
 
 // waitQueued blocks until the gate has n waiters of priority p.
@@ -92,4 +94,89 @@ func TestStartGateCancelledWaiterGivesNoSlotAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	r()
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestStartGateIdle: the idle channel is closed exactly while no start is
+// in flight or waiting, and a busy period's channel is closed when it ends
+// (repeated exec probes wait on it, issue 5 density).
+func TestStartGateIdle(t *testing.T) {
+	ctx := context.Background()
+	g := newStartGate(1)
+	if !isClosed(g.idle()) {
+		t.Fatal("a new gate is not idle")
+	}
+	r1, _ := g.acquire(ctx, prioSandbox)
+	busy := g.idle()
+	if isClosed(busy) {
+		t.Fatal("idle while a start is in flight")
+	}
+	got := make(chan func(), 1)
+	go func() {
+		r, err := g.acquire(ctx, prioContainer)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	waitQueued(t, g, prioContainer, 1)
+	r1() // hands the slot to the waiter: still busy
+	r2 := <-got
+	if isClosed(busy) || isClosed(g.idle()) {
+		t.Fatal("idle while the second start is in flight")
+	}
+	r2()
+	if !isClosed(busy) || !isClosed(g.idle()) {
+		t.Fatal("not idle after every start was released")
+	}
+	// A waiter that gives up does not keep the gate busy.
+	r3, _ := g.acquire(ctx, prioSandbox)
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := g.acquire(cctx, prioSandbox)
+		errc <- err
+	}()
+	waitQueued(t, g, prioSandbox, 1)
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("a cancelled waiter got a slot")
+	}
+	if isClosed(g.idle()) {
+		t.Fatal("idle while a start is in flight")
+	}
+	r3()
+	if !isClosed(g.idle()) {
+		t.Fatal("not idle after the cancelled waiter left and the start was released")
+	}
+}
+
+// TestProberHooksStartsIdleIsTheStartGate: the prober is told when the
+// agent's starts are idle, from the agent's own start gate.
+func TestProberHooksStartsIdleIsTheStartGate(t *testing.T) {
+	var hooks ProberHooks
+	cfg := testConfig(t, fake.New(time.Now))
+	cfg.MaxParallelStarts = 1
+	cfg.NewProber = func(h ProberHooks) Prober { hooks = h; return noProber{} }
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hooks.StartsIdle == nil || !isClosed(hooks.StartsIdle()) {
+		t.Fatal("StartsIdle missing or busy on a new agent")
+	}
+	release, _ := a.starts.acquire(context.Background(), prioSandbox)
+	if isClosed(hooks.StartsIdle()) {
+		t.Error("StartsIdle closed while a start is in flight")
+	}
+	release()
 }

@@ -27,6 +27,8 @@ type harness struct {
 // harnessOpts tunes newHarness.
 type harnessOpts struct {
 	jitter bool // leave the Manager's first-probe jitter on
+	// startsIdle is Config.StartsIdle.
+	startsIdle func() <-chan struct{}
 }
 
 func newHarness(t *testing.T, opts harnessOpts) *harness {
@@ -40,6 +42,7 @@ func newHarness(t *testing.T, opts harnessOpts) *harness {
 		Clock:         h.clock,
 		Logger:        discardLogger(),
 		DisableJitter: !opts.jitter,
+		StartsIdle:    opts.startsIdle,
 		OnChange:      func(types.UID) { h.changes.Add(1) },
 		Events: func(_ types.UID, container, eventType, reason, message string) {
 			if container != "app" || eventType != v1.EventTypeWarning {

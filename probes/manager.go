@@ -39,6 +39,12 @@ type Config struct {
 	// bound). A round waiting for its turn has not started: its timeout
 	// runs from the exec. See limitExec.
 	MaxConcurrentExec int
+	// StartsIdle, if set, returns a channel that is closed once the node
+	// is not starting containers (already closed if it is not now). While
+	// it is open, a round of an exec probe that can only confirm the
+	// status quo (liveness, or readiness of a ready container) waits for
+	// it, at most one period. See worker.yieldToStarts. It must not block.
+	StartsIdle func() <-chan struct{}
 }
 
 // entry is the state of one probe of one container.
@@ -167,6 +173,7 @@ func (m *Manager) newWorker(pod *v1.Pod, key probeKey, spec *v1.Probe, t target,
 		handlers:       m.handlers,
 		owner:          m,
 		log:            log,
+		startsIdle:     m.cfg.StartsIdle,
 		afterIteration: m.afterIteration,
 	})
 }

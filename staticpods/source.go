@@ -51,7 +51,12 @@ type Config struct {
 	Resync time.Duration
 	// Debounce is the quiet period after the last fsnotify event before
 	// the directory is read (default 100ms). A continuous stream of events
-	// delays the read by at most 10*Debounce.
+	// delays the read by at most 10*Debounce. When every event of a burst
+	// is a file leaving the directory (removed or renamed away), the quiet
+	// period is Debounce/5: a deletion cannot be half-written, and a pod
+	// whose manifest is deleted should get its SIGTERM at once (issue 5,
+	// reaction under 100 ms), yet a script's `rm f; cp g f` still reads as
+	// an edit, not a deletion and a new pod.
 	Debounce time.Duration
 	// Logger receives the source's logs (nil: discard).
 	Logger *slog.Logger
@@ -156,6 +161,7 @@ type loop struct {
 
 	debounce     *time.Timer
 	armed        bool
+	armedQuick   bool // every event of the pending burst removed a file
 	pendingSince time.Time
 	retry        *time.Timer
 }
@@ -185,7 +191,7 @@ func (l *loop) run(ctx context.Context) error {
 				return errors.New("staticpods: fsnotify watcher closed")
 			}
 			l.s.log.Warn("fsnotify error; re-listing", "err", err)
-			l.arm()
+			l.arm(false)
 		case <-l.debounce.C:
 			l.armed = false
 			l.sync(false)
@@ -208,21 +214,27 @@ func (l *loop) onEvent(ev fsnotify.Event) {
 			l.watching = false
 			l.backoff = minRetry
 			l.retry.Reset(l.backoff)
-			l.arm()
+			l.arm(false)
 		}
 		return
 	}
 	if ignoredName(filepath.Base(ev.Name)) {
 		return
 	}
-	l.arm()
+	l.arm(leaves(ev))
+}
+
+// leaves reports whether ev only says that a file left the directory.
+func leaves(ev fsnotify.Event) bool {
+	return (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) &&
+		!ev.Has(fsnotify.Create) && !ev.Has(fsnotify.Write)
 }
 
 // onRetry tries again to watch the directory.
 func (l *loop) onRetry() {
 	if l.watching = l.watch(); l.watching {
 		l.backoff = minRetry
-		l.arm() // files may have appeared while unwatched
+		l.arm(false) // files may have appeared while unwatched
 		return
 	}
 	l.backoff = min(2*l.backoff, maxRetry)
@@ -230,17 +242,28 @@ func (l *loop) onRetry() {
 }
 
 // arm starts or extends the debounce quiet period, but never delays the
-// read more than 10*Debounce after the first event of a burst.
-func (l *loop) arm() {
+// read more than 10*Debounce after the first event of a burst. quick says
+// the event only removed a file: a burst of nothing else is read after
+// Debounce/5 (see Config.Debounce).
+func (l *loop) arm(quick bool) {
 	now := time.Now()
 	if !l.armed {
-		l.armed, l.pendingSince = true, now
-		l.debounce.Reset(l.s.cfg.Debounce)
+		l.armed, l.armedQuick, l.pendingSince = true, quick, now
+		l.debounce.Reset(l.quiet())
 		return
 	}
+	l.armedQuick = l.armedQuick && quick
 	if now.Sub(l.pendingSince) < 10*l.s.cfg.Debounce {
-		l.debounce.Reset(l.s.cfg.Debounce)
+		l.debounce.Reset(l.quiet())
 	}
+}
+
+// quiet is the quiet period of the pending burst.
+func (l *loop) quiet() time.Duration {
+	if l.armedQuick {
+		return l.s.cfg.Debounce / 5
+	}
+	return l.s.cfg.Debounce
 }
 
 // watch adds the inotify watch on the directory; false if it is missing or

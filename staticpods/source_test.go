@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // TestInitialList: the first sink call carries every valid pod; hidden and
@@ -223,4 +225,73 @@ func TestDirectoryCreatedLaterAndRemoved(t *testing.T) {
 	}
 	writeAtomic(t, filepath.Join(dir, "again.yaml"), podManifest("again", "busybox"))
 	wantNames(t, h.next(), "default/again-node-1")
+}
+
+func TestLeaves(t *testing.T) {
+	tests := []struct {
+		op   fsnotify.Op
+		want bool
+	}{
+		{fsnotify.Remove, true},
+		{fsnotify.Rename, true},
+		{fsnotify.Create, false},
+		{fsnotify.Write, false},
+		{fsnotify.Chmod, false},
+		{fsnotify.Remove | fsnotify.Create, false},
+	}
+	for _, tc := range tests {
+		if got := leaves(fsnotify.Event{Name: "/d/f.yaml", Op: tc.op}); got != tc.want {
+			t.Errorf("leaves(%v) = %v, want %v", tc.op, got, tc.want)
+		}
+	}
+}
+
+// TestQuietPeriod: a burst of removals is read after Debounce/5 (a deleted
+// manifest's pod gets its SIGTERM at once, issue 5), any other event in the
+// burst makes it the full Debounce.
+func TestQuietPeriod(t *testing.T) {
+	const d = 100 * time.Millisecond
+	tests := []struct {
+		name   string
+		events []bool // quick, in order
+		want   time.Duration
+	}{
+		{"one removal", []bool{true}, d / 5},
+		{"removals only", []bool{true, true, true}, d / 5},
+		{"a write", []bool{false}, d},
+		{"removal then write (rm f; cp g f)", []bool{true, false}, d},
+		{"write then removal", []bool{false, true}, d},
+	}
+	for _, tc := range tests {
+		l := &loop{s: &Source{cfg: Config{Debounce: d}}, debounce: time.NewTimer(time.Hour)}
+		for _, quick := range tc.events {
+			l.arm(quick)
+		}
+		l.debounce.Stop()
+		if got := l.quiet(); got != tc.want {
+			t.Errorf("%s: quiet period %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRemoveThenRewriteIsAnEdit: a manifest removed and written again at
+// once (a script's `rm f; cp g f`) is one edit: the sink never sees the
+// pod gone.
+func TestRemoveThenRewriteIsAnEdit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "web.yaml")
+	writeAtomic(t, path, podManifest("web", "nginx:1"))
+	h := start(t, Config{Dir: dir, Debounce: time.Second})
+	wantNames(t, h.next(), "default/web-node-1")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(podManifest("web", "nginx:2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pods := h.next()
+	wantNames(t, pods, "default/web-node-1")
+	if got := pods[0].Spec.Containers[0].Image; got != "nginx:2" {
+		t.Errorf("image = %q, want nginx:2", got)
+	}
 }

@@ -149,7 +149,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		Allocatable:       allocatable,
 		NewProber: func(h agent.ProberHooks) agent.Prober {
 			prober = probes.NewManager(probes.Config{
-				Exec: rt, Logger: log, OnChange: h.OnChange, Events: h.Event,
+				Exec: rt, Logger: log, OnChange: h.OnChange, Events: h.Event, StartsIdle: h.StartsIdle,
 				MaxConcurrentExec: parallelExecProbes(o.maxParallelProbes),
 			})
 			return prober
