@@ -16,9 +16,10 @@ GOLANGCI_LINT_VERSION := v2.15.0
 
 all: build
 
-## build: the static skiff binary at bin/skiff
+## build: the static binaries bin/skiff and bin/skiff-pause (the pods' pause process)
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN) ./cmd/skiff
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)-pause ./cmd/skiff-pause
 
 ## images: test image archives (busybox, testserver) into _output/images; skips unchanged ones
 images:
@@ -55,7 +56,7 @@ test-v2: setup build images
 	CGO_ENABLED=0 $(GO) test -c -o $(E2E_TEST_BIN) ./test/e2e
 	$(GO) run ./test/vm/cmd/vmrun -timeout 30m -log _output/vm/console.log \
 		-require-cgroup2 cpu,memory,pids \
-		-add $(BIN):$(VM_GUEST)/bin/skiff -add $(IMAGES_DIR):$(VM_GUEST)/images \
+		-add $(BIN):$(VM_GUEST)/bin/skiff -add $(BIN)-pause:$(VM_GUEST)/bin/skiff-pause -add $(IMAGES_DIR):$(VM_GUEST)/images \
 		-add $(E2E_TEST_BIN):$(VM_GUEST)/test/e2e/e2e.test -workdir $(VM_GUEST)/test/e2e \
 		-env SKIFF_E2E=1 -env SKIFF_BIN=$(VM_GUEST)/bin/skiff -env SKIFF_IMAGES=$(VM_GUEST)/images \
 		-- $(VM_GUEST)/test/e2e/e2e.test -test.v -test.count=1 -test.timeout 25m -test.run '$(V2_TESTS)'

@@ -52,7 +52,12 @@ type Config struct {
 	// Exits reports container exits as they happen, so the runtime is
 	// listed at once; nil: exits are seen at the next relist.
 	Exits runtime.ExitWatcher
-	// ResyncPeriod is each worker's safety resync (default 10s).
+	// ResyncPeriod is each worker's safety resync (default 1m, the
+	// kubelet's --sync-frequency). A worker also syncs at once when its
+	// pod changes, its runtime state changes (relist, exit events), a
+	// probe result changes, or a back-off or retry is due, so the resync
+	// only catches what nothing reported. Each sync costs four CRI calls:
+	// at 10s, 110 pods made 44 calls/s at steady state (issue 5).
 	ResyncPeriod time.Duration
 	// PodsDir holds per-pod files (termination message files), e.g.
 	// <root-dir>/pods; "" disables termination message files.
@@ -115,7 +120,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.RelistPeriod = time.Second
 	}
 	if cfg.ResyncPeriod <= 0 {
-		cfg.ResyncPeriod = 10 * time.Second
+		cfg.ResyncPeriod = time.Minute
 	}
 	if cfg.MaxParallelStarts <= 0 {
 		cfg.MaxParallelStarts = max(2, goruntime.NumCPU())

@@ -64,10 +64,11 @@ func (s *startsSignal) done() {
 }
 
 // TestWorker_YieldsToStarts: while the node starts containers, the exec
-// re-checks of a live and ready container wait, at most one period, and
-// run as soon as the starts are done; first rounds never wait (issue 5,
-// density).
+// liveness check waits at most one period and the readiness re-check of a
+// ready container at most six; both run as soon as the starts are done, and
+// first rounds never wait (issue 5, density).
 func TestWorker_YieldsToStarts(t *testing.T) {
+	const period = 10 * time.Second
 	starts := newStartsSignal()
 	h := newHarness(t, harnessOpts{startsIdle: starts.get})
 	h.exec.set("ready", pass)
@@ -78,17 +79,20 @@ func TestWorker_YieldsToStarts(t *testing.T) {
 	if !h.m.Ready("p1", "app") {
 		t.Fatal("not ready after a passing first round")
 	}
-	h.clock.Step(10 * time.Second) // a tick while busy: both wait
-	h.noRound(Readiness)
-	h.noRound(Liveness)
-	h.tick(10*time.Second, Readiness, Liveness) // one period late: they run anyway
-	h.clock.Step(10 * time.Second)
-	h.noRound(Readiness)
-	h.noRound(Liveness)
+	for i := 1; i <= 6; i++ {
+		if i%2 == 1 { // a tick while busy: both wait
+			h.clock.Step(period)
+			h.noRound(Liveness)
+		} else { // liveness is one period late: it runs anyway
+			h.tick(period, Liveness)
+		}
+		h.noRound(Readiness)
+	}
+	h.tick(period, Readiness) // readiness is six periods late
 	starts.done()
-	h.round(Readiness, Liveness) // the starts are over: at once
-	if r, l := h.exec.count("ready"), h.exec.count("live"); r != 3 || l != 3 {
-		t.Errorf("probes run: readiness %d, liveness %d; want 3 and 3", r, l)
+	h.round(Liveness) // waiting since the last tick: runs once starts are over
+	if r, l := h.exec.count("ready"), h.exec.count("live"); r != 2 || l != 5 {
+		t.Errorf("probes run: readiness %d, liveness %d; want 2 and 5", r, l)
 	}
 }
 
