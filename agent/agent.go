@@ -67,7 +67,8 @@ type Config struct {
 	// every running container counts as started and ready.
 	NewProber func(ProberHooks) Prober
 	// MaxParallelStarts bounds concurrent sandbox/container starts, so the
-	// first pods run early when many arrive at once (default max(2, CPUs)).
+	// first pods run early when many arrive at once, and apart from those,
+	// concurrent sandbox teardowns (default max(2, CPUs)).
 	MaxParallelStarts int
 	// Cgroups manages pod-level cgroups; nil: no pod cgroups (the runtime
 	// chooses where containers go).
@@ -80,14 +81,16 @@ type Config struct {
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
 // use at any time.
 type Agent struct {
-	cfg     Config
-	log     *slog.Logger
-	clock   clock.WithTicker
-	starts  *startGate
-	updated chan struct{}
-	events  *eventRecorder
-	hooks   *hookRunner
-	prober  Prober
+	cfg    Config
+	log    *slog.Logger
+	clock  clock.WithTicker
+	starts *startGate
+	// teardowns bounds concurrent sandbox teardowns (see killAll).
+	teardowns *startGate
+	updated   chan struct{}
+	events    *eventRecorder
+	hooks     *hookRunner
+	prober    Prober
 
 	mu           sync.Mutex
 	sources      map[string][]*v1.Pod
@@ -130,6 +133,7 @@ func New(cfg Config) (*Agent, error) {
 		log:       cfg.Logger,
 		clock:     cfg.Clock,
 		starts:    newStartGate(cfg.MaxParallelStarts),
+		teardowns: newStartGate(cfg.MaxParallelStarts),
 		updated:   make(chan struct{}, 1),
 		events:    newEventRecorder(cfg.Clock, cfg.NodeName),
 		sources:   map[string][]*v1.Pod{},

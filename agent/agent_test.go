@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
@@ -185,6 +187,9 @@ func TestAgentTerminatesRemovedPod_A42(t *testing.T) {
 	if strings.Index(calls, "StopContainer app") > strings.Index(calls, "StopSandbox") {
 		t.Errorf("sandbox stopped before its containers:\n%s", calls)
 	}
+	if strings.Index(calls, "StopSandbox") > strings.Index(calls, "RemoveContainer app") {
+		t.Errorf("containers removed before the sandbox stopped (the pod is down once stopped; removal comes after):\n%s", calls)
+	}
 	// The whole grace period goes to the runtime, not one second less for
 	// the microseconds spent before the stop (A.43).
 	if d, _ := rt.StopTimeout("app"); d != 30*time.Second {
@@ -259,4 +264,53 @@ func TestAgentPodsIsSafeForConcurrentUse(t *testing.T) {
 	h.src.ch <- []*v1.Pod{testPod("Always", nil, "app")}
 	wg.Wait()
 	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+}
+
+// slowTeardown is a fake runtime whose StopSandbox takes a while and
+// records how many ran at once.
+type slowTeardown struct {
+	*fake.Runtime
+	mu        sync.Mutex
+	now, most int
+}
+
+func (r *slowTeardown) StopSandbox(ctx context.Context, id string) error {
+	r.mu.Lock()
+	r.now++
+	r.most = max(r.most, r.now)
+	r.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	r.mu.Lock()
+	r.now--
+	r.mu.Unlock()
+	return r.Runtime.StopSandbox(ctx, id)
+}
+
+// TestAgentBoundsSandboxTeardowns: pods removed at once have their
+// sandboxes torn down at most MaxParallelStarts at a time (issue 5: all at
+// once was slower than a few at a time).
+func TestAgentBoundsSandboxTeardowns(t *testing.T) {
+	rt := &slowTeardown{Runtime: newFakeRuntime()}
+	cfg := testConfig(t, rt)
+	cfg.MaxParallelStarts = 2
+	h := runTestAgent(t, cfg)
+	var pods []*v1.Pod
+	for i := range 6 {
+		p := testPod("Always", nil, "app")
+		p.Name, p.UID = fmt.Sprintf("web-%d", i), types.UID(fmt.Sprintf("uid%d", i))
+		pods = append(pods, p)
+	}
+	h.src.ch <- pods
+	for _, p := range pods {
+		h.eventually("pod Running", func() bool { return h.phase(string(p.UID)) == v1.PodRunning })
+	}
+	h.src.ch <- nil
+	for _, p := range pods {
+		h.eventually("pod gone", func() bool { return h.pod(string(p.UID)) == nil })
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.most > 2 {
+		t.Errorf("%d sandbox teardowns at once, want at most 2 (MaxParallelStarts)", rt.most)
+	}
 }

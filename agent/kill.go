@@ -152,21 +152,34 @@ func sidecarIndex(pod *v1.Pod, name string) int {
 }
 
 // killAll stops every container of the pod with the grace period, then
-// removes the containers and stops and removes the sandboxes (A.42).
+// stops the sandboxes and removes the containers and sandboxes (A.42). The
+// teardown after the containers stopped holds a slot of the agent's
+// teardown gate: when many pods go at once, the runtime tears down a few
+// pod networks at a time instead of all (issue 5, density: 110 pods removed
+// in 63 s at once, the CRI floor 39-42 s with 2-8 workers and 51 s with
+// one per pod). Stopping containers is not gated: it waits out grace
+// periods.
 func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Duration) error {
 	if err := w.stopRunning(ctx, st, int64(grace/time.Second)); err != nil {
 		return err
 	}
+	release, err := w.a.teardowns.acquire(ctx, prioSandbox)
+	if err != nil {
+		return err
+	}
+	defer release()
 	rt := w.a.cfg.Runtime
+	for _, sb := range st.Sandboxes {
+		if err := rt.StopSandbox(ctx, sb.ID); err != nil {
+			return fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
+		}
+	}
 	for _, c := range st.Containers {
 		if err := rt.RemoveContainer(ctx, c.ID); err != nil {
 			return fmt.Errorf("remove container %s: %w", c.Name, err)
 		}
 	}
 	for _, sb := range st.Sandboxes {
-		if err := rt.StopSandbox(ctx, sb.ID); err != nil {
-			return fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
-		}
 		if err := rt.RemoveSandbox(ctx, sb.ID); err != nil {
 			return fmt.Errorf("remove sandbox %s: %w", sb.ID, err)
 		}

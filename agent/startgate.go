@@ -23,7 +23,8 @@ const (
 // containers started before the next pod's sandbox, so that when many pods
 // arrive at once the first ones run early instead of every sandbox being
 // created before any container (issue 5, density). Within a priority,
-// waiters are served in arrival order. Safe for concurrent use.
+// waiters are served in arrival order. The agent bounds sandbox teardowns
+// with a second gate (see killAll). Safe for concurrent use.
 type startGate struct {
 	mu      sync.Mutex
 	size    int

@@ -51,7 +51,7 @@ func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
 }
 
-// buildPause builds testdata/pause statically into dir.
+// buildPause builds cmd/skiff-pause statically into dir.
 func buildPause(t *testing.T, dir string) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
@@ -59,7 +59,7 @@ func buildPause(t *testing.T, dir string) string {
 		t.Fatalf("the go tool is needed to build the pause executable: %v", err)
 	}
 	out := filepath.Join(dir, "pause")
-	cmd := exec.Command(goBin, "build", "-o", out, "./testdata/pause")
+	cmd := exec.Command(goBin, "build", "-o", out, "../../cmd/skiff-pause")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build pause: %v\n%s", err, b)
