@@ -301,11 +301,13 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 		if s.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.scaleSteady); err != nil {
 			return out, err
 		}
-		f, err := b.floorDensity(ctx, n, bestPar)
-		if err != nil {
-			return out, err
+		if b.cfg.scaleFloorMax == 0 || n <= b.cfg.scaleFloorMax {
+			f, err := b.floorDensity(ctx, n, bestPar)
+			if err != nil {
+				return out, err
+			}
+			s.Floor = &f
 		}
-		s.Floor = &f
 		err = b.withKubelet(ctx, func(k *agent) error {
 			s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady)
 			return err
