@@ -151,38 +151,58 @@ func sidecarIndex(pod *v1.Pod, name string) int {
 	return -1
 }
 
+// Teardown priorities on the agent's teardown gate: stopping a sandbox
+// goes before removing anything, so when many pods go at once every pod is
+// down (its network torn down) before the records are cleaned up.
+const (
+	prioStopSandbox = prioContainer
+	prioRemove      = prioSandbox
+)
+
 // killAll stops every container of the pod with the grace period, then
-// stops the sandboxes and removes the containers and sandboxes (A.42). The
-// teardown after the containers stopped holds a slot of the agent's
+// stops the sandboxes, then removes the containers and sandboxes (A.42).
+// The steps after the containers stopped each hold a slot of the agent's
 // teardown gate: when many pods go at once, the runtime tears down a few
-// pod networks at a time instead of all (issue 5, density: 110 pods removed
-// in 63 s at once, the CRI floor 39-42 s with 2-8 workers and 51 s with
-// one per pod). Stopping containers is not gated: it waits out grace
-// periods.
+// at a time instead of all (issue 5, density: the CRI floor stops 110 pods
+// in 39-45 s with 2-8 workers and 51 s with one per pod). Stopping
+// containers is not gated: it waits out grace periods.
 func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Duration) error {
 	if err := w.stopRunning(ctx, st, int64(grace/time.Second)); err != nil {
 		return err
 	}
-	release, err := w.a.teardowns.acquire(ctx, prioSandbox)
+	rt := w.a.cfg.Runtime
+	err := w.teardownStep(ctx, prioStopSandbox, func() error {
+		for _, sb := range st.Sandboxes {
+			if err := rt.StopSandbox(ctx, sb.ID); err != nil {
+				return fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return w.teardownStep(ctx, prioRemove, func() error {
+		for _, c := range st.Containers {
+			if err := rt.RemoveContainer(ctx, c.ID); err != nil {
+				return fmt.Errorf("remove container %s: %w", c.Name, err)
+			}
+		}
+		for _, sb := range st.Sandboxes {
+			if err := rt.RemoveSandbox(ctx, sb.ID); err != nil {
+				return fmt.Errorf("remove sandbox %s: %w", sb.ID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// teardownStep runs fn holding a slot of the teardown gate.
+func (w *podWorker) teardownStep(ctx context.Context, p startPriority, fn func() error) error {
+	release, err := w.a.teardowns.acquire(ctx, p)
 	if err != nil {
 		return err
 	}
 	defer release()
-	rt := w.a.cfg.Runtime
-	for _, sb := range st.Sandboxes {
-		if err := rt.StopSandbox(ctx, sb.ID); err != nil {
-			return fmt.Errorf("stop sandbox %s: %w", sb.ID, err)
-		}
-	}
-	for _, c := range st.Containers {
-		if err := rt.RemoveContainer(ctx, c.ID); err != nil {
-			return fmt.Errorf("remove container %s: %w", c.Name, err)
-		}
-	}
-	for _, sb := range st.Sandboxes {
-		if err := rt.RemoveSandbox(ctx, sb.ID); err != nil {
-			return fmt.Errorf("remove sandbox %s: %w", sb.ID, err)
-		}
-	}
-	return nil
+	return fn()
 }

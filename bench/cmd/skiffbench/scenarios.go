@@ -19,6 +19,17 @@ import (
 // own timestamps where there are any, so it bounds only the waiting.
 const poll = 50 * time.Millisecond
 
+// Many pods are polled less often: every listing costs containerd CPU in
+// proportion to the pods (250 containers every 50 ms took a good part of a
+// core), which the floor, which polls nothing, does not pay. Running times
+// come from CRI StartedAt, so densityPoll only delays the end of the wait;
+// stopped times are when a poll saw them, so removePoll is the resolution
+// of "remove all".
+const (
+	densityPoll = time.Second
+	removePoll  = 250 * time.Millisecond
+)
+
 // bench holds what every scenario needs.
 type bench struct {
 	cfg     config
@@ -95,7 +106,11 @@ func (b *bench) agentRemoveTimed(ctx context.Context, a *agent, names []string) 
 	}
 	wctx, cancel := context.WithTimeout(ctx, runTimeout(len(names)))
 	defer cancel()
-	done, err := b.c.WaitStopped(wctx, agentNamespace, pods, poll)
+	p := poll
+	if len(pods) > 1 {
+		p = removePoll
+	}
+	done, err := b.c.WaitStopped(wctx, agentNamespace, pods, p)
 	if err != nil {
 		return 0, fmt.Errorf("%s: removing %d pods: %w", a.name, len(names), err)
 	}
@@ -180,7 +195,7 @@ func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.D
 	}
 	wctx, cancel := context.WithTimeout(ctx, runTimeout(n))
 	defer cancel()
-	started, err := b.c.WaitRunning(wctx, pods, criops.InPods(agentNamespace, "app", pods), poll)
+	started, err := b.c.WaitRunning(wctx, pods, criops.InPods(agentNamespace, "app", pods), densityPoll)
 	if err != nil {
 		return nil, fmt.Errorf("%s density %d: %w", a.name, n, err)
 	}
@@ -301,7 +316,7 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 		if s.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.scaleSteady); err != nil {
 			return out, err
 		}
-		if b.cfg.scaleFloorMax == 0 || n <= b.cfg.scaleFloorMax {
+		if b.cfg.scaleFloor {
 			f, err := b.floorDensity(ctx, n, bestPar)
 			if err != nil {
 				return out, err
