@@ -125,12 +125,14 @@ func insufficient(name v1.ResourceName, requested, used, capacity int64) *podFai
 
 // admitLocked decides, before w runs, whether its pod fits next to the
 // pods already admitted that have not finished; a rejected pod fails at
-// once (phase Failed) and never gets a sandbox. Running pods are not
+// once (phase Failed) and never gets a sandbox. A terminating pod counts
+// until its containers and sandboxes are stopped, not until they are
+// removed (the kubelet's filterOutInactivePods). Running pods are not
 // touched.
 func (a *Agent) admitLocked(w *podWorker) {
 	var admitted []*v1.Pod
 	for uid, o := range a.workers {
-		if o.orphan || o.rejected {
+		if o.orphan || o.rejected || o.stopped.Load() {
 			continue
 		}
 		if p := a.published[uid]; p != nil && (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed) {

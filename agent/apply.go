@@ -95,7 +95,7 @@ func (w *podWorker) acquireStart(ctx context.Context, p startPriority) (release 
 
 // createSandbox kills whatever the pod still has, then runs a new sandbox.
 func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uint32) error {
-	if err := w.killAll(ctx, st, time.Duration(*w.graceSeconds(nil))*time.Second); err != nil {
+	if err := w.killAll(ctx, st, time.Duration(*w.graceSeconds(nil))*time.Second, nil); err != nil {
 		return fmt.Errorf("clean up old sandbox: %w", err)
 	}
 	spec, err := w.a.sandboxSpec(w.pod, attempt)

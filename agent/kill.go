@@ -166,7 +166,10 @@ const (
 // at a time instead of all (issue 5, density: the CRI floor stops 110 pods
 // in 39-45 s with 2-8 workers and 51 s with one per pod). Stopping
 // containers is not gated: it waits out grace periods.
-func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Duration) error {
+//
+// stopped, if not nil, is called once everything is stopped, before the
+// removal.
+func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Duration, stopped func()) error {
 	if err := w.stopRunning(ctx, st, int64(grace/time.Second)); err != nil {
 		return err
 	}
@@ -181,6 +184,9 @@ func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Durati
 	})
 	if err != nil {
 		return err
+	}
+	if stopped != nil {
+		stopped()
 	}
 	return w.teardownStep(ctx, prioRemove, func() error {
 		for _, c := range st.Containers {

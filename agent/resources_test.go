@@ -396,3 +396,40 @@ func TestStatsSummary(t *testing.T) {
 		t.Errorf("container stats = %+v", p.Containers)
 	}
 }
+
+// heldRemoval is a fake runtime whose RemoveContainer waits for release.
+type heldRemoval struct {
+	*fake.Runtime
+	release chan struct{}
+}
+
+func (r *heldRemoval) RemoveContainer(ctx context.Context, id string) error {
+	select {
+	case <-r.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return r.Runtime.RemoveContainer(ctx, id)
+}
+
+// TestAdmissionIgnoresStoppedPods_D15: a deleted pod whose containers and
+// sandbox are stopped no longer holds its requests while its removal is
+// still going on (the kubelet's filterOutInactivePods); a pod that needs
+// them is admitted.
+func TestAdmissionIgnoresStoppedPods_D15(t *testing.T) {
+	rt := &heldRemoval{Runtime: newFakeRuntime(), release: make(chan struct{})}
+	defer close(rt.release)
+	cfg := testConfig(t, rt)
+	cfg.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourcePods: resource.MustParse("110")}
+	h := runTestAgent(t, cfg)
+	h.rt = rt.Runtime
+	old := withRequests(testPod("Always", nil, "app"), "1500m", "")
+	h.src.ch <- []*v1.Pod{old}
+	h.eventually("old pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	h.src.ch <- nil
+	h.eventually("old sandbox stopped", func() bool { return strings.Contains(strings.Join(rt.Calls(), "\n"), "StopSandbox") })
+	repl := withRequests(testPod("Always", nil, "app"), "1500m", "")
+	repl.Name, repl.UID = "new", "uid2"
+	h.src.ch <- []*v1.Pod{repl}
+	h.eventually("new pod Running", func() bool { return h.phase("uid2") == v1.PodRunning })
+}

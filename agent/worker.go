@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -37,6 +38,11 @@ type podWorker struct {
 
 	// orphan: a pod no source wants, found in the runtime; never published.
 	orphan bool
+
+	// stopped: the pod is terminating and its containers and sandboxes
+	// are stopped; only removal is left, so it no longer counts for
+	// admission (the kubelet's IsPodKnownTerminated).
+	stopped atomic.Bool
 
 	mu          sync.Mutex
 	terminating bool
@@ -320,7 +326,7 @@ func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
 		return false
 	}
 	w.publishStatus(st, w.a.clock.Now())
-	if err := w.killAll(ctx, st, grace); err != nil {
+	if err := w.killAll(ctx, st, grace, func() { w.stopped.Store(true) }); err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("terminating pod", "err", err)
 		}
