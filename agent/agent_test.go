@@ -314,3 +314,55 @@ func TestAgentBoundsSandboxTeardowns(t *testing.T) {
 		t.Errorf("%d sandbox teardowns at once, want at most 2 (MaxParallelStarts)", rt.most)
 	}
 }
+
+// heldStops is a fake runtime whose StopSandbox calls each wait for a
+// release after reporting that they started.
+type heldStops struct {
+	*fake.Runtime
+	entered, release chan struct{}
+}
+
+func (r *heldStops) StopSandbox(ctx context.Context, id string) error {
+	r.entered <- struct{}{}
+	<-r.release
+	return r.Runtime.StopSandbox(ctx, id)
+}
+
+// TestAgentTeardownStopsBeforeRemovals: with the teardown gate contended,
+// a waiting sandbox stop goes before a waiting removal queued earlier, so
+// every deleted pod is down before records are cleaned up.
+func TestAgentTeardownStopsBeforeRemovals(t *testing.T) {
+	rt := &heldStops{Runtime: newFakeRuntime(), entered: make(chan struct{}), release: make(chan struct{})}
+	cfg := testConfig(t, rt)
+	cfg.MaxParallelStarts = 1
+	h := runTestAgent(t, cfg)
+	pods := make([]*v1.Pod, 3)
+	for i := range pods {
+		pods[i] = testPod("Always", nil, "app")
+		pods[i].Name, pods[i].UID = fmt.Sprintf("web-%d", i), types.UID(fmt.Sprintf("uid%d", i))
+	}
+	h.src.ch <- pods
+	for _, p := range pods {
+		h.eventually("pod Running", func() bool { return h.phase(string(p.UID)) == v1.PodRunning })
+	}
+	g := h.agent.teardowns
+	h.src.ch <- pods[1:] // pod 0 goes: its sandbox stop holds the slot
+	<-rt.entered
+	h.src.ch <- pods[2:] // pod 1 goes: its stop waits
+	waitQueued(t, g, prioStopSandbox, 1)
+	rt.release <- struct{}{} // pod 0 stopped: pod 1's stop runs, pod 0's removal waits
+	<-rt.entered
+	waitQueued(t, g, prioRemove, 1)
+	h.src.ch <- nil // pod 2 goes: its stop waits behind pod 1's, beside pod 0's removal
+	waitQueued(t, g, prioStopSandbox, 1)
+	rt.release <- struct{}{}
+	<-rt.entered // pod 2's stop, before pod 0's removal
+	calls := strings.Join(rt.Calls(), "\n")
+	if strings.Contains(calls, "RemoveContainer") || strings.Contains(calls, "RemoveSandbox") {
+		t.Errorf("a removal ran before the waiting sandbox stop:\n%s", calls)
+	}
+	rt.release <- struct{}{}
+	for _, p := range pods {
+		h.eventually("pod gone", func() bool { return h.pod(string(p.UID)) == nil })
+	}
+}

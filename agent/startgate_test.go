@@ -69,11 +69,10 @@ func TestStartGateServesContainersBeforeSandboxes(t *testing.T) {
 	}
 }
 
-// TestStartGateCancelledWaiterGivesNoSlotAway: a waiter whose context ends
-// leaves the queue and the slot count stays right.
-func TestStartGateCancelledWaiterGivesNoSlotAway(t *testing.T) {
-	g := newStartGate(1)
-	release, _ := g.acquire(context.Background(), prioContainer)
+// cancelQueuedWaiter queues a sandbox waiter on g (whose slots are taken),
+// cancels it and checks that it got no slot.
+func cancelQueuedWaiter(t *testing.T, g *startGate) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -85,6 +84,14 @@ func TestStartGateCancelledWaiterGivesNoSlotAway(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("acquire with a cancelled context succeeded")
 	}
+}
+
+// TestStartGateCancelledWaiterGivesNoSlotAway: a waiter whose context ends
+// leaves the queue and the slot count stays right.
+func TestStartGateCancelledWaiterGivesNoSlotAway(t *testing.T) {
+	g := newStartGate(1)
+	release, _ := g.acquire(context.Background(), prioContainer)
+	cancelQueuedWaiter(t, g)
 	release()
 	if g.free != 1 || g.anyWaiterLocked() {
 		t.Errorf("free %d, waiters %v: want 1 free slot and no waiters", g.free, g.waiters)
@@ -140,17 +147,7 @@ func TestStartGateIdle(t *testing.T) {
 	}
 	// A waiter that gives up does not keep the gate busy.
 	r3, _ := g.acquire(ctx, prioSandbox)
-	cctx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := g.acquire(cctx, prioSandbox)
-		errc <- err
-	}()
-	waitQueued(t, g, prioSandbox, 1)
-	cancel()
-	if err := <-errc; err == nil {
-		t.Fatal("a cancelled waiter got a slot")
-	}
+	cancelQueuedWaiter(t, g)
 	if isClosed(g.idle()) {
 		t.Fatal("idle while a start is in flight")
 	}
