@@ -12,7 +12,7 @@ ROOT_DIR ?= /var/lib/skiff
 MANIFESTS ?= examples/manifests
 GOLANGCI_LINT_VERSION := v2.15.0
 
-.PHONY: all build images setup unit e2e test test-v2 run lint bench bench-quick clean
+.PHONY: all build images setup setup-runtime unit e2e test test-v2 run lint bench bench-quick clean
 
 all: build
 
@@ -28,6 +28,10 @@ images:
 ## setup: install containerd, runc, CNI plugins, busybox-static... (root only; skipped otherwise)
 setup:
 	@if [ "$$(id -u)" = 0 ]; then test/setup.sh; else echo "setup: not root, skipping test/setup.sh"; fi
+
+# setup-runtime: only what running pods needs (no -race compiler, no VM)
+setup-runtime:
+	@if [ "$$(id -u)" = 0 ]; then test/setup.sh --runtime; else echo "setup: not root, skipping test/setup.sh"; fi
 
 ## unit: unit tests with the race detector; no root needed
 unit:
@@ -62,7 +66,7 @@ test-v2: setup build images
 		-- $(VM_GUEST)/test/e2e/e2e.test -test.v -test.count=1 -test.timeout 25m -test.run '$(V2_TESTS)'
 
 ## run: start the agent with the example manifests (root)
-run: setup build images
+run: setup-runtime build images
 	install -d $(ROOT_DIR)/images
 	cp $(IMAGES_DIR)/busybox.tar $(ROOT_DIR)/images/busybox.tar
 	exec $(BIN) agent --pod-manifest-path $(MANIFESTS) --root-dir $(ROOT_DIR)
@@ -86,13 +90,13 @@ bench-harness:
 	cd bench && CGO_ENABLED=0 $(GO) build -trimpath -o ../$(BENCH_BIN) ./cmd/skiffbench
 
 ## bench: full benchmark (root, < 20 min): report, JSON and plots under bench/results (latest.md)
-bench: setup build images bench-harness
+bench: setup-runtime build images bench-harness
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: must run as root" >&2; exit 1; }
 	$(BENCH_BIN) -mode full -skiff $(BIN) -images $(IMAGES_DIR) -out $(BENCH_RESULTS) -latest \
 		-skiff-version "$$(git describe --always --dirty --tags 2>/dev/null || echo unknown)" $(if $(KUBELET),-kubelet $(KUBELET))
 
 ## bench-quick: a few pods of every scenario (root, ~2 min); output under _output/bench
-bench-quick: setup build images bench-harness
+bench-quick: setup-runtime build images bench-harness
 	@[ "$$(id -u)" = 0 ] || { echo "make bench-quick: must run as root" >&2; exit 1; }
 	$(BENCH_BIN) -mode quick -skiff $(BIN) -images $(IMAGES_DIR) -out $(BENCH_QUICK_OUT) \
 		-skiff-version "$$(git describe --always --dirty --tags 2>/dev/null || echo unknown)" $(if $(KUBELET),-kubelet $(KUBELET))

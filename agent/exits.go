@@ -14,7 +14,8 @@ import (
 const (
 	// exitRecheck is how soon the runtime is listed again while a reported
 	// exit does not show in its listing yet (containerd's CRI records an
-	// exit a moment after publishing it).
+	// exit a moment after publishing it). Later rechecks back off: see
+	// settle.
 	exitRecheck = 20 * time.Millisecond
 	// exitPatience is how long a reported exit is rechecked; after that the
 	// ordinary relist ticks take over.
@@ -46,16 +47,27 @@ func (q *exitQueue) add(id string, now time.Time) {
 
 // settle forgets the exits that a listing taken at now shows (the ID is no
 // longer live) or that were reported longer than exitPatience ago, and
-// reports whether any remain to be rechecked.
-func (q *exitQueue) settle(live map[string]bool, now time.Time) bool {
+// returns when to list again for the rest: 0 if none remain, else the age
+// of the oldest one, at least exitRecheck. So one lagging exit is rechecked
+// after 20, 40, 80, ... ms (a handful of listings, not 50 a second).
+//
+// Why back off: every listing is all of the node's sandboxes and
+// containers. When 110 pods go at once their exits arrive for a minute
+// while containerd records each one late, and fixed 20 ms rechecks kept
+// the relister listing everything tens of times a second: a third of
+// skiff's CPU in the removal, and more of containerd's (issue 5, density).
+func (q *exitQueue) settle(live map[string]bool, now time.Time) (recheck time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for id, at := range q.pending {
-		if !live[id] || now.Sub(at) >= exitPatience {
+		age := now.Sub(at)
+		if !live[id] || age >= exitPatience {
 			delete(q.pending, id)
+			continue
 		}
+		recheck = max(recheck, age, exitRecheck)
 	}
-	return len(q.pending) > 0
+	return recheck
 }
 
 // watchExits feeds the runtime's exit reports into q until ctx is done.

@@ -46,8 +46,8 @@ func (a *Agent) relistLoop(ctx context.Context) {
 			}
 			continue
 		}
-		if exits.settle(live, a.clock.Now()) {
-			recheck = a.clock.After(exitRecheck)
+		if d := exits.settle(live, a.clock.Now()); d > 0 {
+			recheck = a.clock.After(d)
 		}
 		for uid, fp := range cur {
 			if prev[uid] != fp {

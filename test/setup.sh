@@ -4,8 +4,22 @@
 # (packaged into the test images) and the tools around them, loads the kernel
 # modules containers need, and prints the versions. Idempotent: it calls
 # apt-get only for packages that are missing. Needs root; works without a TTY.
+#
+# test/setup.sh --runtime installs only what running pods needs (make run,
+# make bench, make bench-quick): no compiler for -race and no cgroup v2 VM
+# (qemu and a cloud kernel, most of a fresh machine's download).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
+
+runtime_only=false
+case "${1:-}" in
+--runtime) runtime_only=true ;;
+"") ;;
+*)
+	echo "usage: test/setup.sh [--runtime]" >&2
+	exit 2
+	;;
+esac
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "test/setup.sh: must run as root" >&2
@@ -14,7 +28,8 @@ fi
 
 # gcc and libc6-dev: `go test -race` needs cgo. qemu-system-x86: the cgroup v2
 # VM of `make test-v2` (test/vm), which also needs a cloud kernel (below).
-packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables ca-certificates gcc libc6-dev qemu-system-x86)
+packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables ca-certificates)
+$runtime_only || packages+=(gcc libc6-dev qemu-system-x86)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
@@ -55,7 +70,7 @@ have_vm_kernel() {
 	done
 	return 1
 }
-if ! have_vm_kernel; then
+if ! $runtime_only && ! have_vm_kernel; then
 	[ "${#missing[@]}" -gt 0 ] || apt-get update -q
 	kpkg=$(apt-cache depends linux-image-cloud-amd64 | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
 	[ -n "$kpkg" ] || { echo "setup: cannot resolve linux-image-cloud-amd64" >&2; exit 1; }
@@ -84,8 +99,10 @@ echo "  runc        $(runc --version | head -n1)"
 echo "  busybox     $(busybox 2>/dev/null | head -n1 || true)"
 echo "  cni         $(CNI_COMMAND=VERSION /usr/lib/cni/bridge 2>/dev/null || echo "bridge plugin missing")"
 echo "  iptables    $(iptables --version)"
-echo "  qemu        $(qemu-system-x86_64 --version | head -n1)"
-echo "  vm kernel   $(ls /boot/vmlinuz-*-cloud-amd64 "$vm_kernel_root"/boot/vmlinuz-*-cloud-amd64 2>/dev/null | tr '\n' ' ')"
+if ! $runtime_only; then
+	echo "  qemu        $(qemu-system-x86_64 --version | head -n1)"
+	echo "  vm kernel   $(ls /boot/vmlinuz-*-cloud-amd64 "$vm_kernel_root"/boot/vmlinuz-*-cloud-amd64 2>/dev/null | tr '\n' ' ')"
+fi
 if command -v go >/dev/null; then
 	echo "  go          $(go version)"
 fi

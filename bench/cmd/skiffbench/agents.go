@@ -116,6 +116,10 @@ type agent struct {
 	// stateDir is the kubelet's --root-dir, which it bind-mounts onto
 	// itself; empty for skiff.
 	stateDir string
+	// drains: the agent removes a deleted pod's sandbox at once, so the
+	// harness waits for that after a timed removal (skiff). The kubelet
+	// leaves dead sandboxes to its garbage collector; withKubelet cleans up.
+	drains bool
 }
 
 // pid is the agent process, for /proc sampling.
@@ -125,7 +129,7 @@ func (a *agent) pid() int { return a.proc.cmd.Process.Pid }
 // after copying the image archives into root/images, and waits until its
 // API answers /healthz (the archives are imported by then).
 func startSkiff(bin, root, imagesDir string, extra []string) (*agent, error) {
-	a := &agent{name: "skiff", prefix: "s", dir: filepath.Join(root, "manifests-skiff")}
+	a := &agent{name: "skiff", prefix: "s", dir: filepath.Join(root, "manifests-skiff"), drains: true}
 	for _, d := range []string{a.dir, filepath.Join(root, "images"), filepath.Join(root, "podlogs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("skiff directories: %w", err)

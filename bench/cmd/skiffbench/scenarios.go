@@ -114,6 +114,14 @@ func (b *bench) agentRemoveTimed(ctx context.Context, a *agent, names []string) 
 	if err != nil {
 		return 0, fmt.Errorf("%s: removing %d pods: %w", a.name, len(names), err)
 	}
+	if a.drains {
+		// Untimed: the agent's removal of what it stopped (containers,
+		// sandboxes, a second CNI DEL in containerd's RemovePodSandbox)
+		// must not overlap the next measurement, which is often the floor's.
+		if err := b.c.WaitGone(wctx, agentNamespace, pods, p); err != nil {
+			return 0, fmt.Errorf("%s: %w", a.name, err)
+		}
+	}
 	return done.Sub(t0).Seconds(), nil
 }
 

@@ -143,6 +143,39 @@ func (c *Client) WaitStopped(ctx context.Context, ns string, names []string, pol
 	}
 }
 
+// WaitGone polls until no sandbox of a pod in names (namespace ns) is
+// left in any state: the agent has removed the pods, not only stopped
+// them. The harness waits for it, untimed, after timing a removal, so
+// that an agent's clean-up does not run into the next measurement.
+func (c *Client) WaitGone(ctx context.Context, ns string, names []string, poll time.Duration) error {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	for {
+		resp, err := c.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+			LabelSelector: map[string]string{LabelPodNamespace: ns},
+		}})
+		left := -1
+		if err == nil {
+			left = 0
+			for _, s := range resp.Items {
+				if set[s.Metadata.GetName()] || set[s.Labels[LabelPodName]] {
+					left++
+				}
+			}
+			if left == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %d pods to be removed: %d left (err %v) when %w", len(names), left, err, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
 func (c *Client) countActive(ctx context.Context, ns string, set map[string]bool) (int, error) {
 	sel := map[string]string{LabelPodNamespace: ns}
 	sbs, err := c.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
