@@ -5,7 +5,7 @@
 // bound to this node.
 //
 // The source is level-triggered: it lists the whole directory at start, on
-// fsnotify events (after a debounce quiet period, so half-written files are
+// inotify events (after a debounce quiet period, so half-written files are
 // not read) and periodically as a safety net, and hands the complete set of
 // valid pods to a sink whenever that set changes.
 package staticpods
@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -49,14 +48,16 @@ type Config struct {
 	// Resync is the period of the safety re-list (default 20s, as the
 	// kubelet's file check frequency).
 	Resync time.Duration
-	// Debounce is the quiet period after the last fsnotify event before
+	// Debounce is the quiet period after the last inotify event before
 	// the directory is read (default 100ms). A continuous stream of events
-	// delays the read by at most 10*Debounce. When every event of a burst
-	// is a file leaving the directory (removed or renamed away), the quiet
-	// period is Debounce/5: a deletion cannot be half-written, and a pod
-	// whose manifest is deleted should get its SIGTERM at once (issue 5,
-	// reaction under 100 ms), yet a script's `rm f; cp g f` still reads as
-	// an edit, not a deletion and a new pod.
+	// delays the read by at most 10*Debounce. When every file of a burst
+	// is settled by its latest event (it left the directory, was renamed
+	// into it, or its writer closed it), the quiet period is Debounce/5:
+	// such a file cannot be half-written, a pod whose manifest is deleted
+	// should get its SIGTERM at once (issue 5, reaction under 100 ms) and
+	// one written as a manifest should start at once (startup), yet a
+	// script's `rm f; cp g f` still reads as an edit. A file created or
+	// written and not yet closed keeps the full Debounce.
 	Debounce time.Duration
 	// Logger receives the source's logs (nil: discard).
 	Logger *slog.Logger
@@ -139,9 +140,9 @@ func (s *Source) Errors() map[string]error {
 // changed). The pods passed to sink are copies that sink may keep or modify.
 // Run must be called at most once.
 func (s *Source) Run(ctx context.Context, sink func(pods []*v1.Pod)) error {
-	w, err := fsnotify.NewWatcher()
+	w, err := newDirWatcher()
 	if err != nil {
-		return fmt.Errorf("staticpods: creating fsnotify watcher: %w", err)
+		return fmt.Errorf("staticpods: creating inotify watcher: %w", err)
 	}
 	defer w.Close()
 	l := &loop{s: s, w: w, sink: sink, backoff: minRetry}
@@ -153,7 +154,7 @@ func (s *Source) Run(ctx context.Context, sink func(pods []*v1.Pod)) error {
 // loop is the state of one Run.
 type loop struct {
 	s        *Source
-	w        *fsnotify.Watcher
+	w        *dirWatcher
 	sink     func([]*v1.Pod)
 	watching bool
 	backoff  time.Duration
@@ -161,7 +162,7 @@ type loop struct {
 
 	debounce     *time.Timer
 	armed        bool
-	armedQuick   bool // every event of the pending burst removed a file
+	burst        map[string]bool // file -> settled, for the pending burst
 	pendingSince time.Time
 	retry        *time.Timer
 }
@@ -183,15 +184,15 @@ func (l *loop) run(ctx context.Context) error {
 			return nil
 		case ev, ok := <-l.w.Events:
 			if !ok {
-				return errors.New("staticpods: fsnotify watcher closed")
+				return errors.New("staticpods: inotify watcher closed")
 			}
 			l.onEvent(ev)
 		case err, ok := <-l.w.Errors:
 			if !ok {
-				return errors.New("staticpods: fsnotify watcher closed")
+				return errors.New("staticpods: inotify watcher closed")
 			}
-			l.s.log.Warn("fsnotify error; re-listing", "err", err)
-			l.arm(false)
+			l.s.log.Warn("inotify error; re-listing", "err", err)
+			l.arm("", false)
 		case <-l.debounce.C:
 			l.armed = false
 			l.sync(false)
@@ -205,36 +206,30 @@ func (l *loop) run(ctx context.Context) error {
 	}
 }
 
-// onEvent handles one fsnotify event.
-func (l *loop) onEvent(ev fsnotify.Event) {
+// onEvent handles one inotify event.
+func (l *loop) onEvent(ev dirEvent) {
 	if filepath.Clean(ev.Name) == l.s.cfg.Dir {
-		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		if dirGone(ev) {
 			l.s.log.Info("manifest directory removed or renamed; waiting for it to reappear")
 			_ = l.w.Remove(l.s.cfg.Dir) // the watch may already be gone
 			l.watching = false
 			l.backoff = minRetry
 			l.retry.Reset(l.backoff)
-			l.arm(false)
+			l.arm("", false)
 		}
 		return
 	}
 	if ignoredName(filepath.Base(ev.Name)) {
 		return
 	}
-	l.arm(leaves(ev))
-}
-
-// leaves reports whether ev only says that a file left the directory.
-func leaves(ev fsnotify.Event) bool {
-	return (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) &&
-		!ev.Has(fsnotify.Create) && !ev.Has(fsnotify.Write)
+	l.arm(ev.Name, settled(ev))
 }
 
 // onRetry tries again to watch the directory.
 func (l *loop) onRetry() {
 	if l.watching = l.watch(); l.watching {
 		l.backoff = minRetry
-		l.arm(false) // files may have appeared while unwatched
+		l.arm("", false) // files may have appeared while unwatched
 		return
 	}
 	l.backoff = min(2*l.backoff, maxRetry)
@@ -242,17 +237,16 @@ func (l *loop) onRetry() {
 }
 
 // arm starts or extends the debounce quiet period, but never delays the
-// read more than 10*Debounce after the first event of a burst. quick says
-// the event only removed a file: a burst of nothing else is read after
-// Debounce/5 (see Config.Debounce).
-func (l *loop) arm(quick bool) {
+// read more than 10*Debounce after the first event of a burst. file is the
+// event's file ("" for anything else: never settled) and settled what the
+// event says of it (see settled): a burst whose every file's latest event
+// settled it is read after Debounce/5 (see Config.Debounce).
+func (l *loop) arm(file string, settled bool) {
 	now := time.Now()
 	if !l.armed {
-		l.armed, l.armedQuick, l.pendingSince = true, quick, now
-		l.debounce.Reset(l.quiet())
-		return
+		l.armed, l.pendingSince, l.burst = true, now, map[string]bool{}
 	}
-	l.armedQuick = l.armedQuick && quick
+	l.burst[file] = settled
 	if now.Sub(l.pendingSince) < 10*l.s.cfg.Debounce {
 		l.debounce.Reset(l.quiet())
 	}
@@ -260,10 +254,12 @@ func (l *loop) arm(quick bool) {
 
 // quiet is the quiet period of the pending burst.
 func (l *loop) quiet() time.Duration {
-	if l.armedQuick {
-		return l.s.cfg.Debounce / 5
+	for _, ok := range l.burst {
+		if !ok {
+			return l.s.cfg.Debounce
+		}
 	}
-	return l.s.cfg.Debounce
+	return l.s.cfg.Debounce / 5
 }
 
 // watch adds the inotify watch on the directory; false if it is missing or

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
 )
 
 // TestInitialList: the first sink call carries every valid pod; hidden and
@@ -227,45 +227,55 @@ func TestDirectoryCreatedLaterAndRemoved(t *testing.T) {
 	wantNames(t, h.next(), "default/again-node-1")
 }
 
-func TestLeaves(t *testing.T) {
+func TestSettled(t *testing.T) {
 	tests := []struct {
-		op   fsnotify.Op
+		mask uint32
 		want bool
 	}{
-		{fsnotify.Remove, true},
-		{fsnotify.Rename, true},
-		{fsnotify.Create, false},
-		{fsnotify.Write, false},
-		{fsnotify.Chmod, false},
-		{fsnotify.Remove | fsnotify.Create, false},
+		{unix.IN_DELETE, true},
+		{unix.IN_MOVED_FROM, true},
+		{unix.IN_MOVED_TO, true},
+		{unix.IN_CLOSE_WRITE, true},
+		{unix.IN_CREATE, false},
+		{unix.IN_MODIFY, false},
+		{unix.IN_ATTRIB, false},
+		{unix.IN_MODIFY | unix.IN_CLOSE_WRITE, false},
 	}
 	for _, tc := range tests {
-		if got := leaves(fsnotify.Event{Name: "/d/f.yaml", Op: tc.op}); got != tc.want {
-			t.Errorf("leaves(%v) = %v, want %v", tc.op, got, tc.want)
+		if got := settled(dirEvent{Name: "/d/f.yaml", Mask: tc.mask}); got != tc.want {
+			t.Errorf("settled(%#x) = %v, want %v", tc.mask, got, tc.want)
 		}
 	}
 }
 
-// TestQuietPeriod: a burst of removals is read after Debounce/5 (a deleted
-// manifest's pod gets its SIGTERM at once, issue 5), any other event in the
-// burst makes it the full Debounce.
+// TestQuietPeriod: a burst whose every file is settled (removed, renamed
+// in, or closed by its writer) is read after Debounce/5 (a deleted
+// manifest's pod gets its SIGTERM at once, a new one starts at once: issue
+// 5); a file still open for writing makes it the full Debounce.
 func TestQuietPeriod(t *testing.T) {
 	const d = 100 * time.Millisecond
+	type ev struct {
+		file    string
+		settled bool
+	}
 	tests := []struct {
 		name   string
-		events []bool // quick, in order
+		events []ev
 		want   time.Duration
 	}{
-		{"one removal", []bool{true}, d / 5},
-		{"removals only", []bool{true, true, true}, d / 5},
-		{"a write", []bool{false}, d},
-		{"removal then write (rm f; cp g f)", []bool{true, false}, d},
-		{"write then removal", []bool{false, true}, d},
+		{"one removal", []ev{{"a", true}}, d / 5},
+		{"removals only", []ev{{"a", true}, {"b", true}, {"c", true}}, d / 5},
+		{"a write", []ev{{"a", false}}, d},
+		{"create, write, close (cp)", []ev{{"a", false}, {"a", false}, {"a", true}}, d / 5},
+		{"removal then rewrite (rm f; cp g f)", []ev{{"a", true}, {"a", false}, {"a", true}}, d / 5},
+		{"one file closed, another still open", []ev{{"a", false}, {"b", false}, {"a", true}}, d},
+		{"closed, then written again", []ev{{"a", true}, {"a", false}}, d},
+		{"not about a file (re-list)", []ev{{"a", true}, {"", false}}, d},
 	}
 	for _, tc := range tests {
 		l := &loop{s: &Source{cfg: Config{Debounce: d}}, debounce: time.NewTimer(time.Hour)}
-		for _, quick := range tc.events {
-			l.arm(quick)
+		for _, e := range tc.events {
+			l.arm(e.file, e.settled)
 		}
 		l.debounce.Stop()
 		if got := l.quiet(); got != tc.want {
@@ -293,5 +303,34 @@ func TestRemoveThenRewriteIsAnEdit(t *testing.T) {
 	wantNames(t, pods, "default/web-node-1")
 	if got := pods[0].Spec.Containers[0].Image; got != "nginx:2" {
 		t.Errorf("image = %q, want nginx:2", got)
+	}
+}
+
+// TestSettledFilesReadEarly: a manifest renamed into the directory, or
+// written and closed, is read after Debounce/5, not the full Debounce
+// (issue 5, startup: the debounce was most of skiff's lead over the bare
+// CRI calls); a file still open keeps the full debounce (TestHalfWrittenFile).
+func TestSettledFilesReadEarly(t *testing.T) {
+	const debounce = 10 * time.Second // settled: 2 s
+	dir := t.TempDir()
+	h := start(t, Config{Dir: dir, Debounce: debounce})
+	wantNames(t, h.next())
+	for _, tc := range []struct {
+		name  string
+		write func(path string)
+	}{
+		{"renamed in", func(path string) { writeAtomic(t, path, podManifest("a", "busybox")) }},
+		{"written and closed", func(path string) {
+			if err := os.WriteFile(path, []byte(podManifest("b", "busybox")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		began := time.Now()
+		tc.write(filepath.Join(dir, tc.name+".yaml"))
+		h.next()
+		if took := time.Since(began); took >= debounce/2 {
+			t.Errorf("%s: read after %v, want about %v (Debounce/5)", tc.name, took, debounce/5)
+		}
 	}
 }
