@@ -74,6 +74,7 @@ run: setup-runtime build images
 ## lint: golangci-lint (pinned); not part of test
 lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
+	cd bench && $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
 # Benchmarks (issue 5): skiff against the raw CRI floor on skiff's managed
 # containerd, and the real kubelet when KUBELET=/path/to/kubelet is set.

@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -66,7 +68,7 @@ func terminationMessage(ctx context.Context, cs *runtime.ContainerStatus) string
 	if host := cs.Annotations[annotationTermMessageHost]; host != "" {
 		data, err := readAtMost(host, maxTerminationMessage)
 		switch {
-		case os.IsNotExist(err):
+		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
 			return fmt.Sprintf("Error on reading termination log %s: %v", host, err)
 		default:

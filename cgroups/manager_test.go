@@ -2,7 +2,9 @@ package cgroups
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,11 +104,11 @@ func TestManagerLifecycle_D4(t *testing.T) {
 	if err := m.RemovePod(ctx, pod.UID); err != nil {
 		t.Fatalf("RemovePod is not idempotent: %v", err)
 	}
-	if _, err := os.Stat(m.Dir(n, "memory")); !os.IsNotExist(err) {
+	if _, err := os.Stat(m.Dir(n, "memory")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pod cgroup still there after RemovePod: %v", err)
 	}
 	if m.Mode() == V1 {
-		if _, err := os.Stat(m.Dir(n, "cpu")); !os.IsNotExist(err) {
+		if _, err := os.Stat(m.Dir(n, "cpu")); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("pod cpu cgroup still there after RemovePod: %v", err)
 		}
 	}

@@ -82,11 +82,11 @@ func expand(s string, vars map[string]string) string {
 			b.WriteByte(s[i])
 			continue
 		}
-		switch next := s[i+1]; {
-		case next == '$': // escaped operator
+		switch s[i+1] {
+		case '$': // escaped operator
 			b.WriteByte('$')
 			i++
-		case next == '(':
+		case '(':
 			end := strings.IndexByte(s[i+2:], ')')
 			if end < 0 { // incomplete reference: keep it
 				b.WriteString("$(")

@@ -45,7 +45,7 @@ func grpcServer(t *testing.T, register func(*grpc.Server)) (int, func() string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Serve(l)
+	go func() { _ = s.Serve(l) }() // returns when Stop is called
 	t.Cleanup(s.Stop)
 	_, port := hostPort(t, l.Addr().String())
 	return port, func() string { return ua.Load().(string) }

@@ -16,7 +16,7 @@ import (
 // probeOnce runs one round of p against a container "app" with the given
 // ports at podIP and returns the worker result, the error and the events
 // recorded.
-func probeOnce(t *testing.T, ctx context.Context, k Kind, p *v1.Probe, podIP string, ports ...v1.ContainerPort) (Result, error, []string) {
+func probeOnce(t *testing.T, ctx context.Context, k Kind, p *v1.Probe, podIP string, ports ...v1.ContainerPort) (Result, []string, error) {
 	t.Helper()
 	h := newHandlers(newFakeExec())
 	var log eventLog
@@ -27,7 +27,7 @@ func probeOnce(t *testing.T, ctx context.Context, k Kind, p *v1.Probe, podIP str
 		}
 		log.add(reason, message)
 	}, discardLogger())
-	return res, err, log.all()
+	return res, log.all(), err
 }
 
 func TestHandlers_B2_Dispatch(t *testing.T) {
@@ -104,7 +104,7 @@ func TestHandlers_B2_Dispatch(t *testing.T) {
 			if podIP == "" {
 				podIP = "127.0.0.1"
 			}
-			res, err, events := probeOnce(t, t.Context(), tc.kind, p, podIP, v1.ContainerPort{Name: "svc", ContainerPort: int32(open)})
+			res, events, err := probeOnce(t, t.Context(), tc.kind, p, podIP, v1.ContainerPort{Name: "svc", ContainerPort: int32(open)})
 			if res != tc.want || (err != nil) != tc.wantErr {
 				t.Errorf("probe = %v, %v; want %v, error %v", res, err, tc.want, tc.wantErr)
 			}
@@ -119,7 +119,7 @@ func TestHandlers_B18_WarningEvent(t *testing.T) {
 	s := newProbeServer(t, false)
 	_, port := hostPort(t, s.srv.Listener.Addr().String())
 	p := &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/redirect-other-host", Port: intPort(port)}}}
-	res, err, events := probeOnce(t, t.Context(), Readiness, p, "127.0.0.1")
+	res, events, err := probeOnce(t, t.Context(), Readiness, p, "127.0.0.1")
 	// A redirect to another host is a success with a ProbeWarning event.
 	if res != Success || err != nil {
 		t.Errorf("probe = %v, %v; want Success", res, err)
@@ -159,7 +159,7 @@ func TestHandlers_CancelledRecordsNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	p := &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intPort(port)}}}
-	res, err, events := probeOnce(t, ctx, Liveness, p, "127.0.0.1")
+	res, events, err := probeOnce(t, ctx, Liveness, p, "127.0.0.1")
 	if res != Unknown || !errors.Is(err, context.Canceled) || len(events) != 0 {
 		t.Errorf("probe after cancel = %v, %v, events %q; want Unknown, context.Canceled, none", res, err, events)
 	}

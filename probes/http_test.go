@@ -31,7 +31,10 @@ func newProbeServer(t *testing.T, tls bool) *probeServer {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/status/{code}", func(w http.ResponseWriter, r *http.Request) {
 		var code int
-		fmt.Sscan(r.PathValue("code"), &code)
+		if _, err := fmt.Sscan(r.PathValue("code"), &code); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		w.WriteHeader(code)
 		fmt.Fprint(w, "body-", code)
 	})

@@ -101,7 +101,10 @@ func TestDirWatcherCloseWithUnreadEvents(t *testing.T) {
 	closed := make(chan error)
 	go func() { closed <- w.Close() }()
 	select {
-	case <-closed:
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
 	case <-time.After(failAfter):
 		t.Fatal("Close blocked on unread events")
 	}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -117,17 +119,12 @@ func restartCountAtLeast(n int32) func(*v1.ContainerStatus) bool {
 	return func(st *v1.ContainerStatus) bool { return st.RestartCount >= n }
 }
 
-// isReady holds when the container's ready flag is want.
-func isReady(want bool) func(*v1.ContainerStatus) bool {
-	return func(st *v1.ContainerStatus) bool { return st.Ready == want }
-}
-
 // logEntries parses a CRI log file; a missing file gives no entries and a
 // line being written (not yet parseable) is skipped.
 func logEntries(t *testing.T, path string) []podlogs.Entry {
 	t.Helper()
 	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {

@@ -91,7 +91,11 @@ func (p *process) waitFor(what string, timeout time.Duration, check func() error
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited while waiting for %s (%v); log %s ends with:\n%s", p.name, what, p.err, p.log, tail(p.log, 20))
+			exit := p.err
+			if exit == nil {
+				exit = errors.New("exit status 0")
+			}
+			return fmt.Errorf("%s exited while waiting for %s (%w); log %s ends with:\n%s", p.name, what, exit, p.log, tail(p.log, 20))
 		default:
 		}
 		if time.Now().After(deadline) {

@@ -137,7 +137,10 @@ func (c *Client) WaitStopped(ctx context.Context, ns string, names []string, pol
 		}
 		select {
 		case <-ctx.Done():
-			return now, fmt.Errorf("wait for %d pods to stop: %d still active (err %v) when %w", len(names), left, err, ctx.Err())
+			if err != nil {
+				return now, fmt.Errorf("wait for %d pods to stop: %w when %w", len(names), err, ctx.Err())
+			}
+			return now, fmt.Errorf("wait for %d pods to stop: %d still active when %w", len(names), left, ctx.Err())
 		case <-time.After(poll):
 		}
 	}
@@ -170,7 +173,10 @@ func (c *Client) WaitGone(ctx context.Context, ns string, names []string, poll t
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for %d pods to be removed: %d left (err %v) when %w", len(names), left, err, ctx.Err())
+			if err != nil {
+				return fmt.Errorf("wait for %d pods to be removed: %w when %w", len(names), err, ctx.Err())
+			}
+			return fmt.Errorf("wait for %d pods to be removed: %d left when %w", len(names), left, ctx.Err())
 		case <-time.After(poll):
 		}
 	}
