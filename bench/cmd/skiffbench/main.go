@@ -236,7 +236,7 @@ func (b *bench) teardown(root string, keep bool) error {
 func notes(cfg config) []string {
 	n := []string{
 		"Startup: skiff and the kubelet are timed from the manifest's rename into the watched directory to the app container's CRI StartedAt; the floor from its RunPodSandbox call. The floor polls its init container's exit every 10 ms.",
-		"Density: first/all running from the write of all manifests (floor: the first CRI call) to the earliest/latest app StartedAt; remove all: manifests deleted -> no running container and no ready sandbox (floor: StopContainer+StopPodSandbox for every pod).",
+		"Density: first/all running from the write of all manifests (floor: the first CRI call) to the earliest/latest app StartedAt; remove all: manifests deleted -> no running container and no ready sandbox (floor: StopContainer+StopPodSandbox for every pod). After that the harness waits, untimed, until skiff has also removed the pods' containers and sandboxes, so that its clean-up never overlaps the next measurement.",
 		"Density pods request 10m cpu and 16Mi memory; where n x 10m exceeds the node's cpu capacity (250 pods on 2 cores) they request capacity/n instead, since an agent rejects the rest with OutOfcpu, as the kubelet does.",
 		"The floor makes no probe calls: it is the CRI work of starting and stopping the pods. skiff and the kubelet also run each density pod's exec readiness probe (a runc exec, ~0.1-0.2 s of CPU here) every 10 s: with 110 pods those execs alone keep a 2-core node near saturation, so density times include them.",
 		"CPU and RSS are the agent process only (/proc/<pid>/stat utime+stime, VmRSS sampled once a second), not containerd, shims or pods.",
