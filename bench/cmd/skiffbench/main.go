@@ -28,6 +28,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/skiffnode/skiff/bench/internal/criops"
+	"github.com/skiffnode/skiff/bench/internal/procfs"
 	"github.com/skiffnode/skiff/bench/internal/report"
 )
 
@@ -198,6 +199,25 @@ func (b *bench) measure(ctx context.Context, res *report.Results) error {
 	return nil
 }
 
+// killStrayShims kills the containerd shims of root's containerd that
+// outlived it (see procfs.ShimsOf). Called only once every sandbox was
+// removed and containerd stopped.
+func (b *bench) killStrayShims(root string) {
+	pids, err := procfs.ShimsOf("/proc", root)
+	if err != nil {
+		b.log.Warn("looking for stray shims", "err", err)
+		return
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			b.log.Warn("killing stray shim", "pid", pid, "err", err)
+		}
+	}
+	if len(pids) > 0 {
+		b.log.Warn("killed containerd shims that outlived their containerd", "pids", pids)
+	}
+}
+
 // teardown removes every manifest and pod, stops skiff (and with it the
 // managed containerd) and removes root unless keep.
 func (b *bench) teardown(root string, keep bool) error {
@@ -218,6 +238,9 @@ func (b *bench) teardown(root string, keep bool) error {
 	_ = b.c.Close()
 	if err := b.skiff.proc.stop(); err != nil {
 		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		b.killStrayShims(root)
 	}
 	switch {
 	case keep:

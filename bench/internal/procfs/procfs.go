@@ -147,3 +147,39 @@ func truncate(s string) string {
 	}
 	return s
 }
+
+// ShimsOf returns the pids of containerd shims (an executable named
+// containerd-shim*) whose -address is a socket under root, found in
+// procRoot (normally /proc). Once the harness has removed every sandbox and
+// stopped the containerd of root, any such shim is a leak: containerd 1.6
+// left one behind in a full run (no children, bundle deleted). Processes
+// that vanish while being read are skipped.
+func ShimsOf(procRoot, root string) ([]int, error) {
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", procRoot, err)
+	}
+	prefix := filepath.Clean(root) + string(filepath.Separator)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		if !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") {
+			continue
+		}
+		for i, a := range args[:len(args)-1] {
+			if a == "-address" && strings.HasPrefix(args[i+1], prefix) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids, nil
+}

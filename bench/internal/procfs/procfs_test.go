@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +141,28 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestShimsOf(t *testing.T) {
+	proc := t.TempDir()
+	procs := map[string]string{
+		"10":   "/usr/bin/containerd-shim-runc-v2\x00-namespace\x00k8s.io\x00-id\x00abc\x00-address\x00/tmp/sb-1/containerd/containerd.sock\x00",
+		"11":   "/usr/bin/containerd-shim-runc-v2\x00-namespace\x00k8s.io\x00-id\x00def\x00-address\x00/run/containerd/containerd.sock\x00",
+		"12":   "/usr/bin/containerd-shim-runc-v2\x00-address\x00/tmp/sb-10/containerd.sock\x00",
+		"13":   "/usr/bin/containerd\x00--address\x00/tmp/sb-1/containerd/containerd.sock\x00",
+		"14":   "",
+		"self": "/usr/bin/containerd-shim-runc-v2\x00-address\x00/tmp/sb-1/x.sock\x00",
+	}
+	for pid, cmdline := range procs {
+		must(t, os.MkdirAll(filepath.Join(proc, pid), 0o755))
+		must(t, os.WriteFile(filepath.Join(proc, pid, "cmdline"), []byte(cmdline), 0o644))
+	}
+	got, err := ShimsOf(proc, "/tmp/sb-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{10}; !slices.Equal(got, want) {
+		t.Errorf("ShimsOf = %v, want %v (only shims whose -address is under the root)", got, want)
 	}
 }
