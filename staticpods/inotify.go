@@ -72,7 +72,7 @@ func (w *dirWatcher) Add(dir string) error {
 }
 
 // Remove drops the watch; an error if there is none (the directory went).
-func (w *dirWatcher) Remove(string) error {
+func (w *dirWatcher) Remove() error {
 	w.mu.Lock()
 	wd := w.wd
 	w.wd = -1

@@ -211,7 +211,7 @@ func (l *loop) onEvent(ev dirEvent) {
 	if filepath.Clean(ev.Name) == l.s.cfg.Dir {
 		if dirGone(ev) {
 			l.s.log.Info("manifest directory removed or renamed; waiting for it to reappear")
-			_ = l.w.Remove(l.s.cfg.Dir) // the watch may already be gone
+			_ = l.w.Remove() // the watch may already be gone
 			l.watching = false
 			l.backoff = minRetry
 			l.retry.Reset(l.backoff)

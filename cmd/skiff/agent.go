@@ -116,7 +116,8 @@ const agentGCPercent = 50
 // per core, each of its ~15 wake-ups a second (probe ticks, CRI replies,
 // the relist) also woke idle Ps that spun looking for work. One P: steady
 // CPU with 110 pods 4.3 -> 3.4 % of a core and RSS 47 -> 43 MB (issue 5).
-// containerd's shims cap theirs the same way. Go preempts a long-running
+// containerd's shims cap theirs at 2 for the same kind of reason
+// (runtime/v2/shim: fewer Go stacks). Go preempts a long-running
 // goroutine after 10 ms, so a slow list decode cannot stall probes for
 // longer than that.
 const agentMaxProcs = 1

@@ -65,10 +65,7 @@ type Match func(*runtimeapi.Container) bool
 // InPods matches containers named container in the pods named in names
 // (pod name label), in namespace ns.
 func InPods(ns, container string, names []string) Match {
-	set := make(map[string]bool, len(names))
-	for _, n := range names {
-		set[n] = true
-	}
+	set := nameSet(names)
 	return func(c *runtimeapi.Container) bool {
 		return c.Labels[LabelPodNamespace] == ns && c.Labels[LabelContainer] == container && set[c.Labels[LabelPodName]]
 	}
@@ -125,25 +122,8 @@ func missing(names []string, have map[string]time.Time) string {
 // WaitStopped polls until no pod in names (namespace ns) has a RUNNING
 // container or a READY sandbox, and returns when that was first seen.
 func (c *Client) WaitStopped(ctx context.Context, ns string, names []string, poll time.Duration) (time.Time, error) {
-	set := make(map[string]bool, len(names))
-	for _, n := range names {
-		set[n] = true
-	}
-	for {
-		left, err := c.countActive(ctx, ns, set)
-		now := time.Now()
-		if err == nil && left == 0 {
-			return now, nil
-		}
-		select {
-		case <-ctx.Done():
-			if err != nil {
-				return now, fmt.Errorf("wait for %d pods to stop: %w when %w", len(names), err, ctx.Err())
-			}
-			return now, fmt.Errorf("wait for %d pods to stop: %d still active when %w", len(names), left, ctx.Err())
-		case <-time.After(poll):
-		}
-	}
+	set := nameSet(names)
+	return waitNone(ctx, poll, "stop", len(names), func() (int, error) { return c.countActive(ctx, ns, set) })
 }
 
 // WaitGone polls until no sandbox of a pod in names (namespace ns) is
@@ -151,35 +131,55 @@ func (c *Client) WaitStopped(ctx context.Context, ns string, names []string, pol
 // them. The harness waits for it, untimed, after timing a removal, so
 // that an agent's clean-up does not run into the next measurement.
 func (c *Client) WaitGone(ctx context.Context, ns string, names []string, poll time.Duration) error {
+	set := nameSet(names)
+	_, err := waitNone(ctx, poll, "be removed", len(names), func() (int, error) { return c.countSandboxes(ctx, ns, set) })
+	return err
+}
+
+func nameSet(names []string) map[string]bool {
 	set := make(map[string]bool, len(names))
 	for _, n := range names {
 		set[n] = true
 	}
+	return set
+}
+
+// waitNone calls count every poll until it reports 0 and returns when that
+// was seen; on ctx's end, an error saying what was left of n pods to do
+// what.
+func waitNone(ctx context.Context, poll time.Duration, what string, n int, count func() (int, error)) (time.Time, error) {
 	for {
-		resp, err := c.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
-			LabelSelector: map[string]string{LabelPodNamespace: ns},
-		}})
-		left := -1
-		if err == nil {
-			left = 0
-			for _, s := range resp.Items {
-				if set[s.Metadata.GetName()] || set[s.Labels[LabelPodName]] {
-					left++
-				}
-			}
-			if left == 0 {
-				return nil
-			}
+		left, err := count()
+		now := time.Now()
+		if err == nil && left == 0 {
+			return now, nil
 		}
 		select {
 		case <-ctx.Done():
 			if err != nil {
-				return fmt.Errorf("wait for %d pods to be removed: %w when %w", len(names), err, ctx.Err())
+				return now, fmt.Errorf("wait for %d pods to %s: %w when %w", n, what, err, ctx.Err())
 			}
-			return fmt.Errorf("wait for %d pods to be removed: %d left when %w", len(names), left, ctx.Err())
+			return now, fmt.Errorf("wait for %d pods to %s: %d left when %w", n, what, left, ctx.Err())
 		case <-time.After(poll):
 		}
 	}
+}
+
+// countSandboxes counts the sandboxes, in any state, of the pods in set.
+func (c *Client) countSandboxes(ctx context.Context, ns string, set map[string]bool) (int, error) {
+	resp, err := c.RT.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{LabelPodNamespace: ns},
+	}})
+	if err != nil {
+		return -1, fmt.Errorf("list sandboxes: %w", err)
+	}
+	n := 0
+	for _, s := range resp.Items {
+		if set[s.Metadata.GetName()] || set[s.Labels[LabelPodName]] {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (c *Client) countActive(ctx context.Context, ns string, set map[string]bool) (int, error) {

@@ -1,6 +1,7 @@
 // Package procfs samples a process's CPU time and resident memory from
 // /proc, from outside the process: utime+stime of /proc/<pid>/stat and VmRSS
 // of /proc/<pid>/status. The parsers are pure; Read does the I/O.
+// ShimsOf finds containerd shims by their command line.
 package procfs
 
 import (
