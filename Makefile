@@ -12,7 +12,7 @@ ROOT_DIR ?= /var/lib/skiff
 MANIFESTS ?= examples/manifests
 GOLANGCI_LINT_VERSION := v2.15.0
 
-.PHONY: all build images setup setup-runtime unit e2e test test-v2 run lint bench bench-quick clean
+.PHONY: all build images setup setup-runtime unit integration e2e test test-v2 test-fresh run lint bench bench-quick clean
 
 all: build
 
@@ -33,9 +33,17 @@ setup:
 setup-runtime:
 	@if [ "$$(id -u)" = 0 ]; then test/setup.sh --runtime; else echo "setup: not root, skipping test/setup.sh"; fi
 
-## unit: unit tests with the race detector; no root needed
+## unit: unit tests with the race detector; no root needed, and as root they leave the host alone
 unit:
-	env -u SKIFF_E2E $(GO) test -race ./...
+	env -u SKIFF_E2E -u SKIFF_ROOT_TESTS $(GO) test -race ./...
+
+# The packages with tests gated on SKIFF_ROOT_TESTS=1 (bench/ is a module of its own).
+ROOT_TEST_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' SKIFF_ROOT_TESTS . --exclude-dir=bench --exclude-dir=_output)))
+
+## integration: the root tests without an agent (SKIFF_ROOT_TESTS=1): the host's cgroups, the managed containerd
+integration: setup
+	@[ "$$(id -u)" = 0 ] || { echo "make integration: the root tests must run as root" >&2; exit 1; }
+	SKIFF_ROOT_TESTS=1 $(GO) test -race -count=1 -timeout 15m $(ROOT_TEST_PKGS)
 
 ## e2e: end-to-end tests against a real containerd (root)
 e2e: setup build images
@@ -43,10 +51,11 @@ e2e: setup build images
 	SKIFF_E2E=1 SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) \
 		$(GO) test -v -count=1 -timeout 30m ./test/e2e/...
 
-## test: everything CI runs: setup, unit, e2e, the cgroup v2 suite in a VM
+## test: setup, unit, the root tests (integration), e2e, the cgroup v2 suite in a VM
 test:
 	$(MAKE) setup
 	$(MAKE) unit
+	$(MAKE) integration
 	$(MAKE) e2e
 	$(MAKE) test-v2
 
@@ -64,6 +73,10 @@ test-v2: setup build images
 		-add $(E2E_TEST_BIN):$(VM_GUEST)/test/e2e/e2e.test -workdir $(VM_GUEST)/test/e2e \
 		-env SKIFF_E2E=1 -env SKIFF_BIN=$(VM_GUEST)/bin/skiff -env SKIFF_IMAGES=$(VM_GUEST)/images \
 		-- $(VM_GUEST)/test/e2e/e2e.test -test.v -test.count=1 -test.timeout 25m -test.run '$(V2_TESTS)'
+
+## test-fresh: from a fresh minimal Debian 12 (debootstrap chroot, cached in _output/fresh) to a Running example pod (root)
+test-fresh:
+	test/fresh/run.sh
 
 ## run: start the agent with the example manifests (root)
 run: setup-runtime build images

@@ -16,12 +16,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// newHostManager returns a cgroupfs Manager under a fresh cgroup root, or
-// skips when not root (the test writes the machine's cgroups).
+// newHostManager returns a cgroupfs Manager under a fresh cgroup root. The
+// test writes the machine's cgroups, so it runs only when asked to with
+// SKIFF_ROOT_TESTS=1 (make integration) and then insists on root.
 func newHostManager(t *testing.T, maxPids int64) *Manager {
 	t.Helper()
+	if os.Getenv("SKIFF_ROOT_TESTS") != "1" {
+		t.Skip("writes the host's cgroups: set SKIFF_ROOT_TESTS=1 and run as root (make integration)")
+	}
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create cgroups")
+		t.Fatal("SKIFF_ROOT_TESTS=1 needs root to create cgroups")
 	}
 	root := fmt.Sprintf("/skiff-unit-%d", time.Now().UnixNano())
 	m, err := New(Config{Driver: DriverCgroupfs, Root: root, PodMaxPids: maxPids})

@@ -26,10 +26,23 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
+# Every program this script, the Makefile, the tests and the benchmark call
+# comes from a package below or from Debian's required set (bash, coreutils,
+# dpkg, apt, mawk, grep, util-linux, libc-bin's ldd), which even a minimal
+# root has; `make test-fresh` proves it on a debootstrap --variant=minbase
+# root. kmod: modprobe (here) and depmod (the VM kernel); procps: sysctl;
+# iptables: the CNI bridge plugin's masquerading and the VM's initramfs;
+# iproute2: ip, for looking at the pod network by hand.
+packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables kmod procps ca-certificates)
 # gcc and libc6-dev: `go test -race` needs cgo. qemu-system-x86: the cgroup v2
 # VM of `make test-v2` (test/vm), which also needs a cloud kernel (below).
-packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables ca-certificates)
 $runtime_only || packages+=(gcc libc6-dev qemu-system-x86)
+
+# The commands the packages above must provide, checked after the install: a
+# package list that misses one fails right after the install, not halfway
+# through a test.
+commands=(containerd containerd-shim-runc-v2 runc iptables iptables-save ip busybox modprobe sysctl)
+$runtime_only || commands+=(gcc depmod qemu-system-x86_64)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
@@ -56,6 +69,16 @@ if [ "${#missing[@]}" -gt 0 ]; then
 		"${missing[@]}"
 else
 	echo "setup: all packages present"
+fi
+
+lacking=()
+for c in "${commands[@]}"; do
+	command -v "$c" >/dev/null || lacking+=("$c")
+done
+[ -x /usr/lib/cni/bridge ] || lacking+=(/usr/lib/cni/bridge)
+if [ "${#lacking[@]}" -gt 0 ]; then
+	echo "setup: still missing after the install: ${lacking[*]} (a package is missing from test/setup.sh)" >&2
+	exit 1
 fi
 
 # The VM kernel for test/vm: Debian's cloud kernel. Unless the host has it
@@ -85,8 +108,10 @@ if ! $runtime_only && ! have_vm_kernel; then
 	depmod -b "$vm_kernel_root" "$kver"
 fi
 
-# Best effort: inside a container these may already be loaded, or not
-# loadable at all; the agent reports what it really lacks.
+# Best effort: inside a container (or a chroot without the host kernel's
+# modules) these may already be loaded, or not loadable at all; the agent
+# reports what it really lacks. modprobe and sysctl themselves must exist
+# (checked above): a missing program is an install bug, not a best effort.
 for m in overlay br_netfilter bridge veth; do
 	modprobe "$m" 2>/dev/null || true
 done
