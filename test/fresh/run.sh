@@ -230,9 +230,12 @@ for v in GOPROXY GOSUMDB GONOSUMDB GONOPROXY GOPRIVATE GOINSECURE GOFLAGS; do
 done
 
 log "running test/fresh/inside.sh in the chroot"
+# In the background, so that a SIGTERM or SIGINT to this script runs the
+# clean-up at once (bash runs traps only between foreground commands).
 chroot "$root" /usr/bin/env -i \
 	HOME=/root TERM=dumb LANG=C.UTF-8 \
 	PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$goroot/bin" \
 	GOMODCACHE="$gomodcache" GOCACHE="$gocache" GOTOOLCHAIN=local "${goenv[@]}" \
 	FRESH_CGROUP_ROOT="/$cgroup_root" \
-	/bin/bash /skiff/test/fresh/inside.sh
+	/bin/bash /skiff/test/fresh/inside.sh &
+wait $!
