@@ -25,12 +25,12 @@ import (
 	"github.com/skiffnode/skiff/runtime/cri"
 )
 
-// requireRoot skips unless SKIFF_ROOT_TESTS=1; then it insists on root and
-// a containerd binary.
+// requireRoot skips unless SKIFF_ROOT_TESTS=1 (set by make integration,
+// which make test runs); then it insists on root and a containerd binary.
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Getenv("SKIFF_ROOT_TESTS") != "1" {
-		t.Skip("set SKIFF_ROOT_TESTS=1 to run tests that need root and containerd")
+		t.Skip("set SKIFF_ROOT_TESTS=1 and run as root to run tests that need root and containerd (make integration)")
 	}
 	if os.Geteuid() != 0 {
 		t.Fatal("SKIFF_ROOT_TESTS=1 needs root")

@@ -107,7 +107,7 @@ kill_all() {
 	for sig in TERM KILL KILL; do
 		pids=$( (chroot_pids; cgroup_pids) | sort -u | grep -vx "$$" || true)
 		[ -n "$pids" ] || return 0
-		log "killing (SIG$sig) leftover processes: $(echo $pids)"
+		log "killing (SIG$sig) leftover processes: ${pids//$'\n'/ }"
 		# shellcheck disable=SC2086
 		kill -s "$sig" $pids 2>/dev/null || true
 		sleep 3
@@ -139,7 +139,7 @@ cleanup() {
 	local left
 	left=$(comm -13 <(echo "$veths_before") <(veths))
 	if [ -n "$left" ]; then
-		log "veth interfaces left behind: $(echo $left)"
+		log "veth interfaces left behind: ${left//$'\n'/ }"
 		[ "$rc" -ne 0 ] || rc=1
 	fi
 	if [ -n "$(mounts_under "$root")" ]; then
