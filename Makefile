@@ -1,5 +1,6 @@
 # skiff: `make run` starts the agent on this machine, `make test` runs every
-# test (unit + e2e) and installs what they need when run as root.
+# test (unit, root, e2e, cgroup v2 VM) and installs what they need when run
+# as root. CI (.ci/run) adds lint, test-fresh and bench-quick.
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -84,7 +85,7 @@ run: setup-runtime build images
 	cp $(IMAGES_DIR)/busybox.tar $(ROOT_DIR)/images/busybox.tar
 	exec $(BIN) agent --pod-manifest-path $(MANIFESTS) --root-dir $(ROOT_DIR)
 
-## lint: golangci-lint (pinned); not part of test
+## lint: golangci-lint (pinned) on the main module and bench/; CI runs it, make test does not
 lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 	cd bench && $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
