@@ -63,21 +63,24 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 	if len(acts.Unhealthy) > 0 {
 		return progressed, 0 // observe the kills before starting anything
 	}
+	start := func(c *v1.Container, init bool) bool {
+		return w.startContainer(ctx, st, c, init, acts.BackoffFrom[c.Name])
+	}
 	for _, i := range acts.RestartSidecars {
-		if w.startContainer(ctx, st, &w.pod.Spec.InitContainers[i], true) {
+		if start(&w.pod.Spec.InitContainers[i], true) {
 			progressed = true
 		} else {
 			retry = w.retryDelay()
 		}
 	}
 	if acts.StartInit >= 0 {
-		if !w.startContainer(ctx, st, &w.pod.Spec.InitContainers[acts.StartInit], true) {
+		if !start(&w.pod.Spec.InitContainers[acts.StartInit], true) {
 			return progressed, w.retryDelay()
 		}
 		progressed = true
 	}
 	for _, i := range acts.StartApp {
-		if !w.startContainer(ctx, st, &w.pod.Spec.Containers[i], false) {
+		if !start(&w.pod.Spec.Containers[i], false) {
 			retry = w.retryDelay()
 			continue
 		}
@@ -123,7 +126,9 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 
 // startContainer ensures the image, then creates and starts one container.
 // Problems become the container's Waiting reason; it reports success.
-func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Container, init bool) bool {
+// backoffFrom, if set, is the exit the planner's back-off check measured
+// from: a start records the restart in the back-off (podActions.BackoffFrom).
+func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Container, init bool, backoffFrom time.Time) bool {
 	now := w.a.clock.Now()
 	key := restartBackoffKey(c.Name)
 	attempt := st.nextAttempt(c.Name)
@@ -140,14 +145,11 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 		return false
 	}
 	w.event(c.Name, v1.EventTypeNormal, EventStarted, "Started container "+c.Name)
-	if !w.postStart(ctx, st, c, id) {
-		if attempt > 0 {
-			w.backoff.next(key, now)
-		}
-		return true
+	if !backoffFrom.IsZero() {
+		w.backoff.next(key, backoffFrom, now)
 	}
-	if attempt > 0 {
-		w.backoff.next(key, now)
+	if !w.postStart(ctx, st, c, id) {
+		return true
 	}
 	delete(w.waiting, c.Name)
 	w.pruneOld(ctx, st, c.Name, attempt)

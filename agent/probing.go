@@ -122,19 +122,21 @@ func (w *podWorker) markProbeKilled(id string) {
 	w.probeKilled[id] = true
 }
 
-// pruneProbeKilled forgets the marks of containers the runtime no longer
-// holds.
+// pruneProbeKilled forgets the marks (probeKilled, killChecked) of
+// containers the runtime no longer holds.
 func (w *podWorker) pruneProbeKilled(st *podState) {
-	if len(w.probeKilled) == 0 {
+	if len(w.probeKilled) == 0 && len(w.killChecked) == 0 {
 		return
 	}
 	present := make(map[string]bool, len(st.Containers))
 	for _, c := range st.Containers {
 		present[c.ID] = true
 	}
-	for id := range w.probeKilled {
-		if !present[id] {
-			delete(w.probeKilled, id)
+	for _, m := range []map[string]bool{w.probeKilled, w.killChecked} {
+		for id := range m {
+			if !present[id] {
+				delete(m, id)
+			}
 		}
 	}
 }

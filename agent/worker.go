@@ -62,6 +62,9 @@ type podWorker struct {
 	// probeKilled: containers (by ID) killed for a failed liveness or
 	// startup probe with a promised restart (B.9); see markProbeKilled.
 	probeKilled map[string]bool
+	// killChecked: probe-killed containers (by ID) whose restart the
+	// back-off held back once (podActions.CheckedKills).
+	killChecked map[string]bool
 	// oomChecked caches OOM-kill counter checks by container ID (D.14).
 	oomChecked map[string]bool
 	// rejected: admission refused the pod (set before the worker runs).
@@ -83,6 +86,7 @@ func newPodWorker(a *Agent, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
 		inPostStart:  map[string]bool{},
 		termMessages: map[string]string{},
 		oomChecked:   map[string]bool{},
+		killChecked:  map[string]bool{},
 	}
 }
 
@@ -200,13 +204,18 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	w.settleOOM(st)
 	deadline := w.checkDeadline(now)
 	w.pruneProbeKilled(st)
+	w.backoff.prune(now)
 	x := planExtras{
 		Started:       func(name, _ string) bool { return w.a.prober.Started(w.uid, name) },
 		ProbeFailed:   w.syncProbes(st),
 		Failure:       w.failure,
 		RestartAnyway: w.probeKilled,
+		KillChecked:   w.killChecked,
 	}
 	acts := computePodActions(w.pod, st, now, w.backoff, x)
+	for _, id := range acts.CheckedKills {
+		w.killChecked[id] = true
+	}
 	progressed, retry := w.apply(ctx, st, acts)
 	for name, ws := range acts.Waiting {
 		if prev, ok := w.waiting[name]; !ok || prev != ws {

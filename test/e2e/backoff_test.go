@@ -112,3 +112,40 @@ func checkBackOffStatus(t *testing.T, p *v1.Pod, st *v1.ContainerStatus) {
 		t.Errorf("pod phase %s during back-off, want Running", p.Status.Phase)
 	}
 }
+
+// TestLivenessRestartsLikeKubelet_A13_B9 runs a container that fails its
+// liveness probe 5s after each start (period 1s, failureThreshold 2) and
+// counts its restarts in the first 55s. The kubelet kills such a container
+// and starts it again in the same sync, measuring the restart back-off from
+// the exit before the kill, so back-off only holds every other restart:
+// kubelet v1.34.4 restarted it at about 9, 19, 41 and 50s, 4 times.
+func TestLivenessRestartsLikeKubelet_A13_B9(t *testing.T) {
+	e := NewEnv(t)
+	e.StartAgent(t, AgentOptions{})
+	probe := `livenessProbe: {exec: {command: ["sh", "-c", "test $(( $(date +%s) - $(cat /tmp/started) )) -lt 5"]}, periodSeconds: 1, failureThreshold: 2}`
+	e.WriteManifest(t, "liveness-loop.yaml", podSpec("liveness-loop", []string{"terminationGracePeriodSeconds: 5"}, nil, []string{
+		container("app", busyboxImage, []string{"sh", "-c", "date +%s > /tmp/started; " + sleepLoop}, nil, probe)}))
+	tr := newContainerTracker(e, PodName("liveness-loop"), "app")
+	const window = 55 * time.Second
+	var first time.Time
+	tr.until(t, window+time.Minute, "55s after the first start", func() bool {
+		if r := tr.attempts[0]; r != nil && !r.StartedAt.IsZero() {
+			first = r.StartedAt
+		}
+		return !first.IsZero() && time.Since(first) > window
+	})
+	var starts []string
+	restarts := 0
+	for i := uint32(1); tr.attempts[i] != nil; i++ {
+		r := tr.attempts[i]
+		if r.StartedAt.IsZero() || r.StartedAt.Sub(first) > window {
+			break
+		}
+		restarts++
+		starts = append(starts, r.StartedAt.Sub(first).Round(100*time.Millisecond).String())
+	}
+	t.Logf("restarts at %s after the first start", strings.Join(starts, ", "))
+	if restarts < 4 {
+		t.Errorf("%d restarts in the first %s, want at least 4 (kubelet v1.34.4: 4, at about 9, 19, 41 and 50s)", restarts, window)
+	}
+}
