@@ -48,12 +48,19 @@ func (w *podWorker) killContainer(ctx context.Context, cs *runtime.ContainerStat
 	return nil
 }
 
-// runPreStop runs the preStop hook and waits for it at most budget.
+// runPreStop runs the preStop hook and waits for it at most budget. The
+// hook's call is cancelled when the budget is spent or ctx ends, and
+// runPreStop returns only after it returned: no hook outlives the worker.
 func (w *podWorker) runPreStop(ctx context.Context, c *v1.Container, id, podIP string, budget time.Duration) {
+	hctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	defer func() {
+		cancel()
+		<-done
+	}()
 	go func() {
 		defer close(done)
-		if msg, err := w.a.hooks.run(ctx, w.pod, c, id, podIP, c.Lifecycle.PreStop); err != nil {
+		if msg, err := w.a.hooks.run(hctx, w.pod, c, id, podIP, c.Lifecycle.PreStop); err != nil && hctx.Err() == nil {
 			w.log.Warn("preStop hook failed", "container", c.Name, "err", err, "message", msg)
 			w.event(c.Name, v1.EventTypeWarning, EventFailedPreStopHook, "PreStopHook failed")
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiffnode/skiff/agent"
@@ -199,12 +200,15 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		}
 		sources["file"] = src
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 4)
+	// Everything below runs under one errgroup: the first to fail stops the
+	// others, and runAgent returns only after all of them returned. Then,
+	// in reverse order of start, the prober stops (deferred above) and the
+	// runtime closes (deps.cleanup), so no worker, probe or API request is
+	// still in a runtime call when the CRI connection closes.
+	g, gctx := errgroup.WithContext(ctx)
 	apiCfg := server.Config{
 		Pods: a, PodLogsDir: o.podLogsDir, Logger: log, Events: a,
-		Healthz: func() error { return a.Healthz(ctx) },
+		Healthz: func() error { return a.Healthz(gctx) },
 	}
 	if cgm != nil {
 		apiCfg.Stats = a
@@ -216,23 +220,21 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	apiCfg.Profiling = true
 	apiCfg.IsNotFound = func(err error) bool { return errors.Is(err, agent.ErrPodNotFound) }
 	srv := server.New(apiCfg)
-	go func() { errc <- srv.ServeUnix(ctx, filepath.Join(o.rootDir, "skiff.sock")) }()
+	g.Go(func() error { return srv.ServeUnix(gctx, filepath.Join(o.rootDir, "skiff.sock")) })
 	if o.readOnlyPort > 0 {
 		addr := net.JoinHostPort(o.address, strconv.Itoa(o.readOnlyPort))
-		go func() { errc <- roSrv.ServeTCP(ctx, addr) }()
+		g.Go(func() error { return roSrv.ServeTCP(gctx, addr) })
 	}
 	if importer != nil {
-		go watchImageDir(ctx, filepath.Join(o.rootDir, "images"), importer, a.WakeAll, log)
+		g.Go(func() error {
+			watchImageDir(gctx, filepath.Join(o.rootDir, "images"), importer, a.WakeAll, log)
+			return nil
+		})
 	}
 	log.Info("skiff agent started", "node", node, "manifests", o.podManifestPath, "root", o.rootDir, "hostIPs", hostIPs)
-	go func() { errc <- a.Run(ctx, sources) }()
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if err != nil && ctx.Err() == nil {
-			cancel()
-			return err
-		}
+	g.Go(func() error { return a.Run(gctx, sources) })
+	if err := g.Wait(); err != nil && ctx.Err() == nil {
+		return err
 	}
 	log.Info("skiff agent stopping; pods keep running")
 	return nil
