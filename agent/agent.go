@@ -91,6 +91,8 @@ type Agent struct {
 	events    *eventRecorder
 	hooks     *hookRunner
 	prober    Prober
+	// deps are what the pod workers get.
+	deps *workerDeps
 
 	mu           sync.Mutex
 	sources      map[string][]*v1.Pod
@@ -144,6 +146,13 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.NewProber != nil {
 		a.prober = cfg.NewProber(ProberHooks{OnChange: a.wakeUID, Event: a.containerEvent, StartsIdle: a.starts.idle})
+	}
+	a.deps = &workerDeps{
+		rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, prober: a.prober,
+		starts: a.starts, teardowns: a.teardowns, events: a.events, hooks: a.hooks,
+		cgroups: cfg.Cgroups, dns: cfg.DNS, hostIPs: cfg.HostIPs,
+		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
+		owner: a,
 	}
 	return a, nil
 }
@@ -266,7 +275,7 @@ func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool)
 			waitFor = append(waitFor, other.done)
 		}
 	}
-	w := newPodWorker(a, pod, waitFor)
+	w := newPodWorker(a.deps, pod, waitFor)
 	if !orphan {
 		a.admitLocked(w)
 	}

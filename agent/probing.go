@@ -62,7 +62,7 @@ func (noProber) StartupFailed(types.UID, string) (bool, string)                 
 // the prober and unregisters the others (level-triggered), then returns
 // the probe failures the planner acts on.
 func (w *podWorker) syncProbes(st *podState) map[string]probeFailure {
-	p := w.a.prober
+	p := w.d.prober
 	sb := st.sandbox()
 	var latest map[string]*runtime.ContainerStatus
 	podIP := ""

@@ -37,7 +37,7 @@ func qosClass(pod *v1.Pod) v1.PodQOSClass { return cgroups.QoSClass(pod) }
 
 // ensurePodCgroup creates the pod's cgroup before its sandbox (D.4).
 func (w *podWorker) ensurePodCgroup(ctx context.Context) error {
-	if cg := w.a.cfg.Cgroups; cg != nil {
+	if cg := w.d.cgroups; cg != nil {
 		return cg.EnsurePod(ctx, w.pod)
 	}
 	return nil
@@ -46,7 +46,7 @@ func (w *podWorker) ensurePodCgroup(ctx context.Context) error {
 // removePodCgroup removes the pod's cgroup once its sandboxes are gone;
 // a failure is logged (the stale cleanup at the next start retries).
 func (w *podWorker) removePodCgroup(ctx context.Context) {
-	if cg := w.a.cfg.Cgroups; cg != nil {
+	if cg := w.d.cgroups; cg != nil {
 		if err := cg.RemovePod(ctx, w.uid); err != nil {
 			w.log.Warn("removing pod cgroup", "err", err)
 		}
@@ -110,7 +110,7 @@ const oomExitCode = 137
 // cgroup's OOM-kill counter says so (D.14). Each container ID is checked
 // once; a cgroup already removed by the runtime leaves the reason as is.
 func (w *podWorker) settleOOM(st *podState) {
-	cg := w.a.cfg.Cgroups
+	cg := w.d.cgroups
 	if cg == nil {
 		return
 	}

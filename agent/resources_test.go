@@ -162,7 +162,7 @@ func TestPodCgroupLifecycle_D4(t *testing.T) {
 	if got := cg.entries(); len(got) == 0 || got[0] != "EnsurePod uid1 sandboxesBefore=0" {
 		t.Fatalf("cgroup calls = %v, want EnsurePod before the first RunSandbox", got)
 	}
-	got, err := h.agent.sandboxSpec(pod, 0)
+	got, err := h.agent.deps.sandboxSpec(pod, 0)
 	if err != nil || got.CgroupParent != "/kubepods/poduid1" {
 		t.Errorf("sandbox CgroupParent = %q (%v), want /kubepods/poduid1", got.CgroupParent, err)
 	}
@@ -199,8 +199,7 @@ func TestSettleOOM_D14(t *testing.T) {
 	cg := newFakeCgroups(rt)
 	cg.oomKills["oom-0"] = 1
 	cg.oomKills["plain-0"] = 0
-	a := &Agent{cfg: Config{Cgroups: cg}, log: slog.New(slog.DiscardHandler)}
-	w := newPodWorker(a, testPod("Always", nil, "oom"), nil)
+	w := newPodWorker(&workerDeps{cgroups: cg, log: slog.New(slog.DiscardHandler)}, testPod("Always", nil, "oom"), nil)
 	mk := func(id string, code int32, reason string) *runtime.ContainerStatus {
 		c := exited(id[:strings.Index(id, "-")], 0, code, t0)
 		c.ID, c.Reason = id, reason

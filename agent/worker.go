@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/runtime"
@@ -27,7 +28,7 @@ import (
 //	   +--+ wake/timer         +-- agent shutdown: stop; the next skiff
 //	                               start resumes termination (A.47)
 type podWorker struct {
-	a      *Agent
+	d      *workerDeps
 	uid    types.UID
 	pod    *v1.Pod
 	log    *slog.Logger
@@ -71,12 +72,46 @@ type podWorker struct {
 	rejected bool
 }
 
-func newPodWorker(a *Agent, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
+// workerDeps are a pod worker's dependencies, shared by all workers of an
+// agent; all of them are safe for concurrent use. The worker reaches the
+// agent only through owner.
+type workerDeps struct {
+	rt     runtime.Runtime
+	clock  clock.WithTicker
+	log    *slog.Logger
+	prober Prober
+	// starts gates sandbox and container starts, teardowns sandbox
+	// teardowns (see killAll).
+	starts, teardowns *startGate
+	events            *eventRecorder
+	hooks             *hookRunner
+	// cgroups: nil, no pod cgroups.
+	cgroups    PodCgroups
+	dns        func(*v1.Pod) (*runtime.DNSConfig, error)
+	hostIPs    []string
+	podsDir    string
+	podLogsDir string
+	// resync is the safety resync period (Config.ResyncPeriod).
+	resync time.Duration
+	owner  workerOwner
+}
+
+// workerOwner is what a pod worker tells its owner (the Agent). Both
+// methods are safe for concurrent use and return quickly.
+type workerOwner interface {
+	// publish records p (with its status) as the pod's published state;
+	// ignored once the worker was forgotten.
+	publish(p *v1.Pod)
+	// workerDone forgets w: its pod is gone from the runtime.
+	workerDone(w *podWorker)
+}
+
+func newPodWorker(d *workerDeps, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
 	return &podWorker{
-		a:       a,
+		d:       d,
 		uid:     pod.UID,
 		pod:     pod,
-		log:     a.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID),
+		log:     d.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID),
 		wakeCh:  make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		waitFor: waitFor,
@@ -99,12 +134,12 @@ func (w *podWorker) event(name, typ, reason, msg string) {
 	if name != "" {
 		fp = containerFieldPath(w.pod, name)
 	}
-	w.a.events.record(w.pod, fp, typ, reason, msg)
+	w.d.events.record(w.pod, fp, typ, reason, msg)
 }
 
 // ensureImage makes c's image present, recording the image events.
 func (w *podWorker) ensureImage(ctx context.Context, c *v1.Container) (string, error) {
-	return ensureImage(ctx, w.a.cfg.Runtime, c, w.a.clock, func(typ, reason, msg string) {
+	return ensureImage(ctx, w.d.rt, c, w.d.clock, func(typ, reason, msg string) {
 		w.event(c.Name, typ, reason, msg)
 	})
 }
@@ -147,7 +182,7 @@ func (w *podWorker) run(ctx context.Context) {
 	for {
 		if term, grace := w.isTerminating(); term {
 			if w.terminate(ctx, grace) {
-				w.a.workerDone(w)
+				w.d.owner.workerDone(w)
 				return
 			}
 		} else {
@@ -173,7 +208,7 @@ func (w *podWorker) waitForWork(ctx context.Context, d time.Duration) bool {
 			return true
 		}
 	}
-	t := w.a.clock.NewTimer(d)
+	t := w.d.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -187,13 +222,13 @@ func (w *podWorker) waitForWork(ctx context.Context, d time.Duration) bool {
 // sync observes, plans, applies and publishes status. It returns when to
 // sync again (0: at once, because it made progress).
 func (w *podWorker) sync(ctx context.Context) time.Duration {
-	rt := w.a.cfg.Runtime
+	rt := w.d.rt
 	st, err := observe(ctx, rt, string(w.uid))
 	if err != nil {
 		w.log.Warn("cannot observe pod", "err", err)
 		return 2 * time.Second
 	}
-	now := w.a.clock.Now()
+	now := w.d.clock.Now()
 	if w.startTime.IsZero() {
 		w.startTime = now
 		if sb := st.sandbox(); sb != nil {
@@ -206,7 +241,7 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	w.pruneProbeKilled(st)
 	w.backoff.prune(now)
 	x := planExtras{
-		Started:       func(name, _ string) bool { return w.a.prober.Started(w.uid, name) },
+		Started:       func(name, _ string) bool { return w.d.prober.Started(w.uid, name) },
 		ProbeFailed:   w.syncProbes(st),
 		Failure:       w.failure,
 		RestartAnyway: w.probeKilled,
@@ -224,7 +259,7 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 		w.waiting[name] = ws
 	}
 	w.publishStatus(st, now)
-	next := w.a.cfg.ResyncPeriod
+	next := w.d.resync
 	switch {
 	case progressed:
 		return 0
@@ -279,9 +314,9 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 	}
 	s := computePodStatus(statusInput{
 		Pod: w.pod, State: st, Waiting: w.waiting, Previous: w.status,
-		HostIPs: w.a.cfg.HostIPs, StartTime: w.startTime, Now: now,
-		Ready:         func(name string) bool { return w.a.prober.Ready(w.uid, name) },
-		Started:       func(name string) bool { return w.a.prober.Started(w.uid, name) },
+		HostIPs: w.d.hostIPs, StartTime: w.startTime, Now: now,
+		Ready:         func(name string) bool { return w.d.prober.Ready(w.uid, name) },
+		Started:       func(name string) bool { return w.d.prober.Started(w.uid, name) },
 		InPostStart:   w.inPostStart,
 		Failure:       w.failure,
 		RestartAnyway: w.probeKilled,
@@ -300,7 +335,7 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 		p.DeletionTimestamp = &t
 		p.DeletionGracePeriodSeconds = w.graceSeconds(nil)
 	}
-	w.a.publish(p)
+	w.d.owner.publish(p)
 }
 
 // pendingPod is the pod as first published, before any sync.
@@ -308,7 +343,7 @@ func (w *podWorker) pendingPod() *v1.Pod {
 	p := w.pod.DeepCopy()
 	p.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: qosClass(w.pod)}
 	if p.CreationTimestamp.IsZero() {
-		p.CreationTimestamp = metav1.NewTime(w.a.clock.Now())
+		p.CreationTimestamp = metav1.NewTime(w.d.clock.Now())
 	}
 	return p
 }
@@ -329,26 +364,26 @@ func (w *podWorker) graceSeconds(override *int64) *int64 {
 // period, then the sandbox goes. It reports whether the pod is gone.
 func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
 	grace := time.Duration(*w.graceSeconds(override)) * time.Second
-	st, err := observe(ctx, w.a.cfg.Runtime, string(w.uid))
+	st, err := observe(ctx, w.d.rt, string(w.uid))
 	if err != nil {
 		w.log.Warn("cannot observe pod for termination", "err", err)
 		return false
 	}
-	w.publishStatus(st, w.a.clock.Now())
+	w.publishStatus(st, w.d.clock.Now())
 	if err := w.killAll(ctx, st, grace, func() { w.stopped.Store(true) }); err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("terminating pod", "err", err)
 		}
 		return false
 	}
-	w.a.prober.RemovePod(w.uid)
+	w.d.prober.RemovePod(w.uid)
 	w.removePodCgroup(ctx)
-	dir := podlogs.PodDir(w.a.cfg.PodLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
+	dir := podlogs.PodDir(w.d.podLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
 	if err := os.RemoveAll(dir); err != nil {
 		w.log.Warn("removing pod logs", "dir", dir, "err", err)
 	}
-	if w.a.cfg.PodsDir != "" {
-		if err := os.RemoveAll(filepath.Join(w.a.cfg.PodsDir, string(w.uid))); err != nil {
+	if w.d.podsDir != "" {
+		if err := os.RemoveAll(filepath.Join(w.d.podsDir, string(w.uid))); err != nil {
 			w.log.Warn("removing pod directory", "err", err)
 		}
 	}
