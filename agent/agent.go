@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -62,13 +61,22 @@ type Config struct {
 	// PodsDir holds per-pod files (termination message files), e.g.
 	// <root-dir>/pods; "" disables termination message files.
 	PodsDir string
-	// NewProber creates the prober of liveness, readiness and startup
-	// probes, given the hooks it reports through; nil: no probes run, and
-	// every running container counts as started and ready.
-	NewProber func(ProberHooks) Prober
-	// MaxParallelStarts bounds concurrent sandbox/container starts, so the
-	// first pods run early when many arrive at once, and apart from those,
-	// concurrent sandbox teardowns (default max(2, CPUs)).
+	// Prober runs liveness, readiness and startup probes; nil: no probes
+	// run, and every running container counts as started and ready. Its
+	// owner stops it, after Run returned.
+	Prober Prober
+	// ProbeChanges delivers the UID of a pod whose probe result changed
+	// (the prober's output, e.g. probes.Config.Changes): Run drains it and
+	// wakes the pod's worker. nil: workers see results at their next sync.
+	ProbeChanges <-chan types.UID
+	// Starts bounds concurrent sandbox and container starts (shared with
+	// the prober, which yields to starts); nil: a gate of MaxParallelStarts.
+	Starts *StartGate
+	// Events keeps the events of the node's pods (shared with the prober);
+	// nil: a recorder of its own.
+	Events *EventRecorder
+	// MaxParallelStarts bounds concurrent sandbox teardowns, and starts
+	// where Starts is nil (default max(2, CPUs)).
 	MaxParallelStarts int
 	// Cgroups manages pod-level cgroups; nil: no pod cgroups (the runtime
 	// chooses where containers go).
@@ -84,11 +92,11 @@ type Agent struct {
 	cfg    Config
 	log    *slog.Logger
 	clock  clock.WithTicker
-	starts *startGate
+	starts *StartGate
 	// teardowns bounds concurrent sandbox teardowns (see killAll).
-	teardowns *startGate
+	teardowns *StartGate
 	updated   chan struct{}
-	events    *eventRecorder
+	events    *EventRecorder
 	hooks     *hookRunner
 	prober    Prober
 	// deps are what the pod workers get.
@@ -127,25 +135,28 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.ResyncPeriod <= 0 {
 		cfg.ResyncPeriod = time.Minute
 	}
-	if cfg.MaxParallelStarts <= 0 {
-		cfg.MaxParallelStarts = max(2, goruntime.NumCPU())
+	if cfg.Starts == nil {
+		cfg.Starts = NewStartGate(cfg.MaxParallelStarts)
+	}
+	if cfg.Events == nil {
+		cfg.Events = NewEventRecorder(cfg.Clock, cfg.NodeName)
+	}
+	if cfg.Prober == nil {
+		cfg.Prober = noProber{}
 	}
 	a := &Agent{
 		cfg:       cfg,
 		log:       cfg.Logger,
 		clock:     cfg.Clock,
-		starts:    newStartGate(cfg.MaxParallelStarts),
-		teardowns: newStartGate(cfg.MaxParallelStarts),
+		starts:    cfg.Starts,
+		teardowns: NewStartGate(cfg.MaxParallelStarts),
 		updated:   make(chan struct{}, 1),
-		events:    newEventRecorder(cfg.Clock, cfg.NodeName),
+		events:    cfg.Events,
 		sources:   map[string][]*v1.Pod{},
 		workers:   map[types.UID]*podWorker{},
 		published: map[types.UID]*v1.Pod{},
 		hooks:     newHookRunner(execOutput(cfg.Runtime)),
-		prober:    noProber{},
-	}
-	if cfg.NewProber != nil {
-		a.prober = cfg.NewProber(ProberHooks{OnChange: a.wakeUID, Event: a.containerEvent, StartsIdle: a.starts.idle})
+		prober:    cfg.Prober,
 	}
 	a.deps = &workerDeps{
 		rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, prober: a.prober,
@@ -155,17 +166,6 @@ func New(cfg Config) (*Agent, error) {
 		owner: a,
 	}
 	return a, nil
-}
-
-// containerEvent records an event about a container of a pod this agent
-// runs; events of unknown pods are dropped. Safe for concurrent use.
-func (a *Agent) containerEvent(uid types.UID, container, typ, reason, msg string) {
-	a.mu.Lock()
-	w := a.workers[uid]
-	a.mu.Unlock()
-	if w != nil {
-		w.event(container, typ, reason, msg)
-	}
 }
 
 // Run starts the sources, the relister and the pod workers, and blocks until
@@ -196,6 +196,13 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 		go func() {
 			defer wg.Done()
 			a.statsLoop(ctx)
+		}()
+	}
+	if a.cfg.ProbeChanges != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.drainProbeChanges(ctx)
 		}()
 	}
 	for {
@@ -409,6 +416,19 @@ func (a *Agent) WakeAll() {
 	defer a.mu.Unlock()
 	for _, w := range a.workers {
 		w.wake()
+	}
+}
+
+// drainProbeChanges wakes the worker of each pod whose probe result
+// changed, until ctx is done.
+func (a *Agent) drainProbeChanges(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case uid := <-a.cfg.ProbeChanges:
+			a.wakeUID(uid)
+		}
 	}
 }
 

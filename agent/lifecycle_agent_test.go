@@ -63,7 +63,7 @@ func startAgentWith(t *testing.T, rt runtime.Runtime, prober Prober) *harness {
 	t.Helper()
 	cfg := testConfig(t, rt)
 	cfg.PodsDir = t.TempDir()
-	cfg.NewProber = func(ProberHooks) Prober { return prober }
+	cfg.Prober = prober
 	return runTestAgent(t, cfg)
 }
 

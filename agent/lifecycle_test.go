@@ -171,7 +171,7 @@ func TestStatusSidecarReadiness(t *testing.T) {
 
 func TestEventRecorderCountsRepeats(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
-	r := newEventRecorder(clk, "node")
+	r := NewEventRecorder(clk, "node")
 	pod := testPod("Always", nil, "a")
 	r.record(pod, containerFieldPath(pod, "a"), v1.EventTypeWarning, EventBackOff, "Back-off restarting failed container a")
 	clk.Step(time.Minute)

@@ -34,18 +34,6 @@ type Prober interface {
 	StartupFailed(podUID types.UID, containerName string) (bool, string)
 }
 
-// ProberHooks is how a Prober reports back to the agent.
-type ProberHooks struct {
-	// OnChange asks the pod's worker to sync (a result changed).
-	OnChange func(podUID types.UID)
-	// Event records an event about a container of the pod (e.g. Unhealthy).
-	Event func(podUID types.UID, containerName, eventType, reason, message string)
-	// StartsIdle returns a channel closed once no sandbox or container
-	// start is in flight or waiting (already closed if none is now), so
-	// that costly re-checks can yield to starts. It never blocks.
-	StartsIdle func() <-chan struct{}
-}
-
 // noProber is the Prober of an agent without probes: every running
 // container is started and ready.
 type noProber struct{}

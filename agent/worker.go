@@ -82,8 +82,8 @@ type workerDeps struct {
 	prober Prober
 	// starts gates sandbox and container starts, teardowns sandbox
 	// teardowns (see killAll).
-	starts, teardowns *startGate
-	events            *eventRecorder
+	starts, teardowns *StartGate
+	events            *EventRecorder
 	hooks             *hookRunner
 	// cgroups: nil, no pod cgroups.
 	cgroups    PodCgroups

@@ -66,7 +66,7 @@ func TestWorkerWithFakeOwnerAndClock_A13(t *testing.T) {
 	owner := &fakeOwner{}
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: newStartGate(2), teardowns: newStartGate(2), events: newEventRecorder(clk, "node"),
+		starts: NewStartGate(2), teardowns: NewStartGate(2), events: NewEventRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner,
 	}
 	pod := testPod("Always", nil, "a")

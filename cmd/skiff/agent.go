@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/agent"
 	"github.com/skiffnode/skiff/cgroups"
@@ -163,12 +165,18 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		podCgroups = cgm
 	}
 	hostIPs := nodeIPs(log)
-	var prober *probes.Manager
-	defer func() {
-		if prober != nil {
-			prober.Stop()
-		}
-	}()
+	// The prober, the start gate it yields to and the event recorder are
+	// shared by the agent and the prober; probe results reach the agent as
+	// pod UIDs on changes, which agent.Run drains. The prober stops after
+	// everything under the errgroup below returned, before the runtime.
+	starts := agent.NewStartGate(o.maxParallelStarts)
+	events := agent.NewEventRecorder(clock.RealClock{}, node)
+	changes := make(chan types.UID, 64)
+	prober := probes.NewManager(probes.Config{
+		Exec: rt, Logger: log, Changes: changes, Events: events.ContainerEvent, StartsIdle: starts.Idle,
+		MaxConcurrentExec: parallelExecProbes(o.maxParallelProbes),
+	})
+	defer prober.Stop()
 	a, err := agent.New(agent.Config{
 		NodeName:          node,
 		Runtime:           rt,
@@ -179,15 +187,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		DNS:               podDNS(o.resolvConf),
 		Logger:            log,
 		MaxParallelStarts: o.maxParallelStarts,
+		Starts:            starts,
+		Events:            events,
+		Prober:            prober,
+		ProbeChanges:      changes,
 		Cgroups:           podCgroups,
 		Allocatable:       allocatable,
-		NewProber: func(h agent.ProberHooks) agent.Prober {
-			prober = probes.NewManager(probes.Config{
-				Exec: rt, Logger: log, OnChange: h.OnChange, Events: h.Event, StartsIdle: h.StartsIdle,
-				MaxConcurrentExec: parallelExecProbes(o.maxParallelProbes),
-			})
-			return prober
-		},
 	})
 	if err != nil {
 		return err
