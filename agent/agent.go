@@ -172,6 +172,11 @@ func New(cfg Config) (*Agent, error) {
 // ctx is done. Cancelling ctx stops skiff, not the pods: containers keep
 // running and are adopted at the next start.
 func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
+	v, err := a.cfg.Runtime.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("container runtime: %w", err)
+	}
+	a.deps.runtimeName = v.Name
 	a.mu.Lock()
 	a.runCtx = ctx
 	a.numSources = len(sources)
@@ -394,9 +399,18 @@ func (a *Agent) runningContainerID(namespace, name, container string) (string, e
 		if cs.State.Running == nil {
 			return "", fmt.Errorf("container %q of pod %s/%s is not running", container, namespace, name)
 		}
-		return strings.TrimPrefix(cs.ContainerID, "containerd://"), nil
+		return containerIDFromStatus(cs.ContainerID), nil
 	}
 	return "", fmt.Errorf("container %q in pod %s/%s: %w", container, namespace, name, ErrPodNotFound)
+}
+
+// containerIDFromStatus is the runtime's ID of a status's containerID
+// (<runtime>://<id>, any runtime).
+func containerIDFromStatus(s string) string {
+	if _, id, ok := strings.Cut(s, "://"); ok {
+		return id
+	}
+	return s
 }
 
 // Healthz reports whether the runtime answers.

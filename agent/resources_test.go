@@ -214,7 +214,7 @@ func TestSettleOOM_D14(t *testing.T) {
 			t.Errorf("%s: reason %q, want %q", c.ID, c.Reason, want[i])
 		}
 	}
-	status := terminatedState(st.Containers[0])
+	status := terminatedState(st.Containers[0], "containerd")
 	if status.Terminated.Reason != "OOMKilled" || status.Terminated.ExitCode != 137 {
 		t.Errorf("terminated = %+v, want OOMKilled 137", status.Terminated)
 	}

@@ -93,6 +93,9 @@ type workerDeps struct {
 	podLogsDir string
 	// resync is the safety resync period (Config.ResyncPeriod).
 	resync time.Duration
+	// runtimeName names the runtime in container IDs ("containerd"); set
+	// by Agent.Run before any worker starts.
+	runtimeName string
 	owner  workerOwner
 }
 
@@ -320,6 +323,7 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 		InPostStart:   w.inPostStart,
 		Failure:       w.failure,
 		RestartAnyway: w.probeKilled,
+		RuntimeName:   w.d.runtimeName,
 	})
 	w.status = &s
 	p := w.pod.DeepCopy()

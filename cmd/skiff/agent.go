@@ -288,7 +288,7 @@ func startRuntime(ctx context.Context, o *agentOptions, log *slog.Logger) (_ *ru
 	deps.rt = rt
 	// Exit events only speed up what the relister finds anyway: without
 	// them (another CRI runtime, an old containerd) skiff still works.
-	if v, err := rt.Version(ctx); err == nil && strings.HasPrefix(v, "containerd") {
+	if v, err := rt.Version(ctx); err == nil && v.Name == "containerd" {
 		ew, err := containerd.NewExitWatcher(containerdAddr, log)
 		if err != nil {
 			log.Warn("no container exit events; exits are seen at the next relist", "err", err)
