@@ -356,13 +356,11 @@ func (a *Agent) Pods() []*v1.Pod {
 // (copies). Safe for concurrent use.
 func (a *Agent) Events() []v1.Event { return a.events.list() }
 
-// ErrPodNotFound is wrapped by Exec when no such pod or container runs here.
-var ErrPodNotFound = errors.New("not found")
-
 // Exec runs cmd in a running container of the pod namespace/name and waits
 // for it, at most timeout (0: no limit). container may be empty when the pod
-// has one container. A non-zero exit code is not an error. Safe for
-// concurrent use; blocking.
+// has one container. A non-zero exit code is not an error; no such pod or
+// container is an error wrapping runtime.ErrNotFound. Safe for concurrent
+// use; blocking.
 func (a *Agent) Exec(ctx context.Context, namespace, name, container string, cmd []string, timeout time.Duration) (*runtime.ExecResult, error) {
 	id, err := a.runningContainerID(namespace, name, container)
 	if err != nil {
@@ -383,7 +381,7 @@ func (a *Agent) runningContainerID(namespace, name, container string) (string, e
 		}
 	}
 	if pod == nil {
-		return "", fmt.Errorf("pod %s/%s: %w", namespace, name, ErrPodNotFound)
+		return "", fmt.Errorf("pod %s/%s: %w", namespace, name, runtime.ErrNotFound)
 	}
 	if container == "" {
 		if len(pod.Spec.Containers) != 1 {
@@ -401,7 +399,7 @@ func (a *Agent) runningContainerID(namespace, name, container string) (string, e
 		}
 		return containerIDFromStatus(cs.ContainerID), nil
 	}
-	return "", fmt.Errorf("container %q in pod %s/%s: %w", container, namespace, name, ErrPodNotFound)
+	return "", fmt.Errorf("container %q in pod %s/%s: %w", container, namespace, name, runtime.ErrNotFound)
 }
 
 // containerIDFromStatus is the runtime's ID of a status's containerID

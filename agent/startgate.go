@@ -1,8 +1,8 @@
 package agent
 
 import (
-	goruntime "runtime"
 	"context"
+	goruntime "runtime"
 	"slices"
 	"sync"
 )

@@ -96,7 +96,7 @@ type workerDeps struct {
 	// runtimeName names the runtime in container IDs ("containerd"); set
 	// by Agent.Run before any worker starts.
 	runtimeName string
-	owner  workerOwner
+	owner       workerOwner
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Both

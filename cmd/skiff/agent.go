@@ -223,7 +223,6 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	roSrv := server.New(apiCfg)
 	apiCfg.Exec = a
 	apiCfg.Profiling = true
-	apiCfg.IsNotFound = func(err error) bool { return errors.Is(err, agent.ErrPodNotFound) }
 	srv := server.New(apiCfg)
 	g.Go(func() error { return srv.ServeUnix(gctx, filepath.Join(o.rootDir, "skiff.sock")) })
 	if o.readOnlyPort > 0 {
