@@ -14,12 +14,12 @@ import (
 // test steps the clock and then waits for the rounds it expects; nothing
 // sleeps for real except noRound's short wait.
 type harness struct {
-	t       *testing.T
-	clock   *clocktesting.FakeClock
-	exec    *fakeExec
-	events  *eventLog
-	m       *Manager
-	rounds  [Liveness + 1]chan struct{}
+	t        *testing.T
+	clock    *clocktesting.FakeClock
+	exec     *fakeExec
+	events   *eventLog
+	m        *Manager
+	rounds   [Liveness + 1]chan struct{}
 	changeCh chan types.UID // Config.Changes, never full in a test
 	changes  int32          // UIDs received from changeCh (see changeCount)
 }
