@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,5 +132,38 @@ func TestWorkerWithFakeOwnerAndClock_A13(t *testing.T) {
 	}
 	if _, ok := rt.ContainerByName("uid1", "a"); ok {
 		t.Error("container still in the runtime after the kill")
+	}
+}
+
+// blockingStart is a runtime whose StartContainer blocks until its context
+// ends, then takes a while to return, like a CRI call in flight at shutdown.
+type blockingStart struct {
+	*fake.Runtime
+	entered  chan struct{}
+	returned atomic.Bool
+}
+
+func (r *blockingStart) StartContainer(ctx context.Context, id string) error {
+	close(r.entered)
+	<-ctx.Done()
+	time.Sleep(50 * time.Millisecond)
+	r.returned.Store(true)
+	return ctx.Err()
+}
+
+// Run returns only after every worker returned: no worker is still in a
+// runtime call when its caller closes the runtime.
+func TestRunWaitsForWorkers(t *testing.T) {
+	rt := &blockingStart{Runtime: newFakeRuntime(), entered: make(chan struct{})}
+	h := runTestAgent(t, testConfig(t, rt))
+	h.src.ch <- []*v1.Pod{testPod("Always", nil, "a")}
+	select {
+	case <-rt.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no container start")
+	}
+	h.stop()
+	if !rt.returned.Load() {
+		t.Fatal("Run returned while a worker was still in a runtime call")
 	}
 }
