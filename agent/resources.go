@@ -94,6 +94,12 @@ func (a *Agent) cleanStaleCgroups(ctx context.Context, sandboxes map[types.UID]*
 		if known[uid] || sandboxes[uid] != nil {
 			continue
 		}
+		// Each removal of a cgroup that still holds processes retries for
+		// seconds: stop at shutdown, which waits for this goroutine (the
+		// next start cleans up the rest).
+		if ctx.Err() != nil {
+			return
+		}
 		a.log.Info("removing stale pod cgroup", "uid", uid)
 		if err := a.cfg.Cgroups.RemovePod(ctx, uid); err != nil {
 			a.log.Warn("removing stale pod cgroup", "uid", uid, "err", err)

@@ -432,3 +432,23 @@ func TestAdmissionIgnoresStoppedPods_D15(t *testing.T) {
 	h.src.ch <- []*v1.Pod{repl}
 	h.eventually("new pod Running", func() bool { return h.phase("uid2") == v1.PodRunning })
 }
+
+// The stale cgroup cleanup stops at shutdown: Run waits for it, and each
+// removal of a busy cgroup retries for seconds.
+func TestCleanStaleCgroupsStopsAtShutdown(t *testing.T) {
+	rt := newFakeRuntime()
+	cg := newFakeCgroups(rt, "stale1", "stale2")
+	cfg := testConfig(t, rt)
+	cfg.Cgroups = cg
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.sourcesReady = true
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a.cleanStaleCgroups(ctx, nil)
+	if !cg.exists("stale1") || !cg.exists("stale2") {
+		t.Errorf("stale cgroups removed after shutdown began: %v", cg.entries())
+	}
+}
