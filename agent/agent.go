@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -62,13 +61,22 @@ type Config struct {
 	// PodsDir holds per-pod files (termination message files), e.g.
 	// <root-dir>/pods; "" disables termination message files.
 	PodsDir string
-	// NewProber creates the prober of liveness, readiness and startup
-	// probes, given the hooks it reports through; nil: no probes run, and
-	// every running container counts as started and ready.
-	NewProber func(ProberHooks) Prober
-	// MaxParallelStarts bounds concurrent sandbox/container starts, so the
-	// first pods run early when many arrive at once, and apart from those,
-	// concurrent sandbox teardowns (default max(2, CPUs)).
+	// Prober runs liveness, readiness and startup probes; nil: no probes
+	// run, and every running container counts as started and ready. Its
+	// owner stops it, after Run returned.
+	Prober Prober
+	// ProbeChanges delivers the UID of a pod whose probe result changed
+	// (the prober's output, e.g. probes.Config.Changes): Run drains it and
+	// wakes the pod's worker. nil: workers see results at their next sync.
+	ProbeChanges <-chan types.UID
+	// Starts bounds concurrent sandbox and container starts (shared with
+	// the prober, which yields to starts); nil: a gate of MaxParallelStarts.
+	Starts *StartGate
+	// Events keeps the events of the node's pods (shared with the prober);
+	// nil: a recorder of its own.
+	Events *EventRecorder
+	// MaxParallelStarts bounds concurrent sandbox teardowns, and starts
+	// where Starts is nil (default max(2, CPUs)).
 	MaxParallelStarts int
 	// Cgroups manages pod-level cgroups; nil: no pod cgroups (the runtime
 	// chooses where containers go).
@@ -84,13 +92,15 @@ type Agent struct {
 	cfg    Config
 	log    *slog.Logger
 	clock  clock.WithTicker
-	starts *startGate
+	starts *StartGate
 	// teardowns bounds concurrent sandbox teardowns (see killAll).
-	teardowns *startGate
+	teardowns *StartGate
 	updated   chan struct{}
-	events    *eventRecorder
+	events    *EventRecorder
 	hooks     *hookRunner
 	prober    Prober
+	// deps are what the pod workers get.
+	deps *workerDeps
 
 	mu           sync.Mutex
 	sources      map[string][]*v1.Pod
@@ -125,44 +135,48 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.ResyncPeriod <= 0 {
 		cfg.ResyncPeriod = time.Minute
 	}
-	if cfg.MaxParallelStarts <= 0 {
-		cfg.MaxParallelStarts = max(2, goruntime.NumCPU())
+	if cfg.Starts == nil {
+		cfg.Starts = NewStartGate(cfg.MaxParallelStarts)
+	}
+	if cfg.Events == nil {
+		cfg.Events = NewEventRecorder(cfg.Clock, cfg.NodeName)
+	}
+	if cfg.Prober == nil {
+		cfg.Prober = noProber{}
 	}
 	a := &Agent{
 		cfg:       cfg,
 		log:       cfg.Logger,
 		clock:     cfg.Clock,
-		starts:    newStartGate(cfg.MaxParallelStarts),
-		teardowns: newStartGate(cfg.MaxParallelStarts),
+		starts:    cfg.Starts,
+		teardowns: NewStartGate(cfg.MaxParallelStarts),
 		updated:   make(chan struct{}, 1),
-		events:    newEventRecorder(cfg.Clock, cfg.NodeName),
+		events:    cfg.Events,
 		sources:   map[string][]*v1.Pod{},
 		workers:   map[types.UID]*podWorker{},
 		published: map[types.UID]*v1.Pod{},
 		hooks:     newHookRunner(execOutput(cfg.Runtime)),
-		prober:    noProber{},
+		prober:    cfg.Prober,
 	}
-	if cfg.NewProber != nil {
-		a.prober = cfg.NewProber(ProberHooks{OnChange: a.wakeUID, Event: a.containerEvent, StartsIdle: a.starts.idle})
+	a.deps = &workerDeps{
+		rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, prober: a.prober,
+		starts: a.starts, teardowns: a.teardowns, events: a.events, hooks: a.hooks,
+		cgroups: cfg.Cgroups, dns: cfg.DNS, hostIPs: cfg.HostIPs,
+		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
+		owner: a,
 	}
 	return a, nil
-}
-
-// containerEvent records an event about a container of a pod this agent
-// runs; events of unknown pods are dropped. Safe for concurrent use.
-func (a *Agent) containerEvent(uid types.UID, container, typ, reason, msg string) {
-	a.mu.Lock()
-	w := a.workers[uid]
-	a.mu.Unlock()
-	if w != nil {
-		w.event(container, typ, reason, msg)
-	}
 }
 
 // Run starts the sources, the relister and the pod workers, and blocks until
 // ctx is done. Cancelling ctx stops skiff, not the pods: containers keep
 // running and are adopted at the next start.
 func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
+	v, err := a.cfg.Runtime.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("container runtime: %w", err)
+	}
+	a.deps.runtimeName = v.Name
 	a.mu.Lock()
 	a.runCtx = ctx
 	a.numSources = len(sources)
@@ -187,6 +201,13 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 		go func() {
 			defer wg.Done()
 			a.statsLoop(ctx)
+		}()
+	}
+	if a.cfg.ProbeChanges != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.drainProbeChanges(ctx)
 		}()
 	}
 	for {
@@ -266,7 +287,7 @@ func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool)
 			waitFor = append(waitFor, other.done)
 		}
 	}
-	w := newPodWorker(a, pod, waitFor)
+	w := newPodWorker(a.deps, pod, waitFor)
 	if !orphan {
 		a.admitLocked(w)
 	}
@@ -335,13 +356,11 @@ func (a *Agent) Pods() []*v1.Pod {
 // (copies). Safe for concurrent use.
 func (a *Agent) Events() []v1.Event { return a.events.list() }
 
-// ErrPodNotFound is wrapped by Exec when no such pod or container runs here.
-var ErrPodNotFound = errors.New("not found")
-
 // Exec runs cmd in a running container of the pod namespace/name and waits
 // for it, at most timeout (0: no limit). container may be empty when the pod
-// has one container. A non-zero exit code is not an error. Safe for
-// concurrent use; blocking.
+// has one container. A non-zero exit code is not an error; no such pod or
+// container is an error wrapping runtime.ErrNotFound. Safe for concurrent
+// use; blocking.
 func (a *Agent) Exec(ctx context.Context, namespace, name, container string, cmd []string, timeout time.Duration) (*runtime.ExecResult, error) {
 	id, err := a.runningContainerID(namespace, name, container)
 	if err != nil {
@@ -362,7 +381,7 @@ func (a *Agent) runningContainerID(namespace, name, container string) (string, e
 		}
 	}
 	if pod == nil {
-		return "", fmt.Errorf("pod %s/%s: %w", namespace, name, ErrPodNotFound)
+		return "", fmt.Errorf("pod %s/%s: %w", namespace, name, runtime.ErrNotFound)
 	}
 	if container == "" {
 		if len(pod.Spec.Containers) != 1 {
@@ -378,9 +397,18 @@ func (a *Agent) runningContainerID(namespace, name, container string) (string, e
 		if cs.State.Running == nil {
 			return "", fmt.Errorf("container %q of pod %s/%s is not running", container, namespace, name)
 		}
-		return strings.TrimPrefix(cs.ContainerID, "containerd://"), nil
+		return containerIDFromStatus(cs.ContainerID), nil
 	}
-	return "", fmt.Errorf("container %q in pod %s/%s: %w", container, namespace, name, ErrPodNotFound)
+	return "", fmt.Errorf("container %q in pod %s/%s: %w", container, namespace, name, runtime.ErrNotFound)
+}
+
+// containerIDFromStatus is the runtime's ID of a status's containerID
+// (<runtime>://<id>, any runtime).
+func containerIDFromStatus(s string) string {
+	if _, id, ok := strings.Cut(s, "://"); ok {
+		return id
+	}
+	return s
 }
 
 // Healthz reports whether the runtime answers.
@@ -400,6 +428,19 @@ func (a *Agent) WakeAll() {
 	defer a.mu.Unlock()
 	for _, w := range a.workers {
 		w.wake()
+	}
+}
+
+// drainProbeChanges wakes the worker of each pod whose probe result
+// changed, until ctx is done.
+func (a *Agent) drainProbeChanges(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case uid := <-a.cfg.ProbeChanges:
+			a.wakeUID(uid)
+		}
 	}
 }
 

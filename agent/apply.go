@@ -27,7 +27,7 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 				w.log.Warn("stopping containers of finished pod", "err", err)
 				return false, 2 * time.Second
 			}
-			if err := w.a.cfg.Runtime.StopSandbox(ctx, st.sandbox().ID); err != nil {
+			if err := w.d.rt.StopSandbox(ctx, st.sandbox().ID); err != nil {
 				w.log.Warn("stopping sandbox of finished pod", "err", err)
 				return false, 2 * time.Second
 			}
@@ -63,21 +63,24 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 	if len(acts.Unhealthy) > 0 {
 		return progressed, 0 // observe the kills before starting anything
 	}
+	start := func(c *v1.Container, init bool) bool {
+		return w.startContainer(ctx, st, c, init, acts.BackoffFrom[c.Name])
+	}
 	for _, i := range acts.RestartSidecars {
-		if w.startContainer(ctx, st, &w.pod.Spec.InitContainers[i], true) {
+		if start(&w.pod.Spec.InitContainers[i], true) {
 			progressed = true
 		} else {
 			retry = w.retryDelay()
 		}
 	}
 	if acts.StartInit >= 0 {
-		if !w.startContainer(ctx, st, &w.pod.Spec.InitContainers[acts.StartInit], true) {
+		if !start(&w.pod.Spec.InitContainers[acts.StartInit], true) {
 			return progressed, w.retryDelay()
 		}
 		progressed = true
 	}
 	for _, i := range acts.StartApp {
-		if !w.startContainer(ctx, st, &w.pod.Spec.Containers[i], false) {
+		if !start(&w.pod.Spec.Containers[i], false) {
 			retry = w.retryDelay()
 			continue
 		}
@@ -90,7 +93,7 @@ func (w *podWorker) retryDelay() time.Duration { return 5 * time.Second }
 
 // acquireStart takes a start slot of priority p; release it when done.
 func (w *podWorker) acquireStart(ctx context.Context, p startPriority) (release func(), err error) {
-	return w.a.starts.acquire(ctx, p)
+	return w.d.starts.acquire(ctx, p)
 }
 
 // createSandbox kills whatever the pod still has, then runs a new sandbox.
@@ -98,7 +101,7 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 	if err := w.killAll(ctx, st, time.Duration(*w.graceSeconds(nil))*time.Second, nil); err != nil {
 		return fmt.Errorf("clean up old sandbox: %w", err)
 	}
-	spec, err := w.a.sandboxSpec(w.pod, attempt)
+	spec, err := w.d.sandboxSpec(w.pod, attempt)
 	if err != nil {
 		return err
 	}
@@ -113,7 +116,7 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 		return err
 	}
 	defer release()
-	id, err := w.a.cfg.Runtime.RunSandbox(ctx, spec)
+	id, err := w.d.rt.RunSandbox(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("run sandbox: %w", err)
 	}
@@ -123,8 +126,10 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 
 // startContainer ensures the image, then creates and starts one container.
 // Problems become the container's Waiting reason; it reports success.
-func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Container, init bool) bool {
-	now := w.a.clock.Now()
+// backoffFrom, if set, is the exit the planner's back-off check measured
+// from: a start records the restart in the back-off (podActions.BackoffFrom).
+func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Container, init bool, backoffFrom time.Time) bool {
+	now := w.d.clock.Now()
 	key := restartBackoffKey(c.Name)
 	attempt := st.nextAttempt(c.Name)
 	image, err := w.ensureImage(ctx, c)
@@ -140,14 +145,11 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 		return false
 	}
 	w.event(c.Name, v1.EventTypeNormal, EventStarted, "Started container "+c.Name)
-	if !w.postStart(ctx, st, c, id) {
-		if attempt > 0 {
-			w.backoff.next(key, now)
-		}
-		return true
+	if !backoffFrom.IsZero() {
+		w.backoff.next(key, backoffFrom, now)
 	}
-	if attempt > 0 {
-		w.backoff.next(key, now)
+	if !w.postStart(ctx, st, c, id) {
+		return true
 	}
 	delete(w.waiting, c.Name)
 	w.pruneOld(ctx, st, c.Name, attempt)
@@ -169,15 +171,15 @@ func (w *podWorker) setImageWaiting(name string, err error) {
 // createAndStart creates the container and starts it; a container that does
 // not start is removed again (rollback under a fresh bounded context).
 func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Container, attempt uint32, image string, init bool) (_ string, retErr error) {
-	rt := w.a.cfg.Runtime
+	rt := w.d.rt
 	sb := st.sandbox()
-	sbSpec, err := w.a.sandboxSpec(w.pod, sb.Attempt)
+	sbSpec, err := w.d.sandboxSpec(w.pod, sb.Attempt)
 	if err != nil {
 		return "", err
 	}
 	hostIP := ""
-	if len(w.a.cfg.HostIPs) > 0 {
-		hostIP = w.a.cfg.HostIPs[0]
+	if len(w.d.hostIPs) > 0 {
+		hostIP = w.d.hostIPs[0]
 	}
 	spec, err := containerSpec(w.pod, c, attempt, image, sb, hostIP, init)
 	if err != nil {
@@ -217,7 +219,7 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 func (w *podWorker) addTerminationMessageMount(c *v1.Container, spec *runtime.ContainerSpec) error {
 	spec.Annotations[annotationTermMessagePath] = c.TerminationMessagePath
 	spec.Annotations[annotationTermMessagePolicy] = string(c.TerminationMessagePolicy)
-	host, err := terminationMessageFile(w.a.cfg.PodsDir, w.pod, c)
+	host, err := terminationMessageFile(w.d.podsDir, w.pod, c)
 	if err != nil || host == "" {
 		return err
 	}
@@ -236,9 +238,9 @@ func (w *podWorker) postStart(ctx context.Context, st *podState, c *v1.Container
 	}
 	w.inPostStart[c.Name] = true
 	defer delete(w.inPostStart, c.Name)
-	w.publishStatus(st, w.a.clock.Now())
+	w.publishStatus(st, w.d.clock.Now())
 	podIP := st.sandbox().IP
-	msg, err := w.a.hooks.run(ctx, w.pod, c, id, podIP, c.Lifecycle.PostStart)
+	msg, err := w.d.hooks.run(ctx, w.pod, c, id, podIP, c.Lifecycle.PostStart)
 	if err == nil {
 		return true
 	}
@@ -259,18 +261,18 @@ func (w *podWorker) pruneOld(ctx context.Context, st *podState, name string, att
 		if old.Attempt+1 >= attempt || old.State == runtime.ContainerRunning {
 			continue
 		}
-		if err := w.a.cfg.Runtime.RemoveContainer(ctx, old.ID); err != nil {
+		if err := w.d.rt.RemoveContainer(ctx, old.ID); err != nil {
 			w.log.Warn("removing old container", "container", name, "id", old.ID, "err", err)
 			continue
 		}
-		dir := podlogs.PodDir(w.a.cfg.PodLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
+		dir := podlogs.PodDir(w.d.podLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
 		_ = os.Remove(podlogs.ContainerLogPath(dir, name, int(old.Attempt)))
 	}
 }
 
 // stopAndRemove stops c with grace and removes it.
 func (w *podWorker) stopAndRemove(ctx context.Context, c *runtime.ContainerStatus, grace time.Duration) error {
-	rt := w.a.cfg.Runtime
+	rt := w.d.rt
 	if c.State == runtime.ContainerRunning || c.State == runtime.ContainerCreated {
 		if err := rt.StopContainer(ctx, c.ID, grace); err != nil {
 			return fmt.Errorf("stop container %s: %w", c.Name, err)

@@ -4,9 +4,11 @@ import (
 	"time"
 )
 
-// Restart back-off (A.13): 10s, 20s, 40s ... capped at 300s; an entry that
-// has not been bumped for twice the cap is forgotten, which resets a container
-// that ran 10 minutes without a problem.
+// Restart back-off (A.13): 10s, 20s, 40s ... capped at 300s, as the
+// kubelet's flowcontrol.Backoff (no jitter). An entry is measured from an
+// event time, the FinishedAt of the exit a restart follows: it is stale once
+// that exit came more than twice the cap after the entry's last bump (a
+// container that ran 10 minutes without a problem starts over at 10s).
 const (
 	backoffInitial = 10 * time.Second
 	backoffMax     = 300 * time.Second
@@ -17,8 +19,11 @@ type backoffEntry struct {
 	updated time.Time
 }
 
-// backoff tracks per-key restart delays. Not safe for concurrent use: each
-// pod worker owns one.
+// backoff tracks per-key restart delays, with the semantics of client-go's
+// flowcontrol.Backoff as the kubelet's doBackOff uses it. Not safe for
+// concurrent use: each pod worker owns one. inBackOffSince and delay only
+// read; next and prune write (the executor's and the worker's business, never
+// the planner's).
 type backoff struct {
 	initial, max time.Duration
 	entries      map[string]*backoffEntry
@@ -28,46 +33,47 @@ func newBackoff() *backoff {
 	return &backoff{initial: backoffInitial, max: backoffMax, entries: map[string]*backoffEntry{}}
 }
 
-func (b *backoff) live(key string, now time.Time) *backoffEntry {
+// stale reports whether an entry last bumped at updated no longer applies to
+// an event at ts (flowcontrol's hasExpired).
+func (b *backoff) stale(ts, updated time.Time) bool { return ts.Sub(updated) > 2*b.max }
+
+// inBackOffSince reports whether a restart of key after an exit at ts must
+// still wait at now, and until when (flowcontrol's IsInBackOffSince). Pure.
+func (b *backoff) inBackOffSince(key string, ts, now time.Time) (time.Time, bool) {
 	e, ok := b.entries[key]
-	if !ok {
-		return nil
+	if !ok || b.stale(ts, e.updated) {
+		return time.Time{}, false
 	}
-	if now.Sub(e.updated) > 2*b.max {
-		delete(b.entries, key)
-		return nil
-	}
-	return e
+	until := ts.Add(e.delay)
+	return until, now.Before(until)
 }
 
-// until reports when key may be restarted after a failure at finished; a
-// zero time means now. Like the kubelet, the first failure restarts at once.
-func (b *backoff) until(key string, finished, now time.Time) time.Time {
-	e := b.live(key, now)
-	if e == nil {
-		return time.Time{}
-	}
-	if t := finished.Add(e.delay); now.Before(t) {
-		return t
-	}
-	return time.Time{}
-}
-
-// delay is the current delay of key (0 if none).
-func (b *backoff) delay(key string, now time.Time) time.Duration {
-	if e := b.live(key, now); e != nil {
+// delay is the current delay of key, 0 if none (flowcontrol's Get). Pure.
+func (b *backoff) delay(key string) time.Duration {
+	if e, ok := b.entries[key]; ok {
 		return e.delay
 	}
 	return 0
 }
 
-// next records a restart of key at now and doubles its delay.
-func (b *backoff) next(key string, now time.Time) {
-	e := b.live(key, now)
-	if e == nil {
+// next records a restart of key at now after an exit at ts: a new or stale
+// entry starts at the initial delay, else the delay doubles up to the cap
+// (flowcontrol's Next).
+func (b *backoff) next(key string, ts, now time.Time) {
+	e, ok := b.entries[key]
+	if !ok || b.stale(ts, e.updated) {
 		b.entries[key] = &backoffEntry{delay: b.initial, updated: now}
 		return
 	}
 	e.delay = min(2*e.delay, b.max)
 	e.updated = now
+}
+
+// prune forgets entries not bumped for twice the cap (flowcontrol's GC).
+func (b *backoff) prune(now time.Time) {
+	for k, e := range b.entries {
+		if b.stale(now, e.updated) {
+			delete(b.entries, k)
+		}
+	}
 }

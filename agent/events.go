@@ -48,9 +48,9 @@ type eventKey struct {
 	fieldPath, typ, reason, msg string
 }
 
-// eventRecorder keeps the recent events of this node's pods in memory.
+// EventRecorder keeps the recent events of this node's pods in memory.
 // Safe for concurrent use.
-type eventRecorder struct {
+type EventRecorder struct {
 	clock clock.PassiveClock
 	node  string
 
@@ -59,12 +59,23 @@ type eventRecorder struct {
 	events map[eventKey]*v1.Event
 }
 
-func newEventRecorder(c clock.PassiveClock, node string) *eventRecorder {
-	return &eventRecorder{clock: c, node: node, events: map[eventKey]*v1.Event{}}
+// NewEventRecorder returns a recorder stamping events with c's time (nil:
+// the real clock) and node as their source host.
+func NewEventRecorder(c clock.PassiveClock, node string) *EventRecorder {
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	return &EventRecorder{clock: c, node: node, events: map[eventKey]*v1.Event{}}
 }
 
 // containerFieldPath is the involvedObject.fieldPath of a container:
 // spec.containers{name} or spec.initContainers{name}.
+// ContainerEvent records an event about container of pod, e.g. a probe's
+// Unhealthy event. Safe for concurrent use; never blocks for long.
+func (r *EventRecorder) ContainerEvent(pod *v1.Pod, container, typ, reason, msg string) {
+	r.record(pod, containerFieldPath(pod, container), typ, reason, msg)
+}
+
 func containerFieldPath(pod *v1.Pod, name string) string {
 	for _, c := range pod.Spec.InitContainers {
 		if c.Name == name {
@@ -76,7 +87,7 @@ func containerFieldPath(pod *v1.Pod, name string) string {
 
 // record adds an event about pod (fieldPath "" for the pod itself, else
 // containerFieldPath). Repeats increase the count of the stored event.
-func (r *eventRecorder) record(pod *v1.Pod, fieldPath, typ, reason, msg string) {
+func (r *EventRecorder) record(pod *v1.Pod, fieldPath, typ, reason, msg string) {
 	now := metav1.NewTime(r.clock.Now())
 	k := eventKey{uid: pod.UID, fieldPath: fieldPath, typ: typ, reason: reason, msg: msg}
 	r.mu.Lock()
@@ -106,7 +117,7 @@ func (r *eventRecorder) record(pod *v1.Pod, fieldPath, typ, reason, msg string) 
 }
 
 // pruneLocked drops expired events and, over eventsMax, the oldest ones.
-func (r *eventRecorder) pruneLocked() {
+func (r *EventRecorder) pruneLocked() {
 	cutoff := r.clock.Now().Add(-eventTTL)
 	for k, ev := range r.events {
 		if ev.LastTimestamp.Time.Before(cutoff) {
@@ -129,7 +140,7 @@ func (r *eventRecorder) pruneLocked() {
 }
 
 // list returns copies of the kept events, oldest first.
-func (r *eventRecorder) list() []v1.Event {
+func (r *EventRecorder) list() []v1.Event {
 	r.mu.Lock()
 	r.pruneLocked()
 	out := make([]v1.Event, 0, len(r.events))

@@ -8,13 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/skiffnode/skiff/internal/httpget"
 )
 
 // errPostStartHook is the Waiting reason of a container whose postStart
@@ -78,62 +76,21 @@ func sleepHook(ctx context.Context, seconds int64) error {
 	}
 }
 
+// hookUserAgent is the kubelet's User-Agent of httpGet hooks.
+const hookUserAgent = "kube-lifecycle/1.34"
+
+// runHTTP sends the hook's GET request, built as a probe's
+// (httpget.NewRequest), and reads at most 10 KiB of the answer; any answer
+// is a success, as in the kubelet.
 func (r *hookRunner) runHTTP(ctx context.Context, c *v1.Container, podIP string, g *v1.HTTPGetAction) error {
-	host := g.Host
-	if host == "" {
-		host = podIP
-	}
-	port, err := resolvePort(g.Port, c)
+	req, err := httpget.NewRequest(g, c, podIP, hookUserAgent)
 	if err != nil {
 		return err
 	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
-	u, err = u.Parse(path)
-	if err != nil {
-		return fmt.Errorf("hook URL: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return err
-	}
-	for _, h := range g.HTTPHeaders {
-		if strings.EqualFold(h.Name, "Host") {
-			req.Host = h.Value
-			continue
-		}
-		req.Header.Add(h.Name, h.Value)
-	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", "kube-lifecycle/1.34")
-	}
-	resp, err := r.client.Do(req)
+	resp, err := r.client.Do(req.WithContext(ctx))
 	if err != nil {
 		return err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
 	return resp.Body.Close()
-}
-
-// resolvePort turns a numeric or named port of c into a number.
-func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		return p.IntValue(), nil
-	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil {
-		return n, nil
-	}
-	for _, cp := range c.Ports {
-		if cp.Name == p.StrVal {
-			return int(cp.ContainerPort), nil
-		}
-	}
-	return 0, fmt.Errorf("couldn't find port: %v in container %q", p.StrVal, c.Name)
 }

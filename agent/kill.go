@@ -28,37 +28,44 @@ func (w *podWorker) killContainer(ctx context.Context, cs *runtime.ContainerStat
 		message = "Stopping container " + cs.Name
 	}
 	w.event(cs.Name, v1.EventTypeNormal, EventKilling, message)
-	start := w.a.clock.Now()
+	start := w.d.clock.Now()
 	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && grace > 0 {
 		hookCtx, cancel := context.WithCancel(ctx)
 		defer cancel() // the hook may run on during the extension
 		w.runPreStop(hookCtx, spec, cs.ID, podIP, time.Duration(grace)*time.Second)
 	}
-	left := time.Duration(grace)*time.Second - w.a.clock.Since(start)
+	left := time.Duration(grace)*time.Second - w.d.clock.Since(start)
 	if turn != nil && left > 0 {
 		turn(left)
-		left = time.Duration(grace)*time.Second - w.a.clock.Since(start)
+		left = time.Duration(grace)*time.Second - w.d.clock.Since(start)
 	}
 	// Round up: a few microseconds spent here must not cost a whole second
 	// of the container's grace period.
 	secs := max(int64((left+time.Second-1)/time.Second), minKillGrace)
-	if err := w.a.cfg.Runtime.StopContainer(ctx, cs.ID, time.Duration(secs)*time.Second); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+	if err := w.d.rt.StopContainer(ctx, cs.ID, time.Duration(secs)*time.Second); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("stop container %s: %w", cs.Name, err)
 	}
 	return nil
 }
 
-// runPreStop runs the preStop hook and waits for it at most budget.
+// runPreStop runs the preStop hook and waits for it at most budget. The
+// hook's call is cancelled when the budget is spent or ctx ends, and
+// runPreStop returns only after it returned: no hook outlives the worker.
 func (w *podWorker) runPreStop(ctx context.Context, c *v1.Container, id, podIP string, budget time.Duration) {
+	hctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	defer func() {
+		cancel()
+		<-done
+	}()
 	go func() {
 		defer close(done)
-		if msg, err := w.a.hooks.run(ctx, w.pod, c, id, podIP, c.Lifecycle.PreStop); err != nil {
+		if msg, err := w.d.hooks.run(hctx, w.pod, c, id, podIP, c.Lifecycle.PreStop); err != nil && hctx.Err() == nil {
 			w.log.Warn("preStop hook failed", "container", c.Name, "err", err, "message", msg)
 			w.event(c.Name, v1.EventTypeWarning, EventFailedPreStopHook, "PreStopHook failed")
 		}
 	}()
-	t := w.a.clock.NewTimer(budget)
+	t := w.d.clock.NewTimer(budget)
 	defer t.Stop()
 	select {
 	case <-done:
@@ -129,7 +136,7 @@ func (w *podWorker) turnOf(c *runtime.ContainerStatus, running []*runtime.Contai
 		}
 	}
 	return func(budget time.Duration) {
-		t := w.a.clock.NewTimer(budget)
+		t := w.d.clock.NewTimer(budget)
 		defer t.Stop()
 		for _, ch := range before {
 			select {
@@ -173,7 +180,7 @@ func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Durati
 	if err := w.stopRunning(ctx, st, int64(grace/time.Second)); err != nil {
 		return err
 	}
-	rt := w.a.cfg.Runtime
+	rt := w.d.rt
 	err := w.teardownStep(ctx, prioStopSandbox, func() error {
 		for _, sb := range st.Sandboxes {
 			if err := rt.StopSandbox(ctx, sb.ID); err != nil {
@@ -205,7 +212,7 @@ func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Durati
 
 // teardownStep runs fn holding a slot of the teardown gate.
 func (w *podWorker) teardownStep(ctx context.Context, p startPriority, fn func() error) error {
-	release, err := w.a.teardowns.acquire(ctx, p)
+	release, err := w.d.teardowns.acquire(ctx, p)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -63,7 +64,7 @@ func startAgentWith(t *testing.T, rt runtime.Runtime, prober Prober) *harness {
 	t.Helper()
 	cfg := testConfig(t, rt)
 	cfg.PodsDir = t.TempDir()
-	cfg.NewProber = func(ProberHooks) Prober { return prober }
+	cfg.Prober = prober
 	return runTestAgent(t, cfg)
 }
 
@@ -213,8 +214,11 @@ func TestExecAndStartEvents(t *testing.T) {
 	if err != nil || string(res.Stdout) != "a:echo hi" || res.ExitCode != 3 {
 		t.Fatalf("Exec = %+v, %v", res, err)
 	}
-	if _, err := h.agent.Exec(context.Background(), "default", "nope", "", nil, 0); err == nil {
-		t.Error("Exec in an unknown pod succeeded")
+	if _, err := h.agent.Exec(context.Background(), "default", "nope", "", nil, 0); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("Exec in an unknown pod: %v, want an error wrapping runtime.ErrNotFound", err)
+	}
+	if _, err := h.agent.Exec(context.Background(), "default", "web-node", "nope", nil, 0); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("Exec in an unknown container: %v, want an error wrapping runtime.ErrNotFound", err)
 	}
 	for _, want := range []struct{ reason, msg string }{
 		{EventPulled, `Container image "img" already present on machine`},

@@ -171,7 +171,7 @@ func TestStatusSidecarReadiness(t *testing.T) {
 
 func TestEventRecorderCountsRepeats(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
-	r := newEventRecorder(clk, "node")
+	r := NewEventRecorder(clk, "node")
 	pod := testPod("Always", nil, "a")
 	r.record(pod, containerFieldPath(pod, "a"), v1.EventTypeWarning, EventBackOff, "Back-off restarting failed container a")
 	clk.Step(time.Minute)
@@ -228,9 +228,9 @@ func TestTerminationMessage_A40(t *testing.T) {
 }
 
 func TestHookRunner_C1(t *testing.T) {
-	var gotPath, gotHeader string
+	var gotPath, gotHeader, gotUA, gotHost string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotPath, gotHeader = r.URL.Path, r.Header.Get("X-Test")
+		gotPath, gotHeader, gotUA, gotHost = r.URL.Path, r.Header.Get("X-Test"), r.UserAgent(), r.Host
 	}))
 	defer srv.Close()
 	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
@@ -249,12 +249,16 @@ func TestHookRunner_C1(t *testing.T) {
 	ctx := context.Background()
 
 	h := &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Path: "hook", Port: intstr.FromString("http"),
-		HTTPHeaders: []v1.HTTPHeader{{Name: "X-Test", Value: "yes"}}}}
+		HTTPHeaders: []v1.HTTPHeader{{Name: "X-Test", Value: "yes"}, {Name: "Host", Value: "example.test"}}}}
 	if msg, err := r.run(ctx, pod, c, "id", "127.0.0.1", h); err != nil {
 		t.Fatalf("http hook: %v (%s)", err, msg)
 	}
-	if gotPath != "/hook" || gotHeader != "yes" {
-		t.Errorf("http hook hit %q with header %q", gotPath, gotHeader)
+	if gotPath != "/hook" || gotHeader != "yes" || gotUA != "kube-lifecycle/1.34" || gotHost != "example.test" {
+		t.Errorf("http hook hit %q with header %q, User-Agent %q, Host %q", gotPath, gotHeader, gotUA, gotHost)
+	}
+	h.HTTPGet.Port = intstr.FromString("nope")
+	if msg, err := r.run(ctx, pod, c, "id", "127.0.0.1", h); err == nil || !strings.Contains(msg, `port "nope" of container "a": port not found`) {
+		t.Errorf("http hook on an unknown port: %v, message %q", err, msg)
 	}
 	if _, err := r.run(ctx, pod, c, "id", "", &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"ok"}}}); err != nil || execCmd[0] != "ok" {
 		t.Errorf("exec hook: %v, ran %v", err, execCmd)

@@ -37,6 +37,15 @@ type podActions struct {
 	Unhealthy []unhealthyKill
 	// Waiting holds containers held back by restart back-off.
 	Waiting map[string]waitingState
+	// BackoffFrom holds, per container to restart that passed the restart
+	// back-off check, the exit the check measured from: starting it, the
+	// executor records the restart (backoff.next) with that time, as the
+	// kubelet's doBackOff does. A start without an earlier exit is absent.
+	BackoffFrom map[string]time.Time
+	// CheckedKills lists containers (by ID) killed for a failed probe whose
+	// first back-off check held their restart back: from then on their own
+	// exit counts (see backoffRefs). The worker remembers them.
+	CheckedKills []string
 	// RequeueAfter asks for another sync after this delay (0: no timer).
 	RequeueAfter time.Duration
 }
@@ -76,6 +85,9 @@ type planExtras struct {
 	// probe with the promise of a restart (unhealthyKill.Restart): they are
 	// restarted even if they exited 0 under restartPolicy OnFailure.
 	RestartAnyway map[string]bool
+	// KillChecked holds the containers of RestartAnyway whose restart the
+	// back-off held back once (podActions.CheckedKills).
+	KillChecked map[string]bool
 }
 
 // podFailure is a pod-level failure that ends the pod (A.9).
@@ -95,10 +107,18 @@ type waitingState struct {
 // restartBackoffKey names a container's back-off entry.
 func restartBackoffKey(name string) string { return "restart/" + name }
 
+// restartCheck is what the restart back-off check needs (holdBack).
+type restartCheck struct {
+	now  time.Time
+	bo   *backoff
+	refs map[string]backoffRef
+}
+
 // computePodActions is the pure planner: from the pod spec and what the
-// runtime holds, what should happen next. It never performs I/O.
+// runtime holds, what should happen next. It never performs I/O and
+// changes none of its inputs (bo included).
 func computePodActions(pod *v1.Pod, st *podState, now time.Time, bo *backoff, x planExtras) podActions {
-	a := podActions{StartInit: -1, Waiting: map[string]waitingState{}}
+	a := podActions{StartInit: -1, Waiting: map[string]waitingState{}, BackoffFrom: map[string]time.Time{}}
 	sb := st.sandbox()
 	var latest map[string]*runtime.ContainerStatus
 	if sb != nil {
@@ -118,11 +138,59 @@ func computePodActions(pod *v1.Pod, st *podState, now time.Time, bo *backoff, x 
 	}
 	a.Kill = unknownContainers(pod, latest, st, sb.ID)
 	a.Unhealthy = unhealthy(pod, latest, x)
-	if !planInit(pod, latest, now, bo, x, &a) {
+	rc := restartCheck{now: now, bo: bo, refs: backoffRefs(st, latest, x)}
+	if !planInit(pod, latest, rc, x, &a) {
 		return a
 	}
-	planApps(pod, latest, now, bo, x.RestartAnyway, &a)
+	planApps(pod, latest, rc, x.RestartAnyway, &a)
 	return a
+}
+
+// backoffRef is the exit a container's restart back-off is measured from.
+type backoffRef struct {
+	// at: the exit's FinishedAt; zero: no exit to measure from, so the
+	// restart is neither checked nor recorded.
+	at time.Time
+	// killID: the latest instance, killed for a failed probe, whose first
+	// check this is (it is not the instance measured from).
+	killID string
+}
+
+// backoffRefs returns, per container whose latest instance (in the current
+// sandbox) exited, the exit its restart back-off is measured from. The
+// kubelet's doBackOff measures from the latest exited instance in the pod
+// status it took before the sync's kills; a container killed for a failed
+// liveness or startup probe is killed and restarted in that same sync, so
+// its first restart is measured from the instance before it (none for a
+// first kill: no check). If that first check holds it back, the kubelet's
+// later syncs see the killed instance as the latest exit: so do we, once
+// the worker knows the check was made (planExtras.KillChecked). A container
+// that exited by itself is measured from its own exit, as in the kubelet.
+func backoffRefs(st *podState, latest map[string]*runtime.ContainerStatus, x planExtras) map[string]backoffRef {
+	out := map[string]backoffRef{}
+	for name, cs := range latest {
+		if cs.State != runtime.ContainerExited {
+			continue
+		}
+		if !x.RestartAnyway[cs.ID] || x.KillChecked[cs.ID] {
+			out[name] = backoffRef{at: cs.FinishedAt}
+			continue
+		}
+		ref := backoffRef{killID: cs.ID}
+		past := false
+		for _, old := range st.history(name) { // newest first
+			if old == cs {
+				past = true
+				continue
+			}
+			if past && old.State == runtime.ContainerExited {
+				ref.at = old.FinishedAt
+				break
+			}
+		}
+		out[name] = ref
+	}
+	return out
 }
 
 // unhealthy lists the running containers whose liveness or startup probe
@@ -192,13 +260,13 @@ func unknownContainers(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, 
 
 // planInit walks init containers in order (A.24). It reports whether all
 // of them completed (sidecars: started), so app containers may start.
-func planInit(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, now time.Time, bo *backoff, x planExtras, a *podActions) bool {
+func planInit(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, rc restartCheck, x planExtras, a *podActions) bool {
 	initialized := appsCreated(pod, latest)
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := latest[c.Name]
 		if isSidecar(c) {
-			if !planSidecar(pod, c, i, cs, initialized || laterStarted(pod, latest, i), now, bo, x, a) {
+			if !planSidecar(pod, c, i, cs, initialized || laterStarted(pod, latest, i), rc, x, a) {
 				return false
 			}
 			continue
@@ -215,7 +283,7 @@ func planInit(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, now time.
 		case cs.State == runtime.ContainerExited:
 			// Failed init container: retried per restartPolicy, Always acting
 			// as OnFailure (A.26). Never was handled as terminal.
-			if holdBack(pod, c.Name, cs, now, bo, a) {
+			if holdBack(pod, c.Name, rc, a) {
 				return false
 			}
 			a.StartInit = i
@@ -230,7 +298,7 @@ func planInit(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, now time.
 // planSidecar plans restartable init container c (index i). passed: the
 // pod already went past it, so a restart does not block what follows. It
 // reports whether the containers after it may proceed.
-func planSidecar(pod *v1.Pod, c *v1.Container, i int, cs *runtime.ContainerStatus, passed bool, now time.Time, bo *backoff, x planExtras, a *podActions) bool {
+func planSidecar(pod *v1.Pod, c *v1.Container, i int, cs *runtime.ContainerStatus, passed bool, rc restartCheck, x planExtras, a *podActions) bool {
 	switch {
 	case cs == nil:
 		if passed {
@@ -243,7 +311,7 @@ func planSidecar(pod *v1.Pod, c *v1.Container, i int, cs *runtime.ContainerStatu
 		return passed || x.started(c.Name, cs.ID)
 	case cs.State == runtime.ContainerExited:
 		// Sidecars always restart, whatever the pod's restartPolicy.
-		if !holdBack(pod, c.Name, cs, now, bo, a) {
+		if !holdBack(pod, c.Name, rc, a) {
 			if passed {
 				a.RestartSidecars = append(a.RestartSidecars, i)
 			} else {
@@ -279,33 +347,43 @@ func laterStarted(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, i int
 
 // planApps starts missing app containers and restarts exited ones per
 // restartPolicy, or because restartAnyway holds their ID (probe kills).
-func planApps(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, now time.Time, bo *backoff, restartAnyway map[string]bool, a *podActions) {
+func planApps(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, rc restartCheck, restartAnyway map[string]bool, a *podActions) {
 	for i, c := range pod.Spec.Containers {
 		cs := latest[c.Name]
 		switch {
 		case cs == nil:
 			a.StartApp = append(a.StartApp, i)
 		case cs.State == runtime.ContainerExited && (shouldRestart(pod.Spec.RestartPolicy, cs.ExitCode) || restartAnyway[cs.ID]):
-			if !holdBack(pod, c.Name, cs, now, bo, a) {
+			if !holdBack(pod, c.Name, rc, a) {
 				a.StartApp = append(a.StartApp, i)
 			}
 		}
 	}
 }
 
-// holdBack reports whether back-off delays restarting cs, recording the
-// CrashLoopBackOff waiting state and the time to look again (A.13, A.15).
-func holdBack(pod *v1.Pod, name string, cs *runtime.ContainerStatus, now time.Time, bo *backoff, a *podActions) bool {
-	key := restartBackoffKey(name)
-	until := bo.until(key, cs.FinishedAt, now)
-	if until.IsZero() {
+// holdBack reports whether back-off delays restarting container name,
+// recording the CrashLoopBackOff waiting state and the time to look again
+// (A.13, A.15); a restart it lets through gets its BackoffFrom. Like the
+// kubelet's doBackOff, with the exit backoffRefs chose.
+func holdBack(pod *v1.Pod, name string, rc restartCheck, a *podActions) bool {
+	ref := rc.refs[name]
+	if ref.at.IsZero() {
 		return false
+	}
+	key := restartBackoffKey(name)
+	until, in := rc.bo.inBackOffSince(key, ref.at, rc.now)
+	if !in {
+		a.BackoffFrom[name] = ref.at
+		return false
+	}
+	if ref.killID != "" {
+		a.CheckedKills = append(a.CheckedKills, ref.killID)
 	}
 	a.Waiting[name] = waitingState{
 		Reason:  "CrashLoopBackOff",
-		Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", bo.delay(key, now), name, podDesc(pod)),
+		Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", rc.bo.delay(key), name, podDesc(pod)),
 	}
-	if d := until.Sub(now); a.RequeueAfter == 0 || d < a.RequeueAfter {
+	if d := until.Sub(rc.now); a.RequeueAfter == 0 || d < a.RequeueAfter {
 		a.RequeueAfter = d
 	}
 	return true

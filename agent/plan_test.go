@@ -159,7 +159,11 @@ func TestRestartBackoffSchedule_A13(t *testing.T) {
 				t.Fatalf("crash %d: want restart after %s, got %+v", i, w, a)
 			}
 		}
-		bo.next(restartBackoffKey("a"), now)
+		from, ok := a.BackoffFrom["a"]
+		if !ok || !from.Equal(st.Containers[0].FinishedAt) {
+			t.Fatalf("crash %d: BackoffFrom %v, want the exit %s", i, a.BackoffFrom, st.Containers[0].FinishedAt)
+		}
+		bo.next(restartBackoffKey("a"), from, now)
 	}
 }
 
@@ -168,13 +172,21 @@ func TestRestartBackoffSchedule_A13(t *testing.T) {
 func TestBackoffResetsAfterTenMinutes_A13(t *testing.T) {
 	bo := newBackoff()
 	key := restartBackoffKey("a")
-	bo.next(key, t0)
-	bo.next(key, t0)
-	if d := bo.delay(key, t0); d != 20*time.Second {
+	bo.next(key, t0, t0)
+	bo.next(key, t0, t0)
+	if d := bo.delay(key); d != 20*time.Second {
 		t.Fatalf("delay %s, want 20s", d)
 	}
+	// flowcontrol measures staleness from the exit, not from now.
+	if _, in := bo.inBackOffSince(key, t0.Add(10*time.Minute), t0.Add(10*time.Minute+5*time.Second)); !in {
+		t.Fatalf("exit 10 minutes after the last restart: want back-off still on")
+	}
 	later := t0.Add(10*time.Minute + time.Second)
-	if u := bo.until(key, later, later); !u.IsZero() {
+	if u, in := bo.inBackOffSince(key, later, later); in {
 		t.Fatalf("after 10 minutes want no back-off, got until %s", u)
+	}
+	bo.next(key, later, later)
+	if d := bo.delay(key); d != 10*time.Second {
+		t.Fatalf("restart after a stale entry: delay %s, want 10s", d)
 	}
 }

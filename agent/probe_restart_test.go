@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
@@ -85,5 +86,26 @@ func TestLivenessKillUnderOnFailureRestarts_B9(t *testing.T) {
 	h.eventually("restartCount 1 and Running", func() bool {
 		p := h.pod("uid1")
 		return p != nil && p.Status.Phase == v1.PodRunning && p.Status.ContainerStatuses[0].RestartCount == 1
+	})
+}
+
+// A pod UID on Config.ProbeChanges (the prober's output) wakes the pod's
+// worker: with no resync due, a failed liveness probe is acted on at once.
+func TestProbeChangeWakesWorker_B9(t *testing.T) {
+	rt := newFakeRuntime()
+	pr := newFakeProber()
+	changes := make(chan types.UID)
+	cfg := testConfig(t, rt)
+	cfg.ResyncPeriod = time.Hour
+	cfg.Prober, cfg.ProbeChanges = pr, changes
+	h := runTestAgent(t, cfg)
+	h.src.ch <- []*v1.Pod{testPod("Always", nil, "a")}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	time.Sleep(50 * time.Millisecond) // let the start's follow-up syncs settle
+	pr.set(pr.liveFail, "a", true)
+	changes <- "uid1"
+	h.eventually("container restarted", func() bool {
+		c, ok := rt.ContainerByName("uid1", "a")
+		return ok && c.Attempt == 1
 	})
 }

@@ -34,18 +34,6 @@ type Prober interface {
 	StartupFailed(podUID types.UID, containerName string) (bool, string)
 }
 
-// ProberHooks is how a Prober reports back to the agent.
-type ProberHooks struct {
-	// OnChange asks the pod's worker to sync (a result changed).
-	OnChange func(podUID types.UID)
-	// Event records an event about a container of the pod (e.g. Unhealthy).
-	Event func(podUID types.UID, containerName, eventType, reason, message string)
-	// StartsIdle returns a channel closed once no sandbox or container
-	// start is in flight or waiting (already closed if none is now), so
-	// that costly re-checks can yield to starts. It never blocks.
-	StartsIdle func() <-chan struct{}
-}
-
 // noProber is the Prober of an agent without probes: every running
 // container is started and ready.
 type noProber struct{}
@@ -62,7 +50,7 @@ func (noProber) StartupFailed(types.UID, string) (bool, string)                 
 // the prober and unregisters the others (level-triggered), then returns
 // the probe failures the planner acts on.
 func (w *podWorker) syncProbes(st *podState) map[string]probeFailure {
-	p := w.a.prober
+	p := w.d.prober
 	sb := st.sandbox()
 	var latest map[string]*runtime.ContainerStatus
 	podIP := ""
@@ -122,19 +110,21 @@ func (w *podWorker) markProbeKilled(id string) {
 	w.probeKilled[id] = true
 }
 
-// pruneProbeKilled forgets the marks of containers the runtime no longer
-// holds.
+// pruneProbeKilled forgets the marks (probeKilled, killChecked) of
+// containers the runtime no longer holds.
 func (w *podWorker) pruneProbeKilled(st *podState) {
-	if len(w.probeKilled) == 0 {
+	if len(w.probeKilled) == 0 && len(w.killChecked) == 0 {
 		return
 	}
 	present := make(map[string]bool, len(st.Containers))
 	for _, c := range st.Containers {
 		present[c.ID] = true
 	}
-	for id := range w.probeKilled {
-		if !present[id] {
-			delete(w.probeKilled, id)
+	for _, m := range []map[string]bool{w.probeKilled, w.killChecked} {
+		for id := range m {
+			if !present[id] {
+				delete(m, id)
+			}
 		}
 	}
 }

@@ -37,7 +37,7 @@ func qosClass(pod *v1.Pod) v1.PodQOSClass { return cgroups.QoSClass(pod) }
 
 // ensurePodCgroup creates the pod's cgroup before its sandbox (D.4).
 func (w *podWorker) ensurePodCgroup(ctx context.Context) error {
-	if cg := w.a.cfg.Cgroups; cg != nil {
+	if cg := w.d.cgroups; cg != nil {
 		return cg.EnsurePod(ctx, w.pod)
 	}
 	return nil
@@ -46,7 +46,7 @@ func (w *podWorker) ensurePodCgroup(ctx context.Context) error {
 // removePodCgroup removes the pod's cgroup once its sandboxes are gone;
 // a failure is logged (the stale cleanup at the next start retries).
 func (w *podWorker) removePodCgroup(ctx context.Context) {
-	if cg := w.a.cfg.Cgroups; cg != nil {
+	if cg := w.d.cgroups; cg != nil {
 		if err := cg.RemovePod(ctx, w.uid); err != nil {
 			w.log.Warn("removing pod cgroup", "err", err)
 		}
@@ -94,6 +94,12 @@ func (a *Agent) cleanStaleCgroups(ctx context.Context, sandboxes map[types.UID]*
 		if known[uid] || sandboxes[uid] != nil {
 			continue
 		}
+		// Each removal of a cgroup that still holds processes retries for
+		// seconds: stop at shutdown, which waits for this goroutine (the
+		// next start cleans up the rest).
+		if ctx.Err() != nil {
+			return
+		}
 		a.log.Info("removing stale pod cgroup", "uid", uid)
 		if err := a.cfg.Cgroups.RemovePod(ctx, uid); err != nil {
 			a.log.Warn("removing stale pod cgroup", "uid", uid, "err", err)
@@ -110,7 +116,7 @@ const oomExitCode = 137
 // cgroup's OOM-kill counter says so (D.14). Each container ID is checked
 // once; a cgroup already removed by the runtime leaves the reason as is.
 func (w *podWorker) settleOOM(st *podState) {
-	cg := w.a.cfg.Cgroups
+	cg := w.d.cgroups
 	if cg == nil {
 		return
 	}

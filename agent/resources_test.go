@@ -162,7 +162,7 @@ func TestPodCgroupLifecycle_D4(t *testing.T) {
 	if got := cg.entries(); len(got) == 0 || got[0] != "EnsurePod uid1 sandboxesBefore=0" {
 		t.Fatalf("cgroup calls = %v, want EnsurePod before the first RunSandbox", got)
 	}
-	got, err := h.agent.sandboxSpec(pod, 0)
+	got, err := h.agent.deps.sandboxSpec(pod, 0)
 	if err != nil || got.CgroupParent != "/kubepods/poduid1" {
 		t.Errorf("sandbox CgroupParent = %q (%v), want /kubepods/poduid1", got.CgroupParent, err)
 	}
@@ -199,8 +199,7 @@ func TestSettleOOM_D14(t *testing.T) {
 	cg := newFakeCgroups(rt)
 	cg.oomKills["oom-0"] = 1
 	cg.oomKills["plain-0"] = 0
-	a := &Agent{cfg: Config{Cgroups: cg}, log: slog.New(slog.DiscardHandler)}
-	w := newPodWorker(a, testPod("Always", nil, "oom"), nil)
+	w := newPodWorker(&workerDeps{cgroups: cg, log: slog.New(slog.DiscardHandler)}, testPod("Always", nil, "oom"), nil)
 	mk := func(id string, code int32, reason string) *runtime.ContainerStatus {
 		c := exited(id[:strings.Index(id, "-")], 0, code, t0)
 		c.ID, c.Reason = id, reason
@@ -215,7 +214,7 @@ func TestSettleOOM_D14(t *testing.T) {
 			t.Errorf("%s: reason %q, want %q", c.ID, c.Reason, want[i])
 		}
 	}
-	status := terminatedState(st.Containers[0])
+	status := terminatedState(st.Containers[0], "containerd")
 	if status.Terminated.Reason != "OOMKilled" || status.Terminated.ExitCode != 137 {
 		t.Errorf("terminated = %+v, want OOMKilled 137", status.Terminated)
 	}
@@ -432,4 +431,24 @@ func TestAdmissionIgnoresStoppedPods_D15(t *testing.T) {
 	repl.Name, repl.UID = "new", "uid2"
 	h.src.ch <- []*v1.Pod{repl}
 	h.eventually("new pod Running", func() bool { return h.phase("uid2") == v1.PodRunning })
+}
+
+// The stale cgroup cleanup stops at shutdown: Run waits for it, and each
+// removal of a busy cgroup retries for seconds.
+func TestCleanStaleCgroupsStopsAtShutdown(t *testing.T) {
+	rt := newFakeRuntime()
+	cg := newFakeCgroups(rt, "stale1", "stale2")
+	cfg := testConfig(t, rt)
+	cfg.Cgroups = cg
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.sourcesReady = true
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a.cleanStaleCgroups(ctx, nil)
+	if !cg.exists("stale1") || !cg.exists("stale2") {
+		t.Errorf("stale cgroups removed after shutdown began: %v", cg.entries())
+	}
 }

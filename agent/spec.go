@@ -12,24 +12,24 @@ import (
 )
 
 // sandboxSpec builds the runtime's sandbox spec for pod.
-func (a *Agent) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxSpec, error) {
+func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxSpec, error) {
 	spec := &runtime.SandboxSpec{
 		Name:         pod.Name,
 		Namespace:    pod.Namespace,
 		UID:          string(pod.UID),
 		Attempt:      attempt,
 		Hostname:     podHostname(pod),
-		LogDirectory: podlogs.PodDir(a.cfg.PodLogsDir, pod.Namespace, pod.Name, string(pod.UID)),
+		LogDirectory: podlogs.PodDir(d.podLogsDir, pod.Namespace, pod.Name, string(pod.UID)),
 		HostNetwork:  pod.Spec.HostNetwork,
 		Labels:       sandboxLabels(pod),
 		Annotations:  sandboxAnnotations(pod),
 		Privileged:   anyPrivileged(pod),
 	}
-	if a.cfg.Cgroups != nil {
-		spec.CgroupParent = a.cfg.Cgroups.CgroupParent(pod)
+	if d.cgroups != nil {
+		spec.CgroupParent = d.cgroups.CgroupParent(pod)
 	}
-	if a.cfg.DNS != nil {
-		dns, err := a.cfg.DNS(pod)
+	if d.dns != nil {
+		dns, err := d.dns(pod)
 		if err != nil {
 			return nil, fmt.Errorf("pod DNS config: %w", err)
 		}

@@ -2,11 +2,12 @@ package agent
 
 import (
 	"context"
+	goruntime "runtime"
 	"slices"
 	"sync"
 )
 
-// startPriority orders the waiters of a startGate.
+// startPriority orders the waiters of a StartGate.
 type startPriority int
 
 const (
@@ -17,7 +18,7 @@ const (
 	numPriorities
 )
 
-// startGate bounds concurrent sandbox and container starts (the runtime's
+// StartGate bounds concurrent sandbox and container starts (the runtime's
 // throughput on a small node is the limit, not the agent). Waiters of a
 // higher priority are served first: a pod already on its way gets its
 // containers started before the next pod's sandbox, so that when many pods
@@ -25,7 +26,7 @@ const (
 // created before any container (issue 5, density). Within a priority,
 // waiters are served in arrival order. The agent bounds sandbox teardowns
 // with a second gate (see killAll). Safe for concurrent use.
-type startGate struct {
+type StartGate struct {
 	mu      sync.Mutex
 	size    int
 	free    int
@@ -35,25 +36,28 @@ type startGate struct {
 	idleCh chan struct{}
 }
 
-// newStartGate returns a gate with n slots (n >= 1).
-func newStartGate(n int) *startGate {
+// NewStartGate returns a gate with n slots; n <= 0 means max(2, CPUs).
+func NewStartGate(n int) *StartGate {
+	if n <= 0 {
+		n = max(2, goruntime.NumCPU())
+	}
 	idle := make(chan struct{})
 	close(idle)
-	return &startGate{size: max(n, 1), free: max(n, 1), idleCh: idle}
+	return &StartGate{size: max(n, 1), free: max(n, 1), idleCh: idle}
 }
 
 // idle returns a channel that is closed once the gate is idle: no start in
 // flight and none waiting. It is already closed if the gate is idle now.
 // Probes use it to let repeated checks yield to container starts (see
 // probes.Config.StartsIdle). Safe for concurrent use; never blocks.
-func (g *startGate) idle() <-chan struct{} {
+func (g *StartGate) Idle() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.idleCh
 }
 
 // busyLocked records that a slot was taken or a waiter queued.
-func (g *startGate) busyLocked() {
+func (g *StartGate) busyLocked() {
 	select {
 	case <-g.idleCh:
 		g.idleCh = make(chan struct{})
@@ -63,7 +67,7 @@ func (g *startGate) busyLocked() {
 
 // acquire blocks until it holds a slot or ctx ends. The returned release
 // gives the slot back (or hands it to the next waiter); call it exactly once.
-func (g *startGate) acquire(ctx context.Context, p startPriority) (release func(), err error) {
+func (g *StartGate) acquire(ctx context.Context, p startPriority) (release func(), err error) {
 	g.mu.Lock()
 	g.busyLocked()
 	if g.free > 0 && !g.anyWaiterLocked() {
@@ -91,7 +95,7 @@ func (g *startGate) acquire(ctx context.Context, p startPriority) (release func(
 	}
 }
 
-func (g *startGate) release() {
+func (g *StartGate) release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.releaseLocked()
@@ -99,7 +103,7 @@ func (g *startGate) release() {
 
 // releaseLocked hands the slot to the first waiter of the highest
 // priority, or frees it.
-func (g *startGate) releaseLocked() {
+func (g *StartGate) releaseLocked() {
 	for p := range g.waiters {
 		if q := g.waiters[p]; len(q) > 0 {
 			g.waiters[p] = q[1:]
@@ -112,7 +116,7 @@ func (g *startGate) releaseLocked() {
 }
 
 // idleIfLocked closes idleCh if no slot is taken and nobody waits.
-func (g *startGate) idleIfLocked() {
+func (g *StartGate) idleIfLocked() {
 	if g.free < g.size || g.anyWaiterLocked() {
 		return
 	}
@@ -123,7 +127,7 @@ func (g *startGate) idleIfLocked() {
 	}
 }
 
-func (g *startGate) anyWaiterLocked() bool {
+func (g *StartGate) anyWaiterLocked() bool {
 	for _, q := range g.waiters {
 		if len(q) > 0 {
 			return true

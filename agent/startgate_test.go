@@ -2,14 +2,15 @@ package agent
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/skiffnode/skiff/runtime/fake"
+	v1 "k8s.io/api/core/v1"
 )
 
 // waitQueued blocks until the gate has n waiters of priority p.
-func waitQueued(t *testing.T, g *startGate, p startPriority, n int) {
+func waitQueued(t *testing.T, g *StartGate, p startPriority, n int) {
 	t.Helper()
 	for range 5000 {
 		g.mu.Lock()
@@ -28,7 +29,7 @@ func waitQueued(t *testing.T, g *startGate, p startPriority, n int) {
 // pod already started runs before the next pod's sandbox (issue 5 density).
 func TestStartGateServesContainersBeforeSandboxes(t *testing.T) {
 	ctx := context.Background()
-	g := newStartGate(1)
+	g := NewStartGate(1)
 	release, err := g.acquire(ctx, prioSandbox)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestStartGateServesContainersBeforeSandboxes(t *testing.T) {
 
 // cancelQueuedWaiter queues a sandbox waiter on g (whose slots are taken),
 // cancels it and checks that it got no slot.
-func cancelQueuedWaiter(t *testing.T, g *startGate) {
+func cancelQueuedWaiter(t *testing.T, g *StartGate) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -89,7 +90,7 @@ func cancelQueuedWaiter(t *testing.T, g *startGate) {
 // TestStartGateCancelledWaiterGivesNoSlotAway: a waiter whose context ends
 // leaves the queue and the slot count stays right.
 func TestStartGateCancelledWaiterGivesNoSlotAway(t *testing.T) {
-	g := newStartGate(1)
+	g := NewStartGate(1)
 	release, _ := g.acquire(context.Background(), prioContainer)
 	cancelQueuedWaiter(t, g)
 	release()
@@ -118,12 +119,12 @@ func isClosed(ch <-chan struct{}) bool {
 // (repeated exec probes wait on it, issue 5 density).
 func TestStartGateIdle(t *testing.T) {
 	ctx := context.Background()
-	g := newStartGate(1)
-	if !isClosed(g.idle()) {
+	g := NewStartGate(1)
+	if !isClosed(g.Idle()) {
 		t.Fatal("a new gate is not idle")
 	}
 	r1, _ := g.acquire(ctx, prioSandbox)
-	busy := g.idle()
+	busy := g.Idle()
 	if isClosed(busy) {
 		t.Fatal("idle while a start is in flight")
 	}
@@ -138,42 +139,50 @@ func TestStartGateIdle(t *testing.T) {
 	waitQueued(t, g, prioContainer, 1)
 	r1() // hands the slot to the waiter: still busy
 	r2 := <-got
-	if isClosed(busy) || isClosed(g.idle()) {
+	if isClosed(busy) || isClosed(g.Idle()) {
 		t.Fatal("idle while the second start is in flight")
 	}
 	r2()
-	if !isClosed(busy) || !isClosed(g.idle()) {
+	if !isClosed(busy) || !isClosed(g.Idle()) {
 		t.Fatal("not idle after every start was released")
 	}
 	// A waiter that gives up does not keep the gate busy.
 	r3, _ := g.acquire(ctx, prioSandbox)
 	cancelQueuedWaiter(t, g)
-	if isClosed(g.idle()) {
+	if isClosed(g.Idle()) {
 		t.Fatal("idle while a start is in flight")
 	}
 	r3()
-	if !isClosed(g.idle()) {
+	if !isClosed(g.Idle()) {
 		t.Fatal("not idle after the cancelled waiter left and the start was released")
 	}
 }
 
-// TestProberHooksStartsIdleIsTheStartGate: the prober is told when the
-// agent's starts are idle, from the agent's own start gate.
-func TestProberHooksStartsIdleIsTheStartGate(t *testing.T) {
-	var hooks ProberHooks
-	cfg := testConfig(t, fake.New(time.Now))
-	cfg.MaxParallelStarts = 1
-	cfg.NewProber = func(h ProberHooks) Prober { hooks = h; return noProber{} }
-	a, err := New(cfg)
+// TestAgentStartsThroughTheGivenGate: the agent starts sandboxes through
+// the StartGate it is given (the one the prober watches), so a start waits
+// while the gate is full.
+func TestAgentStartsThroughTheGivenGate(t *testing.T) {
+	rt := newFakeRuntime()
+	cfg := testConfig(t, rt)
+	cfg.Starts = NewStartGate(1)
+	release, err := cfg.Starts.acquire(context.Background(), prioSandbox)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hooks.StartsIdle == nil || !isClosed(hooks.StartsIdle()) {
-		t.Fatal("StartsIdle missing or busy on a new agent")
+	h := runTestAgent(t, cfg)
+	h.src.ch <- []*v1.Pod{testPod("Always", nil, "a")}
+	time.Sleep(100 * time.Millisecond)
+	for _, c := range rt.Calls() {
+		if strings.HasPrefix(c, "RunSandbox") {
+			t.Fatalf("sandbox started while the given gate was full: %v", rt.Calls())
+		}
 	}
-	release, _ := a.starts.acquire(context.Background(), prioSandbox)
-	if isClosed(hooks.StartsIdle()) {
-		t.Error("StartsIdle closed while a start is in flight")
+	if isClosed(cfg.Starts.Idle()) {
+		t.Error("gate idle while the agent waits for it")
 	}
 	release()
+	h.eventually("sandbox started after the gate freed", func() bool {
+		_, ok := rt.ContainerByName("uid1", "a")
+		return ok
+	})
 }

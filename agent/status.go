@@ -34,7 +34,14 @@ type statusInput struct {
 	// RestartAnyway: exited containers (by ID) that restart whatever their
 	// exit code (planExtras.RestartAnyway).
 	RestartAnyway map[string]bool
+	// RuntimeName is the runtime's name ("containerd", "cri-o"), the scheme
+	// of container IDs in the status.
+	RuntimeName string
 }
+
+// containerIDOf is a container's ID in a pod status: <runtime>://<id>, as
+// the kubelet writes it.
+func containerIDOf(runtimeName, id string) string { return runtimeName + "://" + id }
 
 func (in statusInput) ready(name string) bool   { return in.Ready == nil || in.Ready(name) }
 func (in statusInput) started(name string) bool { return in.Started == nil || in.Started(name) }
@@ -131,15 +138,15 @@ func containerStatus(c v1.Container, in statusInput, cs *runtime.ContainerStatus
 			st.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
 		}
 		if len(hist) > 0 {
-			st.LastTerminationState = terminatedState(hist[0])
+			st.LastTerminationState = terminatedState(hist[0], in.RuntimeName)
 		}
 		return st
 	}
-	st.ContainerID = "containerd://" + cs.ID
+	st.ContainerID = containerIDOf(in.RuntimeName, cs.ID)
 	st.ImageID = cs.ImageRef
-	st.State = containerState(cs)
+	st.State = containerState(cs, in.RuntimeName)
 	if len(hist) > 1 && hist[0] == cs {
-		st.LastTerminationState = terminatedState(hist[1])
+		st.LastTerminationState = terminatedState(hist[1], in.RuntimeName)
 	}
 	if w, ok := in.Waiting[c.Name]; ok && cs.State == runtime.ContainerExited {
 		// Exited and held back: Waiting now, the run that ended is lastState.
@@ -178,18 +185,18 @@ func defaultWaiting(in statusInput, init bool) *v1.ContainerStateWaiting {
 	return &v1.ContainerStateWaiting{Reason: "ContainerCreating"}
 }
 
-func containerState(cs *runtime.ContainerStatus) v1.ContainerState {
+func containerState(cs *runtime.ContainerStatus, runtimeName string) v1.ContainerState {
 	switch cs.State {
 	case runtime.ContainerRunning:
 		return v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cs.StartedAt)}}
 	case runtime.ContainerExited:
-		return terminatedState(cs)
+		return terminatedState(cs, runtimeName)
 	default:
 		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 	}
 }
 
-func terminatedState(cs *runtime.ContainerStatus) v1.ContainerState {
+func terminatedState(cs *runtime.ContainerStatus, runtimeName string) v1.ContainerState {
 	if cs.State != runtime.ContainerExited {
 		return v1.ContainerState{}
 	}
@@ -206,7 +213,7 @@ func terminatedState(cs *runtime.ContainerStatus) v1.ContainerState {
 		Message:     cs.Message,
 		StartedAt:   metav1.NewTime(cs.StartedAt),
 		FinishedAt:  metav1.NewTime(cs.FinishedAt),
-		ContainerID: "containerd://" + cs.ID,
+		ContainerID: containerIDOf(runtimeName, cs.ID),
 	}}
 }
 

@@ -112,7 +112,7 @@ func TestComputePodStatus(t *testing.T) {
 func TestStatusDetails(t *testing.T) {
 	pod := testPod("Always", nil, "a")
 	st := state(sandboxReady(0), running("a", 1), exited("a", 0, 2, t0))
-	s := computePodStatus(statusInput{Pod: pod, State: st, Now: t0})
+	s := computePodStatus(statusInput{Pod: pod, State: st, Now: t0, RuntimeName: "cri-o"})
 	cs := s.ContainerStatuses[0]
 	if cs.RestartCount != 1 {
 		t.Errorf("restartCount %d, want 1", cs.RestartCount)
@@ -123,8 +123,16 @@ func TestStatusDetails(t *testing.T) {
 	if s.PodIP != "10.88.0.5" || len(s.PodIPs) != 1 {
 		t.Errorf("podIP %q %v", s.PodIP, s.PodIPs)
 	}
-	if cs.ContainerID != "containerd://a-1" {
-		t.Errorf("containerID %q", cs.ContainerID)
+	if cs.ContainerID != "cri-o://a-1" || cs.LastTerminationState.Terminated.ContainerID != "cri-o://a-0" {
+		t.Errorf("containerID %q, last %q: want the runtime's name as the scheme", cs.ContainerID, cs.LastTerminationState.Terminated.ContainerID)
+	}
+}
+
+func TestContainerIDFromStatusAnyScheme(t *testing.T) {
+	for in, want := range map[string]string{"containerd://abc": "abc", "cri-o://def": "def", "fake://x": "x", "bare": "bare"} {
+		if got := containerIDFromStatus(in); got != want {
+			t.Errorf("containerIDFromStatus(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

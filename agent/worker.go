@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/runtime"
@@ -27,7 +28,7 @@ import (
 //	   +--+ wake/timer         +-- agent shutdown: stop; the next skiff
 //	                               start resumes termination (A.47)
 type podWorker struct {
-	a      *Agent
+	d      *workerDeps
 	uid    types.UID
 	pod    *v1.Pod
 	log    *slog.Logger
@@ -62,18 +63,58 @@ type podWorker struct {
 	// probeKilled: containers (by ID) killed for a failed liveness or
 	// startup probe with a promised restart (B.9); see markProbeKilled.
 	probeKilled map[string]bool
+	// killChecked: probe-killed containers (by ID) whose restart the
+	// back-off held back once (podActions.CheckedKills).
+	killChecked map[string]bool
 	// oomChecked caches OOM-kill counter checks by container ID (D.14).
 	oomChecked map[string]bool
 	// rejected: admission refused the pod (set before the worker runs).
 	rejected bool
 }
 
-func newPodWorker(a *Agent, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
+// workerDeps are a pod worker's dependencies, shared by all workers of an
+// agent; all of them are safe for concurrent use. The worker reaches the
+// agent only through owner.
+type workerDeps struct {
+	rt     runtime.Runtime
+	clock  clock.WithTicker
+	log    *slog.Logger
+	prober Prober
+	// starts gates sandbox and container starts, teardowns sandbox
+	// teardowns (see killAll).
+	starts, teardowns *StartGate
+	events            *EventRecorder
+	hooks             *hookRunner
+	// cgroups: nil, no pod cgroups.
+	cgroups    PodCgroups
+	dns        func(*v1.Pod) (*runtime.DNSConfig, error)
+	hostIPs    []string
+	podsDir    string
+	podLogsDir string
+	// resync is the safety resync period (Config.ResyncPeriod).
+	resync time.Duration
+	// runtimeName names the runtime in container IDs ("containerd"); set
+	// by Agent.Run before any worker starts.
+	runtimeName string
+	owner       workerOwner
+}
+
+// workerOwner is what a pod worker tells its owner (the Agent). Both
+// methods are safe for concurrent use and return quickly.
+type workerOwner interface {
+	// publish records p (with its status) as the pod's published state;
+	// ignored once the worker was forgotten.
+	publish(p *v1.Pod)
+	// workerDone forgets w: its pod is gone from the runtime.
+	workerDone(w *podWorker)
+}
+
+func newPodWorker(d *workerDeps, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
 	return &podWorker{
-		a:       a,
+		d:       d,
 		uid:     pod.UID,
 		pod:     pod,
-		log:     a.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID),
+		log:     d.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID),
 		wakeCh:  make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		waitFor: waitFor,
@@ -83,6 +124,7 @@ func newPodWorker(a *Agent, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
 		inPostStart:  map[string]bool{},
 		termMessages: map[string]string{},
 		oomChecked:   map[string]bool{},
+		killChecked:  map[string]bool{},
 	}
 }
 
@@ -95,12 +137,12 @@ func (w *podWorker) event(name, typ, reason, msg string) {
 	if name != "" {
 		fp = containerFieldPath(w.pod, name)
 	}
-	w.a.events.record(w.pod, fp, typ, reason, msg)
+	w.d.events.record(w.pod, fp, typ, reason, msg)
 }
 
 // ensureImage makes c's image present, recording the image events.
 func (w *podWorker) ensureImage(ctx context.Context, c *v1.Container) (string, error) {
-	return ensureImage(ctx, w.a.cfg.Runtime, c, w.a.clock, func(typ, reason, msg string) {
+	return ensureImage(ctx, w.d.rt, c, w.d.clock, func(typ, reason, msg string) {
 		w.event(c.Name, typ, reason, msg)
 	})
 }
@@ -143,7 +185,7 @@ func (w *podWorker) run(ctx context.Context) {
 	for {
 		if term, grace := w.isTerminating(); term {
 			if w.terminate(ctx, grace) {
-				w.a.workerDone(w)
+				w.d.owner.workerDone(w)
 				return
 			}
 		} else {
@@ -169,7 +211,7 @@ func (w *podWorker) waitForWork(ctx context.Context, d time.Duration) bool {
 			return true
 		}
 	}
-	t := w.a.clock.NewTimer(d)
+	t := w.d.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -183,13 +225,13 @@ func (w *podWorker) waitForWork(ctx context.Context, d time.Duration) bool {
 // sync observes, plans, applies and publishes status. It returns when to
 // sync again (0: at once, because it made progress).
 func (w *podWorker) sync(ctx context.Context) time.Duration {
-	rt := w.a.cfg.Runtime
+	rt := w.d.rt
 	st, err := observe(ctx, rt, string(w.uid))
 	if err != nil {
 		w.log.Warn("cannot observe pod", "err", err)
 		return 2 * time.Second
 	}
-	now := w.a.clock.Now()
+	now := w.d.clock.Now()
 	if w.startTime.IsZero() {
 		w.startTime = now
 		if sb := st.sandbox(); sb != nil {
@@ -200,13 +242,18 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	w.settleOOM(st)
 	deadline := w.checkDeadline(now)
 	w.pruneProbeKilled(st)
+	w.backoff.prune(now)
 	x := planExtras{
-		Started:       func(name, _ string) bool { return w.a.prober.Started(w.uid, name) },
+		Started:       func(name, _ string) bool { return w.d.prober.Started(w.uid, name) },
 		ProbeFailed:   w.syncProbes(st),
 		Failure:       w.failure,
 		RestartAnyway: w.probeKilled,
+		KillChecked:   w.killChecked,
 	}
 	acts := computePodActions(w.pod, st, now, w.backoff, x)
+	for _, id := range acts.CheckedKills {
+		w.killChecked[id] = true
+	}
 	progressed, retry := w.apply(ctx, st, acts)
 	for name, ws := range acts.Waiting {
 		if prev, ok := w.waiting[name]; !ok || prev != ws {
@@ -215,7 +262,7 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 		w.waiting[name] = ws
 	}
 	w.publishStatus(st, now)
-	next := w.a.cfg.ResyncPeriod
+	next := w.d.resync
 	switch {
 	case progressed:
 		return 0
@@ -270,12 +317,13 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 	}
 	s := computePodStatus(statusInput{
 		Pod: w.pod, State: st, Waiting: w.waiting, Previous: w.status,
-		HostIPs: w.a.cfg.HostIPs, StartTime: w.startTime, Now: now,
-		Ready:         func(name string) bool { return w.a.prober.Ready(w.uid, name) },
-		Started:       func(name string) bool { return w.a.prober.Started(w.uid, name) },
+		HostIPs: w.d.hostIPs, StartTime: w.startTime, Now: now,
+		Ready:         func(name string) bool { return w.d.prober.Ready(w.uid, name) },
+		Started:       func(name string) bool { return w.d.prober.Started(w.uid, name) },
 		InPostStart:   w.inPostStart,
 		Failure:       w.failure,
 		RestartAnyway: w.probeKilled,
+		RuntimeName:   w.d.runtimeName,
 	})
 	w.status = &s
 	p := w.pod.DeepCopy()
@@ -291,7 +339,7 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 		p.DeletionTimestamp = &t
 		p.DeletionGracePeriodSeconds = w.graceSeconds(nil)
 	}
-	w.a.publish(p)
+	w.d.owner.publish(p)
 }
 
 // pendingPod is the pod as first published, before any sync.
@@ -299,7 +347,7 @@ func (w *podWorker) pendingPod() *v1.Pod {
 	p := w.pod.DeepCopy()
 	p.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: qosClass(w.pod)}
 	if p.CreationTimestamp.IsZero() {
-		p.CreationTimestamp = metav1.NewTime(w.a.clock.Now())
+		p.CreationTimestamp = metav1.NewTime(w.d.clock.Now())
 	}
 	return p
 }
@@ -320,26 +368,26 @@ func (w *podWorker) graceSeconds(override *int64) *int64 {
 // period, then the sandbox goes. It reports whether the pod is gone.
 func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
 	grace := time.Duration(*w.graceSeconds(override)) * time.Second
-	st, err := observe(ctx, w.a.cfg.Runtime, string(w.uid))
+	st, err := observe(ctx, w.d.rt, string(w.uid))
 	if err != nil {
 		w.log.Warn("cannot observe pod for termination", "err", err)
 		return false
 	}
-	w.publishStatus(st, w.a.clock.Now())
+	w.publishStatus(st, w.d.clock.Now())
 	if err := w.killAll(ctx, st, grace, func() { w.stopped.Store(true) }); err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("terminating pod", "err", err)
 		}
 		return false
 	}
-	w.a.prober.RemovePod(w.uid)
+	w.d.prober.RemovePod(w.uid)
 	w.removePodCgroup(ctx)
-	dir := podlogs.PodDir(w.a.cfg.PodLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
+	dir := podlogs.PodDir(w.d.podLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
 	if err := os.RemoveAll(dir); err != nil {
 		w.log.Warn("removing pod logs", "dir", dir, "err", err)
 	}
-	if w.a.cfg.PodsDir != "" {
-		if err := os.RemoveAll(filepath.Join(w.a.cfg.PodsDir, string(w.uid))); err != nil {
+	if w.d.podsDir != "" {
+		if err := os.RemoveAll(filepath.Join(w.d.podsDir, string(w.uid))); err != nil {
 			w.log.Warn("removing pod directory", "err", err)
 		}
 	}

@@ -1,7 +1,6 @@
 package probes
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,13 +14,14 @@ import (
 // test steps the clock and then waits for the rounds it expects; nothing
 // sleeps for real except noRound's short wait.
 type harness struct {
-	t       *testing.T
-	clock   *clocktesting.FakeClock
-	exec    *fakeExec
-	events  *eventLog
-	m       *Manager
-	rounds  [Liveness + 1]chan struct{}
-	changes atomic.Int32 // OnChange calls
+	t        *testing.T
+	clock    *clocktesting.FakeClock
+	exec     *fakeExec
+	events   *eventLog
+	m        *Manager
+	rounds   [Liveness + 1]chan struct{}
+	changeCh chan types.UID // Config.Changes, never full in a test
+	changes  int32          // UIDs received from changeCh (see changeCount)
 }
 
 // harnessOpts tunes newHarness.
@@ -33,7 +33,7 @@ type harnessOpts struct {
 
 func newHarness(t *testing.T, opts harnessOpts) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: newFakeClock(), exec: newFakeExec(), events: &eventLog{}}
+	h := &harness{t: t, clock: newFakeClock(), exec: newFakeExec(), events: &eventLog{}, changeCh: make(chan types.UID, 10000)}
 	for k := range h.rounds {
 		h.rounds[k] = make(chan struct{}, 1000)
 	}
@@ -43,8 +43,8 @@ func newHarness(t *testing.T, opts harnessOpts) *harness {
 		Logger:        discardLogger(),
 		DisableJitter: !opts.jitter,
 		StartsIdle:    opts.startsIdle,
-		OnChange:      func(types.UID) { h.changes.Add(1) },
-		Events: func(_ types.UID, container, eventType, reason, message string) {
+		Changes:       h.changeCh,
+		Events: func(_ *v1.Pod, container, eventType, reason, message string) {
 			if container != "app" || eventType != v1.EventTypeWarning {
 				t.Errorf("event for %q of type %q, want app/Warning", container, eventType)
 			}
@@ -133,3 +133,15 @@ var (
 	pass = execReply{stdout: "ok"}
 	fail = execReply{exit: 1, stdout: "boom"}
 )
+
+// changeCount returns how many changes the Manager has sent so far.
+func (h *harness) changeCount() int32 {
+	for {
+		select {
+		case <-h.changeCh:
+			h.changes++
+		default:
+			return h.changes
+		}
+	}
+}

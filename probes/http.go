@@ -3,18 +3,15 @@ package probes
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/skiffnode/skiff/internal/httpget"
 )
 
 // maxRedirects is how many same-host redirects a probe follows, as Go's
@@ -93,99 +90,35 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// NewHTTPRequest builds the GET request of an httpGet probe, as the kubelet
-// does: scheme defaults to HTTP, host to podIP, port may be a number or the
-// name of one of c's ports. User-Agent defaults to UserAgent and Accept to
-// "*/*"; an httpHeaders entry overrides them (an empty Accept removes it),
-// and a Host entry sets the request's Host. It fails when the port cannot
-// be resolved.
+// NewHTTPRequest builds the GET request of an httpGet probe with
+// httpget.NewRequest (shared with lifecycle hooks): scheme defaults to HTTP,
+// host to podIP, port may be a number or the name of one of c's ports.
+// User-Agent defaults to UserAgent and Accept to "*/*"; an httpHeaders entry
+// overrides them (an empty Accept removes it), and a Host entry sets the
+// request's Host. It fails when the port cannot be resolved.
 func NewHTTPRequest(action *v1.HTTPGetAction, c *v1.Container, podIP string) (*http.Request, error) {
-	scheme := strings.ToLower(string(action.Scheme))
-	if scheme == "" {
-		scheme = "http"
+	if _, err := ResolvePort(action.Port, c); err != nil {
+		return nil, err // with the probe's wording
 	}
-	host := action.Host
-	if host == "" {
-		host = podIP
-	}
-	port, err := ResolvePort(action.Port, c)
-	if err != nil {
-		return nil, err
-	}
-	u := probeURL(scheme, host, port, action.Path)
-	req, err := http.NewRequest(http.MethodGet, u.String(), nil)
+	req, err := httpget.NewRequest(action, c, podIP, UserAgent)
 	if err != nil {
 		return nil, fmt.Errorf("build probe request: %w", err)
 	}
-	req.Header = probeHeaders(action.HTTPHeaders)
-	req.Host = req.Header.Get("Host")
 	return req, nil
 }
 
-// probeURL joins the URL's parts. A path that does not parse is passed on as
-// a plain path, as the kubelet does ("too late to reject it").
-func probeURL(scheme, host string, port int, path string) *url.URL {
-	u, err := url.Parse(path)
-	if err != nil {
-		u = &url.URL{Path: path}
-	}
-	u.Scheme = scheme
-	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
-	return u
-}
-
-// probeHeaders converts the probe's headers and adds the defaults.
-func probeHeaders(list []v1.HTTPHeader) http.Header {
-	h := make(http.Header, len(list)+2)
-	for _, e := range list {
-		h.Add(e.Name, e.Value)
-	}
-	if _, ok := h["User-Agent"]; !ok {
-		h.Set("User-Agent", UserAgent)
-	}
-	if _, ok := h["Accept"]; !ok {
-		h.Set("Accept", "*/*")
-	} else if h.Get("Accept") == "" {
-		h.Del("Accept")
-	}
-	return h
-}
-
-// ResolvePort returns the port number of a probe: a number, the name of one
-// of c's ports, or (as a last resort, like the kubelet) a number written as
-// a string. It fails for an unknown name or a number outside 1-65535.
+// ResolvePort returns the port number of a probe (httpget.ResolvePort): a
+// number, the name of one of c's ports, or (as a last resort, like the
+// kubelet) a number written as a string. It fails for an unknown name
+// (wrapping ErrPortNotFound) or a number outside 1-65535.
 func ResolvePort(port intstr.IntOrString, c *v1.Container) (int, error) {
-	var n int
-	switch port.Type {
-	case intstr.Int:
-		n = port.IntValue()
-	case intstr.String:
-		var err error
-		if n, err = portByName(port.StrVal, c); err != nil {
-			return 0, err
-		}
-	default:
-		return 0, fmt.Errorf("probe port %v has no type", port)
-	}
-	if n <= 0 || n >= 65536 {
-		return 0, fmt.Errorf("invalid probe port number: %d", n)
+	n, err := httpget.ResolvePort(port, c)
+	if err != nil {
+		return 0, fmt.Errorf("probe %w", err)
 	}
 	return n, nil
 }
 
 // ErrPortNotFound is wrapped by ResolvePort's error when a named port is
 // not among the container's ports.
-var ErrPortNotFound = errors.New("port not found")
-
-// portByName looks name up in c's ports, then tries it as a number.
-func portByName(name string, c *v1.Container) (int, error) {
-	for _, p := range c.Ports {
-		if p.Name == name {
-			return int(p.ContainerPort), nil
-		}
-	}
-	if n, err := strconv.Atoi(name); err == nil {
-		return n, nil
-	}
-	return 0, fmt.Errorf("probe port %q of container %q: %w", name, c.Name, ErrPortNotFound)
-}
+var ErrPortNotFound = httpget.ErrPortNotFound

@@ -21,15 +21,16 @@ type Config struct {
 	Clock clock.WithTicker
 	// Logger receives probe logs at debug level (default: slog.Default()).
 	Logger *slog.Logger
-	// OnChange is called with the pod's UID whenever a probe result changes,
-	// so the pod's worker can resync. It is called from probe goroutines,
-	// with no lock held, and must not block for long (a non-blocking send
-	// on a 1-buffered channel is the intended use).
-	OnChange func(podUID types.UID)
+	// Changes, if set, receives the pod's UID whenever a probe result
+	// changes, so the pod's worker can resync. The send comes from a probe
+	// goroutine with no lock held and blocks until it is received or Stop
+	// is called: the receiver drains it while the Manager runs.
+	Changes chan<- types.UID
 	// Events records the kubelet's probe events (eventType "Warning",
-	// reason ReasonUnhealthy or ReasonProbeWarning). It is called from probe
-	// goroutines and must be safe for concurrent use and quick.
-	Events func(podUID types.UID, containerName, eventType, reason, message string)
+	// reason ReasonUnhealthy or ReasonProbeWarning) about container
+	// containerName of pod, the pod given to AddContainer. It is called from
+	// probe goroutines and must be safe for concurrent use and quick.
+	Events func(pod *v1.Pod, containerName, eventType, reason, message string)
 	// DisableJitter turns off the random delay of a worker's first probe.
 	// Like the kubelet, the Manager spreads first probes over one period
 	// only while it is younger than that period, so that an agent restart
@@ -114,7 +115,7 @@ func NewManager(cfg Config) *Manager {
 // startup probe. If pod has a deletion timestamp, liveness and startup
 // probes stop and report Success, as the kubelet does for a terminating
 // pod. Results start as described in the package doc; AddContainer does not
-// call OnChange. It never blocks on probes. After Stop it does nothing.
+// send on Changes. It never blocks on probes. After Stop it does nothing.
 func (m *Manager) AddContainer(pod *v1.Pod, podIP string, c *v1.Container, containerID string, startedAt time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -164,6 +165,7 @@ func (m *Manager) newWorker(pod *v1.Pod, key probeKey, spec *v1.Probe, t target,
 	log := m.log.With("pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID,
 		"container", key.container, "containerID", t.containerID, "probe", key.kind)
 	return newWorker(m.ctx, workerParams{
+		pod:            pod,
 		key:            key,
 		spec:           spec,
 		target:         t,

@@ -31,8 +31,8 @@ func TestManager_B9_B10_B11_InitialResults(t *testing.T) {
 	if f, _ := h.m.StartupFailed("p1", "app"); f {
 		t.Error("startup failed before any probe ran")
 	}
-	if n := h.changes.Load(); n != 0 {
-		t.Errorf("AddContainer called OnChange %d times", n)
+	if n := h.changeCount(); n != 0 {
+		t.Errorf("AddContainer sent on Changes %d times", n)
 	}
 	// Without probes (B.9-B.11): started, ready, not failed.
 	h.add(testPod("p2", v1.Container{Name: "app"}), "c2")

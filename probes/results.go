@@ -53,7 +53,7 @@ func (m *Manager) startedLocked(podUID types.UID, containerName, containerID str
 // probe to run at once rather than at its next tick, as the kubelet's
 // UpdatePodStatus does: a container whose startup probe just succeeded is
 // probed for readiness without waiting up to a period. Ready never blocks
-// on the probe; the verdict comes later through OnChange. Unlike the
+// on the probe; the verdict comes later through Changes. Unlike the
 // kubelet, which asks again at every status update until the container is
 // ready, Ready asks once per container: skiff computes status far more
 // often, and under load (exec probes timing out on a busy 2-core node)
@@ -101,7 +101,7 @@ func (m *Manager) failed(podUID types.UID, containerName string, kind Kind) (boo
 }
 
 // setResult implements workerOwner: it stores w's verdict unless w was
-// replaced or removed, and calls OnChange when the result changed.
+// replaced or removed, and sends on Changes when the result changed.
 func (m *Manager) setResult(w *worker, r Result) {
 	m.mu.Lock()
 	e := m.entries[w.key]
@@ -114,8 +114,11 @@ func (m *Manager) setResult(w *worker, r Result) {
 	m.mu.Unlock()
 	if changed {
 		w.log.Debug("probe result changed", "result", r)
-		if m.cfg.OnChange != nil {
-			m.cfg.OnChange(w.key.podUID)
+		if m.cfg.Changes != nil {
+			select {
+			case m.cfg.Changes <- w.key.podUID:
+			case <-m.ctx.Done():
+			}
 		}
 	}
 }
@@ -130,6 +133,6 @@ func (m *Manager) started(w *worker) bool {
 // event implements workerOwner.
 func (m *Manager) event(w *worker, eventType, reason, message string) {
 	if m.cfg.Events != nil {
-		m.cfg.Events(w.key.podUID, w.key.container, eventType, reason, message)
+		m.cfg.Events(w.pod, w.key.container, eventType, reason, message)
 	}
 }

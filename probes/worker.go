@@ -33,6 +33,8 @@ type workerOwner interface {
 
 // workerParams are the inputs of newWorker.
 type workerParams struct {
+	// pod is the pod given to AddContainer (read-only), for events.
+	pod       *v1.Pod
 	key       probeKey
 	spec      *v1.Probe
 	target    target

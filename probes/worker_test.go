@@ -134,9 +134,9 @@ func TestWorker_B10_B19_ReadinessThresholds(t *testing.T) {
 			t.Fatalf("round %d: result %v, want %v", i+1, got, s.want)
 		}
 	}
-	// OnChange only on changes: Failure->Success->Failure->Success.
-	if n := h.changes.Load(); n != 3 {
-		t.Errorf("OnChange called %d times, want 3", n)
+	// Changes only on changes: Failure->Success->Failure->Success.
+	if n := h.changeCount(); n != 3 {
+		t.Errorf("Changes sent %d times, want 3", n)
 	}
 	var failed int
 	for _, e := range h.events.all() {
@@ -164,8 +164,8 @@ func TestWorker_B9_LivenessFailure(t *testing.T) {
 			t.Fatalf("round %d: liveness failed below failureThreshold (a success resets the count)", i+1)
 		}
 	}
-	if n := h.changes.Load(); n != 0 {
-		t.Errorf("OnChange called %d times without a change", n)
+	if n := h.changeCount(); n != 0 {
+		t.Errorf("Changes sent %d times without a change", n)
 	}
 	w := h.worker("p1", Liveness)
 	h.tick(10*time.Second, Liveness) // third failure in a row
@@ -173,8 +173,8 @@ func TestWorker_B9_LivenessFailure(t *testing.T) {
 	if !failed || msg != "Container app failed liveness probe" {
 		t.Errorf("LivenessFailed = %v, %q; want true, %q", failed, msg, "Container app failed liveness probe")
 	}
-	if n := h.changes.Load(); n != 1 {
-		t.Errorf("OnChange called %d times, want 1", n)
+	if n := h.changeCount(); n != 1 {
+		t.Errorf("Changes sent %d times, want 1", n)
 	}
 	want := "Unhealthy: Liveness probe failed: boom"
 	if ev := h.events.all(); len(ev) != 5 || ev[4] != want {
@@ -345,7 +345,7 @@ func TestWorker_SetResultFromReplacedWorker(t *testing.T) {
 	h.add(pod, "c2")
 	h.round(Liveness)
 	h.m.setResult(old, Failure)
-	if f, _ := h.m.LivenessFailed("p1", "app"); f || h.changes.Load() != 0 {
+	if f, _ := h.m.LivenessFailed("p1", "app"); f || h.changeCount() != 0 {
 		t.Error("a replaced worker's verdict was stored")
 	}
 }

@@ -24,8 +24,8 @@ type Runtime interface {
 	Sandboxes
 	Containers
 	Images
-	// Version names the runtime, e.g. "containerd 1.6.20 (CRI v1)".
-	Version(ctx context.Context) (string, error)
+	// Version names the runtime and its version.
+	Version(ctx context.Context) (VersionInfo, error)
 }
 
 // Sandboxes manages pod sandboxes (the pause container and its namespaces).
@@ -286,4 +286,18 @@ type ExitWatcher interface {
 	// WatchExits calls fn with the ID of each container or sandbox whose
 	// process exited, until ctx is done. Blocking; fn must not block.
 	WatchExits(ctx context.Context, fn func(id string)) error
+}
+
+// VersionInfo is what the runtime says it is.
+type VersionInfo struct {
+	// Name is the runtime's name, e.g. "containerd" or "cri-o": the scheme
+	// of container IDs in pod status (<name>://<id>).
+	Name string
+	// Version is the runtime's version, APIVersion the CRI version ("v1").
+	Version, APIVersion string
+}
+
+// String returns e.g. "containerd 1.6.20 (CRI v1)".
+func (v VersionInfo) String() string {
+	return v.Name + " " + v.Version + " (CRI " + v.APIVersion + ")"
 }

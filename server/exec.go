@@ -11,17 +11,12 @@ import (
 	"github.com/skiffnode/skiff/runtime"
 )
 
-// ErrNotFound is the error an Execer wraps when the pod or container does
-// not exist (answered with 404), unless Config.IsNotFound says otherwise.
-var ErrNotFound = errors.New("not found")
-
 // Execer runs one-shot commands in containers, for POST /run.
 type Execer interface {
 	// Exec runs cmd in the running container of the pod namespace/pod and
 	// waits for it to exit, at most timeout (0: no limit). A non-zero exit
 	// code is a result, not an error. An error for a pod or container that
-	// does not exist must satisfy Config.IsNotFound (by default: wrap
-	// ErrNotFound); other errors (e.g. the container is not running) are
+	// does not exist wraps runtime.ErrNotFound (answered with 404); other errors (e.g. the container is not running) are
 	// answered with 500 and their message. Safe for concurrent use.
 	Exec(ctx context.Context, namespace, pod, container string, cmd []string, timeout time.Duration) (*runtime.ExecResult, error)
 }
@@ -56,7 +51,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	res, err := s.exec.Exec(r.Context(), ns, pod, container, cmd, timeout)
 	if err != nil {
 		code := http.StatusInternalServerError
-		if s.isNotFound(err) {
+		if isNotFound(err) {
 			code = http.StatusNotFound
 		}
 		s.log.Debug("run in container", "namespace", ns, "pod", pod, "container", container, "err", err)
@@ -87,9 +82,4 @@ func parseRunQuery(q url.Values) ([]string, time.Duration, error) {
 }
 
 // isNotFound reports whether an Execer error means no such pod or container.
-func (s *Server) isNotFound(err error) bool {
-	if s.notFound != nil {
-		return s.notFound(err)
-	}
-	return errors.Is(err, ErrNotFound)
-}
+func isNotFound(err error) bool { return errors.Is(err, runtime.ErrNotFound) }

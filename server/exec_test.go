@@ -63,7 +63,6 @@ func TestRun(t *testing.T) {
 	tests := []struct {
 		name     string
 		execer   *fakeExecer
-		notFound func(error) bool
 		method   string
 		path     string
 		wantCode int
@@ -81,14 +80,13 @@ func TestRun(t *testing.T) {
 		{name: "kubelet's command parameter", execer: &fakeExecer{},
 			method: http.MethodPost, path: "/run/default/web/app?command=ls&command=/",
 			wantCode: 200, wantCall: execCall{"default", "web", "app", []string{"ls", "/"}, 0}},
-		{name: "unknown pod: 404 via ErrNotFound", execer: &fakeExecer{notFound: ErrNotFound},
+		{name: "unknown pod: 404 via runtime.ErrNotFound", execer: &fakeExecer{notFound: runtime.ErrNotFound},
 			method: http.MethodPost, path: "/run/default/nope/app?cmd=true",
 			wantCode: 404, wantBody: "container \"app\" in pod default/nope: not found\n"},
-		{name: "unknown container: 404 via IsNotFound", execer: &fakeExecer{notFound: errAgentNotFound},
-			notFound: func(err error) bool { return errors.Is(err, errAgentNotFound) },
-			method:   http.MethodPost, path: "/run/default/web/db?cmd=true",
-			wantCode: 404, wantBody: "container \"db\" in pod default/web: agent: not found\n"},
-		{name: "foreign not-found error without IsNotFound: 500", execer: &fakeExecer{notFound: errAgentNotFound},
+		{name: "unknown container: 404 via wrapped runtime.ErrNotFound", execer: &fakeExecer{notFound: fmt.Errorf("no such container: %w", runtime.ErrNotFound)},
+			method: http.MethodPost, path: "/run/default/web/db?cmd=true",
+			wantCode: 404, wantBody: "container \"db\" in pod default/web: no such container: not found\n"},
+		{name: "foreign not-found error: 500", execer: &fakeExecer{notFound: errAgentNotFound},
 			method: http.MethodPost, path: "/run/default/web/db?cmd=true", wantCode: 500},
 		{name: "not running: 500 with the message", execer: &fakeExecer{err: errors.New(`container "app" of pod default/web is not running`)},
 			method: http.MethodPost, path: "/run/default/web/app?cmd=true",
@@ -112,7 +110,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Config{IsNotFound: tt.notFound}
+			cfg := Config{}
 			if tt.execer != nil {
 				cfg.Exec = tt.execer
 			}
@@ -133,7 +131,7 @@ func TestRun(t *testing.T) {
 }
 
 func TestClientExec(t *testing.T) {
-	ex := &fakeExecer{notFound: ErrNotFound, res: runtime.ExecResult{
+	ex := &fakeExecer{notFound: runtime.ErrNotFound, res: runtime.ExecResult{
 		Stdout: []byte("out\x00\xff"), Stderr: []byte("err"), ExitCode: 42,
 	}}
 	srv := httptest.NewServer(New(Config{Exec: ex}).Handler())

@@ -52,11 +52,6 @@ type Config struct {
 	Events EventProvider
 	// Exec runs the commands of /run; nil answers 501.
 	Exec Execer
-	// IsNotFound reports whether an Exec error means that the pod or
-	// container does not exist (answered with 404). nil means
-	// errors.Is(err, ErrNotFound); set it for a provider with its own
-	// sentinel, e.g. func(err error) bool { return errors.Is(err, agent.ErrPodNotFound) }.
-	IsNotFound func(error) bool
 	// Stats provides /stats/summary; nil answers 501.
 	Stats StatsProvider
 	// Profiling serves Go's profiles under /debug/pprof/ (as the kubelet's
@@ -74,7 +69,6 @@ type Server struct {
 	pollInterval time.Duration
 	events       EventProvider
 	exec         Execer
-	notFound     func(error) bool
 	stats        StatsProvider
 	profiling    bool
 }
@@ -89,7 +83,6 @@ func New(cfg Config) *Server {
 		pollInterval: cfg.LogPollInterval,
 		events:       cfg.Events,
 		exec:         cfg.Exec,
-		notFound:     cfg.IsNotFound,
 		stats:        cfg.Stats,
 		profiling:    cfg.Profiling,
 	}

@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/agent"
 	"github.com/skiffnode/skiff/cgroups"
@@ -162,12 +165,18 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		podCgroups = cgm
 	}
 	hostIPs := nodeIPs(log)
-	var prober *probes.Manager
-	defer func() {
-		if prober != nil {
-			prober.Stop()
-		}
-	}()
+	// The prober, the start gate it yields to and the event recorder are
+	// shared by the agent and the prober; probe results reach the agent as
+	// pod UIDs on changes, which agent.Run drains. The prober stops after
+	// everything under the errgroup below returned, before the runtime.
+	starts := agent.NewStartGate(o.maxParallelStarts)
+	events := agent.NewEventRecorder(clock.RealClock{}, node)
+	changes := make(chan types.UID, 64)
+	prober := probes.NewManager(probes.Config{
+		Exec: rt, Logger: log, Changes: changes, Events: events.ContainerEvent, StartsIdle: starts.Idle,
+		MaxConcurrentExec: parallelExecProbes(o.maxParallelProbes),
+	})
+	defer prober.Stop()
 	a, err := agent.New(agent.Config{
 		NodeName:          node,
 		Runtime:           rt,
@@ -178,15 +187,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		DNS:               podDNS(o.resolvConf),
 		Logger:            log,
 		MaxParallelStarts: o.maxParallelStarts,
+		Starts:            starts,
+		Events:            events,
+		Prober:            prober,
+		ProbeChanges:      changes,
 		Cgroups:           podCgroups,
 		Allocatable:       allocatable,
-		NewProber: func(h agent.ProberHooks) agent.Prober {
-			prober = probes.NewManager(probes.Config{
-				Exec: rt, Logger: log, OnChange: h.OnChange, Events: h.Event, StartsIdle: h.StartsIdle,
-				MaxConcurrentExec: parallelExecProbes(o.maxParallelProbes),
-			})
-			return prober
-		},
 	})
 	if err != nil {
 		return err
@@ -199,12 +205,15 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		}
 		sources["file"] = src
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 4)
+	// Everything below runs under one errgroup: the first to fail stops the
+	// others, and runAgent returns only after all of them returned. Then,
+	// in reverse order of start, the prober stops (deferred above) and the
+	// runtime closes (deps.cleanup), so no worker, probe or API request is
+	// still in a runtime call when the CRI connection closes.
+	g, gctx := errgroup.WithContext(ctx)
 	apiCfg := server.Config{
 		Pods: a, PodLogsDir: o.podLogsDir, Logger: log, Events: a,
-		Healthz: func() error { return a.Healthz(ctx) },
+		Healthz: func() error { return a.Healthz(gctx) },
 	}
 	if cgm != nil {
 		apiCfg.Stats = a
@@ -214,25 +223,22 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	roSrv := server.New(apiCfg)
 	apiCfg.Exec = a
 	apiCfg.Profiling = true
-	apiCfg.IsNotFound = func(err error) bool { return errors.Is(err, agent.ErrPodNotFound) }
 	srv := server.New(apiCfg)
-	go func() { errc <- srv.ServeUnix(ctx, filepath.Join(o.rootDir, "skiff.sock")) }()
+	g.Go(func() error { return srv.ServeUnix(gctx, filepath.Join(o.rootDir, "skiff.sock")) })
 	if o.readOnlyPort > 0 {
 		addr := net.JoinHostPort(o.address, strconv.Itoa(o.readOnlyPort))
-		go func() { errc <- roSrv.ServeTCP(ctx, addr) }()
+		g.Go(func() error { return roSrv.ServeTCP(gctx, addr) })
 	}
 	if importer != nil {
-		go watchImageDir(ctx, filepath.Join(o.rootDir, "images"), importer, a.WakeAll, log)
+		g.Go(func() error {
+			watchImageDir(gctx, filepath.Join(o.rootDir, "images"), importer, a.WakeAll, log)
+			return nil
+		})
 	}
 	log.Info("skiff agent started", "node", node, "manifests", o.podManifestPath, "root", o.rootDir, "hostIPs", hostIPs)
-	go func() { errc <- a.Run(ctx, sources) }()
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if err != nil && ctx.Err() == nil {
-			cancel()
-			return err
-		}
+	g.Go(func() error { return a.Run(gctx, sources) })
+	if err := g.Wait(); err != nil && ctx.Err() == nil {
+		return err
 	}
 	log.Info("skiff agent stopping; pods keep running")
 	return nil
@@ -281,7 +287,7 @@ func startRuntime(ctx context.Context, o *agentOptions, log *slog.Logger) (_ *ru
 	deps.rt = rt
 	// Exit events only speed up what the relister finds anyway: without
 	// them (another CRI runtime, an old containerd) skiff still works.
-	if v, err := rt.Version(ctx); err == nil && strings.HasPrefix(v, "containerd") {
+	if v, err := rt.Version(ctx); err == nil && v.Name == "containerd" {
 		ew, err := containerd.NewExitWatcher(containerdAddr, log)
 		if err != nil {
 			log.Warn("no container exit events; exits are seen at the next relist", "err", err)

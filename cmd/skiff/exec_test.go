@@ -38,7 +38,7 @@ func (f *fakeAgent) Exec(_ context.Context, ns, pod, container string, cmd []str
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, fmt.Sprintf("%s/%s/%s: %s (%v)", ns, pod, container, strings.Join(cmd, " "), timeout))
 	if pod == "vanished" {
-		return nil, fmt.Errorf("pod %s/%s: %w", ns, pod, server.ErrNotFound)
+		return nil, fmt.Errorf("pod %s/%s: %w", ns, pod, runtime.ErrNotFound)
 	}
 	res := f.result
 	return &res, nil

@@ -101,13 +101,13 @@ func (r *Runtime) Close() error {
 	return err
 }
 
-// Version returns e.g. "containerd 1.6.20 (CRI v1)".
-func (r *Runtime) Version(ctx context.Context) (string, error) {
+// Version returns the runtime's name and versions (CRI Version).
+func (r *Runtime) Version(ctx context.Context) (runtime.VersionInfo, error) {
 	v, err := r.version(ctx)
 	if err != nil {
-		return "", err
+		return runtime.VersionInfo{}, err
 	}
-	return fmt.Sprintf("%s %s (CRI %s)", v.RuntimeName, v.RuntimeVersion, v.RuntimeApiVersion), nil
+	return runtime.VersionInfo{Name: v.RuntimeName, Version: v.RuntimeVersion, APIVersion: v.RuntimeApiVersion}, nil
 }
 
 func (r *Runtime) version(ctx context.Context) (*runtimeapi.VersionResponse, error) {

@@ -52,7 +52,7 @@ func TestNewChecksCRIv1(t *testing.T) {
 	t.Run("ok", func(t *testing.T) {
 		r := newTestRuntime(t, newFakeCRI(), time.Second)
 		v, err := r.Version(ctx)
-		if err != nil || v != "fake 1.2.3 (CRI v1)" {
+		if err != nil || v.String() != "fake 1.2.3 (CRI v1)" || v.Name != "fake" {
 			t.Fatalf("Version = %q, %v", v, err)
 		}
 		if err := r.Close(); err != nil {

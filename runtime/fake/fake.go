@@ -188,7 +188,9 @@ func (r *Runtime) nextID(prefix string) string {
 }
 
 // Version implements runtime.Runtime.
-func (r *Runtime) Version(context.Context) (string, error) { return "fake 0.0", nil }
+func (r *Runtime) Version(context.Context) (runtime.VersionInfo, error) {
+	return runtime.VersionInfo{Name: "fake", Version: "0.0", APIVersion: "v1"}, nil
+}
 
 // RunSandbox implements runtime.Runtime.
 func (r *Runtime) RunSandbox(_ context.Context, spec *runtime.SandboxSpec) (string, error) {

@@ -112,3 +112,63 @@ func checkBackOffStatus(t *testing.T, p *v1.Pod, st *v1.ContainerStatus) {
 		t.Errorf("pod phase %s during back-off, want Running", p.Status.Phase)
 	}
 }
+
+// TestLivenessRestartsLikeKubelet_A13_B9 runs a container that fails its
+// liveness probe 5s after each start (period 1s, failureThreshold 2). The
+// kubelet kills such a container and starts it again in the same sync,
+// checking the restart back-off against the pod status taken before the
+// kill: its latest exit is then the one before the killed instance. So the
+// first two probe kills restart at once (no exit / no back-off entry yet),
+// the third waits the 10s back-off from its own exit, and a container that
+// ran longer than its current back-off before failing restarts at once.
+// kubelet v1.34.4 restarted it at about 9, 19, 41 and 50s; the fourth
+// restart there came only because the kubelet re-synced the pod 3-4s after
+// the back-off expired (its re-sync after a back-off is late by a random
+// amount), which skiff, waking at the expiry, does not reproduce: it
+// restarts at about 8, 15 and 33s, and again at about 60s.
+func TestLivenessRestartsLikeKubelet_A13_B9(t *testing.T) {
+	e := NewEnv(t)
+	e.StartAgent(t, AgentOptions{})
+	probe := `livenessProbe: {exec: {command: ["sh", "-c", "test $(( $(date +%s) - $(cat /tmp/started) )) -lt 5"]}, periodSeconds: 1, failureThreshold: 2}`
+	e.WriteManifest(t, "liveness-loop.yaml", podSpec("liveness-loop", []string{"terminationGracePeriodSeconds: 5"}, nil, []string{
+		container("app", busyboxImage, []string{"sh", "-c", "date +%s > /tmp/started; " + sleepLoop}, nil, probe)}))
+	tr := newContainerTracker(e, PodName("liveness-loop"), "app")
+	const window = 55 * time.Second
+	var first time.Time
+	tr.until(t, window+time.Minute, "55s after the first start", func() bool {
+		if r := tr.attempts[0]; r != nil && !r.StartedAt.IsZero() {
+			first = r.StartedAt
+		}
+		return !first.IsZero() && time.Since(first) > window
+	})
+	var starts []string
+	restarts := uint32(0)
+	for i := uint32(1); tr.attempts[i] != nil; i++ {
+		r := tr.attempts[i]
+		if r.StartedAt.IsZero() || r.StartedAt.Sub(first) > window {
+			break
+		}
+		restarts++
+		starts = append(starts, r.StartedAt.Sub(first).Round(100*time.Millisecond).String())
+	}
+	t.Logf("restarts at %s after the first start", strings.Join(starts, ", "))
+	if restarts < 3 {
+		t.Fatalf("%d restarts in the first %s, want at least 3 (kubelet v1.34.4: 4, at about 9, 19, 41 and 50s)", restarts, window)
+	}
+	gap := func(i uint32) time.Duration { return tr.attempts[i].StartedAt.Sub(tr.attempts[i-1].Finished) }
+	for i := uint32(1); i <= 3; i++ {
+		if r := tr.attempts[i-1]; !r.Exited || r.Finished.IsZero() {
+			t.Fatalf("attempt %d: %s, want seen exited", i-1, dump(r))
+		}
+	}
+	t.Logf("restart gaps after each kill: %s, %s, %s", gap(1), gap(2), gap(3))
+	if g := gap(1); g > 5*time.Second {
+		t.Errorf("first restart %s after the first kill, want immediate", g)
+	}
+	if g := gap(2); g > 5*time.Second {
+		t.Errorf("second restart %s after the second kill, want immediate: the kubelet measures the back-off from the exit before the kill, and there was no back-off yet", g)
+	}
+	if g := gap(3); g < 8*time.Second || g > 16*time.Second {
+		t.Errorf("third restart %s after the third kill, want ~10s of back-off (8-16s)", g)
+	}
+}

@@ -181,9 +181,11 @@ func TestLivenessProbeHandlers_B9_B17_B18(t *testing.T) {
 	for pod, f := range failing {
 		p := e.WaitForPod(t, PodName(pod), containerCond("app", restartCountAtLeast(1)), lifecycleTimeout)
 		st := statusOf(t, p, "app")
-		// A second restart waits 10s of back-off, so the count is exactly 1.
-		if st.RestartCount != 1 {
-			t.Errorf("%s: restartCount %d, want 1", pod, st.RestartCount)
+		// As in the kubelet, the second liveness kill restarts at once too (the
+		// back-off is measured from the exit before the kill, and the first
+		// one set none); the third waits 10s. So the count is 1 or 2.
+		if st.RestartCount < 1 || st.RestartCount > 2 {
+			t.Errorf("%s: restartCount %d, want 1 or 2", pod, st.RestartCount)
 		}
 		// The test server exits 0 on SIGTERM: the kill was graceful.
 		if term := st.LastTerminationState.Terminated; term == nil || term.ExitCode != 0 {

@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/runtime/fake"
+)
+
+// fakeOwner is a workerOwner that records what its worker tells it.
+type fakeOwner struct {
+	mu        sync.Mutex
+	published []*v1.Pod
+	done      int
+}
+
+func (o *fakeOwner) publish(p *v1.Pod) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.published = append(o.published, p)
+}
+
+func (o *fakeOwner) workerDone(*podWorker) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done++
+}
+
+// last returns the status of container name in the latest published pod.
+func (o *fakeOwner) last(name string) (v1.ContainerStatus, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.published) == 0 {
+		return v1.ContainerStatus{}, false
+	}
+	for _, cs := range o.published[len(o.published)-1].Status.ContainerStatuses {
+		if cs.Name == name {
+			return cs, true
+		}
+	}
+	return v1.ContainerStatus{}, false
+}
+
+func (o *fakeOwner) doneCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.done
+}
+
+// A pod worker driven directly, with a fake owner, a fake runtime and a
+// fake clock: it starts the pod, restarts a crash at once, holds the second
+// crash in CrashLoopBackOff until the clock passes 10s, and on kill removes
+// the pod and tells its owner (A.13, A.42).
+func TestWorkerWithFakeOwnerAndClock_A13(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	rt := fake.New(clk.Now)
+	rt.AddImage("img")
+	owner := &fakeOwner{}
+	d := &workerDeps{
+		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
+		starts: NewStartGate(2), teardowns: NewStartGate(2), events: NewEventRecorder(clk, "node"),
+		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner,
+	}
+	pod := testPod("Always", nil, "a")
+	w := newPodWorker(d, pod, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; calls %v", what, rt.Calls())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	attempt := func(n uint32) func() bool {
+		return func() bool {
+			c, ok := rt.ContainerByName("uid1", "a")
+			return ok && c.Attempt == n && c.State == runtime.ContainerRunning
+		}
+	}
+	crash := func() {
+		c, _ := rt.ContainerByName("uid1", "a")
+		rt.Exit(c.ID, 1)
+		w.wake()
+	}
+	wait("first start", attempt(0))
+	wait("Running published", func() bool { cs, ok := owner.last("a"); return ok && cs.State.Running != nil })
+	clk.Step(time.Second)
+	crash()
+	wait("immediate restart after the first crash", attempt(1))
+	clk.Step(2 * time.Second)
+	crash()
+	wait("CrashLoopBackOff published", func() bool {
+		cs, ok := owner.last("a")
+		return ok && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+	})
+	wait("worker waiting on its back-off timer", clk.HasWaiters)
+	clk.Step(9 * time.Second)
+	time.Sleep(20 * time.Millisecond)
+	if attempt(2)() {
+		t.Fatal("restarted before the 10s back-off passed")
+	}
+	clk.Step(time.Second)
+	wait("restart after 10s of back-off", attempt(2))
+
+	w.kill(nil)
+	wait("owner told the pod is gone", func() bool { return owner.doneCount() == 1 })
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("worker did not return after its pod was gone")
+	}
+	if _, ok := rt.ContainerByName("uid1", "a"); ok {
+		t.Error("container still in the runtime after the kill")
+	}
+}
+
+// blockingStart is a runtime whose StartContainer blocks until its context
+// ends, then takes a while to return, like a CRI call in flight at shutdown.
+type blockingStart struct {
+	*fake.Runtime
+	entered  chan struct{}
+	returned atomic.Bool
+}
+
+func (r *blockingStart) StartContainer(ctx context.Context, id string) error {
+	close(r.entered)
+	<-ctx.Done()
+	time.Sleep(50 * time.Millisecond)
+	r.returned.Store(true)
+	return ctx.Err()
+}
+
+// Run returns only after every worker returned: no worker is still in a
+// runtime call when its caller closes the runtime.
+func TestRunWaitsForWorkers(t *testing.T) {
+	rt := &blockingStart{Runtime: newFakeRuntime(), entered: make(chan struct{})}
+	h := runTestAgent(t, testConfig(t, rt))
+	h.src.ch <- []*v1.Pod{testPod("Always", nil, "a")}
+	select {
+	case <-rt.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no container start")
+	}
+	h.stop()
+	if !rt.returned.Load() {
+		t.Fatal("Run returned while a worker was still in a runtime call")
+	}
+}
