@@ -184,6 +184,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 			prober = probes.NewManager(probes.Config{
 				Exec: rt, Logger: log, OnChange: h.OnChange, Events: h.Event, StartsIdle: h.StartsIdle,
 				MaxConcurrentExec: parallelExecProbes(o.maxParallelProbes),
+				CheckpointPath:    filepath.Join(o.rootDir, "probes.json"),
 			})
 			return prober
 		},
