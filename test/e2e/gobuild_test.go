@@ -33,6 +33,9 @@ func TestPlainGoBuildAgentRunsPods(t *testing.T) {
 	e.StartAgent(t, AgentOptions{Bin: bin})
 	e.WriteManifest(t, "plain.yaml", twoContainerPod("plain"))
 	e.WaitForPod(t, PodName("plain"), runningAndReady, podStartTimeout)
+	if log := e.AgentLog(t); !strings.Contains(log, `pauseFrom="built-in`) {
+		t.Error("the agent did not build its pause image from the built-in pause")
+	}
 }
 
 // dynamicallyLinked reports whether the ELF executable at path asks for a
