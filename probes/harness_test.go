@@ -29,6 +29,8 @@ type harnessOpts struct {
 	jitter bool // leave the Manager's first-probe jitter on
 	// startsIdle is Config.StartsIdle.
 	startsIdle func() <-chan struct{}
+	// checkpoint is Config.CheckpointPath.
+	checkpoint string
 }
 
 func newHarness(t *testing.T, opts harnessOpts) *harness {
@@ -38,12 +40,13 @@ func newHarness(t *testing.T, opts harnessOpts) *harness {
 		h.rounds[k] = make(chan struct{}, 1000)
 	}
 	h.m = NewManager(Config{
-		Exec:          h.exec,
-		Clock:         h.clock,
-		Logger:        discardLogger(),
-		DisableJitter: !opts.jitter,
-		StartsIdle:    opts.startsIdle,
-		Changes:       h.changeCh,
+		Exec:           h.exec,
+		Clock:          h.clock,
+		Logger:         discardLogger(),
+		DisableJitter:  !opts.jitter,
+		StartsIdle:     opts.startsIdle,
+		Changes:        h.changeCh,
+		CheckpointPath: opts.checkpoint,
 		Events: func(_ *v1.Pod, container, eventType, reason, message string) {
 			if container != "app" || eventType != v1.EventTypeWarning {
 				t.Errorf("event for %q of type %q, want app/Warning", container, eventType)

@@ -46,6 +46,10 @@ type Config struct {
 	// status quo (liveness, or readiness of a ready container) waits for
 	// it, at most one period. See worker.yieldToStarts. It must not block.
 	StartsIdle func() <-chan struct{}
+	// CheckpointPath, if set, is the file where the Manager keeps the
+	// readiness and startup results across agent restarts (see
+	// checkpoint.go). Its directory must exist.
+	CheckpointPath string
 }
 
 // entry is the state of one probe of one container.
@@ -74,13 +78,15 @@ type Manager struct {
 	mu      sync.Mutex
 	stopped bool
 	entries map[probeKey]*entry
+	cp      *checkpoint // nil without Config.CheckpointPath
 
 	// afterIteration, if set before the first AddContainer, is given to
 	// every worker (tests).
 	afterIteration func(Kind)
 }
 
-// NewManager returns a Manager. It starts no goroutine until AddContainer.
+// NewManager returns a Manager. It starts no goroutine until AddContainer,
+// except the checkpoint writer when Config.CheckpointPath is set.
 func NewManager(cfg Config) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -91,7 +97,11 @@ func NewManager(cfg Config) *Manager {
 	// The Manager owns its workers' lifetime: Stop ends it. Callers'
 	// contexts end single calls, never the probes.
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{
+	cp, err := loadCheckpoint(cfg.CheckpointPath, cfg.Clock)
+	if err != nil {
+		cfg.Logger.Warn("probe results of the previous agent are lost", "err", err)
+	}
+	m := &Manager{
 		cfg:      cfg,
 		log:      cfg.Logger,
 		clock:    cfg.Clock,
@@ -100,7 +110,16 @@ func NewManager(cfg Config) *Manager {
 		ctx:      ctx,
 		cancel:   cancel,
 		entries:  map[probeKey]*entry{},
+		cp:       cp,
 	}
+	if cp != nil {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.runCheckpointWriter()
+		}()
+	}
+	return m
 }
 
 // AddContainer starts probing container c of pod, whose runtime ID is
@@ -138,10 +157,17 @@ func (m *Manager) AddContainer(pod *v1.Pod, podIP string, c *v1.Container, conta
 		}
 		quiet := terminating && k != Readiness
 		if e == nil {
-			e = &entry{containerID: containerID, result: k.initialResult()}
+			// A container the previous agent probed starts from its
+			// checkpointed result; a startup probe that succeeded is done.
+			res, restored := m.restoredResultLocked(containerID, k)
+			if !restored {
+				res = k.initialResult()
+			}
+			e = &entry{containerID: containerID, result: res}
 			m.entries[key] = e
-			if !quiet {
+			if !quiet && !(k == Startup && res == Success) {
 				e.w = m.newWorker(pod, key, spec, t, startedAt)
+				e.w.verdict = res // not running yet
 				fresh = append(fresh, e.w)
 			}
 		}
@@ -149,6 +175,7 @@ func (m *Manager) AddContainer(pod *v1.Pod, podIP string, c *v1.Container, conta
 			m.quietLocked(e)
 		}
 	}
+	m.claimRestoredLocked(containerID)
 	// Start goroutines only once every probe of the container is
 	// registered, so a liveness worker always sees its startup probe.
 	for _, w := range fresh {
@@ -229,11 +256,14 @@ func (m *Manager) RemovePod(podUID types.UID) {
 			m.dropLocked(key)
 		}
 	}
+	m.forgetRestoredPodLocked(podUID)
 }
 
 // Stop stops every probe and waits until all worker goroutines have
-// returned. Later AddContainer calls do nothing. Idempotent.
+// returned. Later AddContainer calls do nothing. It first writes a pending
+// checkpoint. Idempotent.
 func (m *Manager) Stop() {
+	m.writeCheckpoint(true)
 	m.mu.Lock()
 	m.stopped = true
 	for key := range m.entries {

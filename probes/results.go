@@ -111,6 +111,9 @@ func (m *Manager) setResult(w *worker, r Result) {
 	}
 	changed := e.result != r
 	e.result = r
+	if changed && w.key.kind != Liveness {
+		m.checkpointChangedLocked()
+	}
 	m.mu.Unlock()
 	if changed {
 		w.log.Debug("probe result changed", "result", r)

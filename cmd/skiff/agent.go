@@ -71,7 +71,7 @@ func newAgentCmd() *cobra.Command {
 	f.IntVar(&o.verbosity, "v", 0, "log verbosity (4 and above: debug)")
 	f.StringVar(&o.podCIDR, "pod-cidr", "10.88.0.0/16", "pod IP range of the managed CNI bridge")
 	f.StringVar(&o.cniBinDir, "cni-bin-dir", "/usr/lib/cni", "CNI plugin binaries for the managed containerd")
-	f.StringVar(&o.pauseBinary, "pause-binary", "", "static executable the managed containerd's pause image is built from (default: skiff-pause beside this executable if present, else this executable)")
+	f.StringVar(&o.pauseBinary, "pause-binary", "", "static executable the managed containerd's pause image is built from (default: skiff's built-in pause on amd64 and arm64, else skiff-pause beside this executable, else this executable if static)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration pods inherit")
 	f.DurationVar(&o.runtimeTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of CRI requests")
 	f.IntVar(&o.maxParallelStarts, "max-parallel-starts", 0, "sandboxes/containers started at once (0: max(2, CPUs))")
@@ -175,6 +175,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	prober := probes.NewManager(probes.Config{
 		Exec: rt, Logger: log, Changes: changes, Events: events.ContainerEvent, StartsIdle: starts.Idle,
 		MaxConcurrentExec: parallelExecProbes(o.maxParallelProbes),
+		CheckpointPath:    filepath.Join(o.rootDir, "probes.json"),
 	})
 	defer prober.Stop()
 	a, err := agent.New(agent.Config{
@@ -299,35 +300,12 @@ func startRuntime(ctx context.Context, o *agentOptions, log *slog.Logger) (_ *ru
 	return deps, nil
 }
 
-// pauseExecutable returns the executable the pause image is built from:
-// flag if set, else skiff-pause beside skiff's executable, else skiff's
-// executable itself (it runs pause.Run when invoked as /pause, but each
-// pause process then initialises all of skiff: ~80 ms CPU, ~20 MB RSS).
-func pauseExecutable(flag string, log *slog.Logger) (string, error) {
-	if flag != "" {
-		if _, err := os.Stat(flag); err != nil {
-			return "", fmt.Errorf("--pause-binary: %w", err)
-		}
-		return flag, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("own executable: %w", err)
-	}
-	sibling := filepath.Join(filepath.Dir(exe), "skiff-pause")
-	if st, err := os.Stat(sibling); err == nil && st.Mode().IsRegular() {
-		return sibling, nil
-	}
-	log.Info("no skiff-pause beside the executable; the pause image is built from skiff itself (heavier pause processes)", "looked-for", sibling)
-	return exe, nil
-}
-
 func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *containerd.Managed, imp *containerd.Importer, retErr error) {
-	exe, err := pauseExecutable(o.pauseBinary, log)
+	pauseSrc, err := pauseExecutable(o.pauseBinary, goruntime.GOARCH, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	pauseRef, err := containerd.PauseImageRef(exe)
+	pauseRef, err := pauseSrc.ref()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -353,7 +331,7 @@ func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *co
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := containerd.EnsurePauseImage(ctx, imp, exe, filepath.Join(o.rootDir, "cache")); err != nil {
+	if _, err := pauseSrc.ensure(ctx, imp, filepath.Join(o.rootDir, "cache")); err != nil {
 		_ = imp.Close()
 		return nil, nil, fmt.Errorf("pause image: %w", err)
 	}
@@ -366,7 +344,7 @@ func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *co
 	if err != nil {
 		log.Error("importing image archives", "dir", dir, "err", err)
 	}
-	log.Info("managed containerd ready", "endpoint", m.Endpoint(), "pauseImage", pauseRef, "imported", names)
+	log.Info("managed containerd ready", "endpoint", m.Endpoint(), "pauseImage", pauseRef, "pauseFrom", pauseSrc.String(), "imported", names)
 	return m, imp, nil
 }
 

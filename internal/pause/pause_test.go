@@ -16,6 +16,8 @@ import (
 // short-lived child) when re-executed by the tests.
 func TestMain(m *testing.M) {
 	switch os.Getenv("PAUSE_TEST_ROLE") {
+	case "builtin":
+		runBuiltinRole()
 	case "pause":
 		// Start a child that exits at once and is never waited for by Go:
 		// only Run's reaping can collect it.

@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
@@ -29,6 +30,13 @@ func PauseImageRef(exePath string) (string, error) {
 	return PauseRepository + ":" + sum[:12], nil
 }
 
+// PauseImageRefData is PauseImageRef for an executable held in memory
+// (skiff's built-in pause, internal/pause.Executable). Pure.
+func PauseImageRefData(exe []byte) string {
+	sum := sha256.Sum256(exe)
+	return PauseRepository + ":" + hex.EncodeToString(sum[:])[:12]
+}
+
 // EnsurePauseImage makes sure containerd has the pause image built from the
 // executable at exePath and returns its reference (PauseImageRef). The image
 // has one layer holding the executable as /pause, with entrypoint
@@ -42,7 +50,23 @@ func EnsurePauseImage(ctx context.Context, imp *Importer, exePath, cacheDir stri
 	if err != nil {
 		return "", fmt.Errorf("pause image: %w", err)
 	}
-	ref = PauseRepository + ":" + sum[:12]
+	check := func() error { return checkStaticFile(exePath) }
+	file := imagebuild.File{Path: "pause", Mode: 0o755, HostPath: exePath}
+	return ensurePauseImage(ctx, imp, PauseRepository+":"+sum[:12], check, file, cacheDir)
+}
+
+// EnsurePauseImageData is EnsurePauseImage for the executable exe held in
+// memory (skiff's built-in pause); its reference is PauseImageRefData(exe),
+// so the tag changes whenever the bytes do. Idempotent.
+func EnsurePauseImageData(ctx context.Context, imp *Importer, exe []byte, cacheDir string) (string, error) {
+	check := func() error { return checkStatic(bytes.NewReader(exe), "the built-in pause executable") }
+	file := imagebuild.File{Path: "pause", Mode: 0o755, Data: exe}
+	return ensurePauseImage(ctx, imp, PauseImageRefData(exe), check, file, cacheDir)
+}
+
+// ensurePauseImage imports the one-file image ref unless containerd has it;
+// check runs before the archive is built.
+func ensurePauseImage(ctx context.Context, imp *Importer, ref string, check func() error, file imagebuild.File, cacheDir string) (string, error) {
 	has, err := imp.HasImage(ctx, ref)
 	if err != nil {
 		return "", fmt.Errorf("pause image: %w", err)
@@ -50,15 +74,16 @@ func EnsurePauseImage(ctx context.Context, imp *Importer, exePath, cacheDir stri
 	if has {
 		return ref, nil
 	}
-	if err := checkStatic(exePath); err != nil {
+	if err := check(); err != nil {
 		return "", fmt.Errorf("pause image: %w", err)
 	}
-	archive := filepath.Join(cacheDir, "pause-"+sum[:12]+".tar")
+	tag := ref[len(PauseRepository)+1:]
+	archive := filepath.Join(cacheDir, "pause-"+tag+".tar")
 	if _, err := os.Stat(archive); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 			return "", fmt.Errorf("pause image cache: %w", err)
 		}
-		files := []imagebuild.File{{Path: "pause", Mode: 0o755, HostPath: exePath}}
+		files := []imagebuild.File{file}
 		if err := imagebuild.WriteArchive(archive, ref, files, imagebuild.Config{Entrypoint: []string{"/pause"}}); err != nil {
 			return "", fmt.Errorf("pause image: %w", err)
 		}
@@ -84,18 +109,31 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// checkStatic fails for a dynamically linked ELF executable: it could not
-// run in the library-less pause image.
-func checkStatic(path string) error {
-	f, err := elf.Open(path)
+// checkStaticFile is checkStatic for the file at path.
+func checkStaticFile(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%s is not an ELF executable: %w", path, err)
 	}
 	defer f.Close()
+	return checkStatic(f, path)
+}
+
+// checkStatic fails for a dynamically linked ELF executable (named name in
+// errors): it could not run in the library-less pause image.
+func checkStatic(r io.ReaderAt, name string) error {
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return fmt.Errorf("%s is not an ELF executable: %w", name, err)
+	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("%s is dynamically linked and cannot run in the pause image; build it with CGO_ENABLED=0", path)
+			return fmt.Errorf("%s is dynamically linked and cannot run in the pause image; build it with CGO_ENABLED=0", name)
 		}
 	}
 	return nil
 }
+
+// CheckStaticExecutable fails unless path is a statically linked ELF
+// executable, one that can run in the library-less pause image.
+func CheckStaticExecutable(path string) error { return checkStaticFile(path) }

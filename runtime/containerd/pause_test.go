@@ -1,13 +1,17 @@
 package containerd
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/skiffnode/skiff/internal/pause"
 )
 
 func TestPauseImageRef(t *testing.T) {
@@ -33,11 +37,11 @@ func TestPauseImageRef(t *testing.T) {
 }
 
 func TestCheckStatic(t *testing.T) {
-	if err := checkStatic("/bin/busybox"); err != nil && !errors.Is(err, fs.ErrNotExist) && !strings.Contains(err.Error(), "no such file") {
+	if err := checkStaticFile("/bin/busybox"); err != nil && !errors.Is(err, fs.ErrNotExist) && !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("busybox-static: %v", err)
 	}
 	if _, err := os.Stat("/bin/ls"); err == nil {
-		if err := checkStatic("/bin/ls"); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		if err := checkStaticFile("/bin/ls"); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
 			t.Errorf("dynamic /bin/ls: err = %v", err)
 		}
 	}
@@ -45,7 +49,7 @@ func TestCheckStatic(t *testing.T) {
 	if err := os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkStatic(text); err == nil {
+	if err := checkStaticFile(text); err == nil {
 		t.Error("script accepted as pause executable")
 	}
 }
@@ -60,6 +64,33 @@ func TestOCIRefName(t *testing.T) {
 	} {
 		if got := ociRefName(in); got != want {
 			t.Errorf("ociRefName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The built-in pause image is tagged by the executable's bytes, as a file
+// would be, so the tag changes when the bytes do; the bytes pass the check
+// that the image needs no libraries.
+func TestPauseImageRefDataFollowsBytes(t *testing.T) {
+	for _, goarch := range []string{"amd64", "arm64"} {
+		exe, ok := pause.Executable(goarch)
+		if !ok {
+			t.Fatalf("%s: no built-in pause", goarch)
+		}
+		ref := PauseImageRefData(exe)
+		path := filepath.Join(t.TempDir(), "pause")
+		if err := os.WriteFile(path, exe, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if fromFile, err := PauseImageRef(path); err != nil || fromFile != ref {
+			t.Errorf("%s: ref %s, from the same bytes in a file %s (%v)", goarch, ref, fromFile, err)
+		}
+		changed := append(slices.Clone(exe), 0)
+		if PauseImageRefData(changed) == ref {
+			t.Errorf("%s: ref %s unchanged after the bytes changed", goarch, ref)
+		}
+		if err := checkStatic(bytes.NewReader(exe), goarch); err != nil {
+			t.Errorf("%s: %v", goarch, err)
 		}
 	}
 }

@@ -48,6 +48,8 @@ type Env struct {
 type AgentOptions struct {
 	// Args are appended to the standard flags.
 	Args []string
+	// Bin, if set, is the skiff executable to start instead of the suite's.
+	Bin string
 }
 
 // agentProc is a running `skiff agent`.
@@ -109,7 +111,11 @@ func (e *Env) StartAgent(t *testing.T, opts AgentOptions) {
 		"--pod-logs-dir", e.PodLogsDir,
 		"--v", "4",
 	}, opts.Args...)
-	cmd := exec.Command(e.s.Bin, args...)
+	bin := e.s.Bin
+	if opts.Bin != "" {
+		bin = opts.Bin
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The agent must not outlive a test binary that dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
