@@ -21,7 +21,8 @@ import (
 )
 
 const (
-	// readyTimeout bounds how long Start waits for the CRI socket.
+	// readyTimeout bounds how long a start or restart waits for the CRI
+	// socket.
 	readyTimeout = 60 * time.Second
 	// leftoverStopTimeout bounds stopping a containerd left over from a
 	// previous skiff run, before it is killed.
