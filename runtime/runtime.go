@@ -284,7 +284,9 @@ type ImageImporter interface {
 // moment.
 type ExitWatcher interface {
 	// WatchExits calls fn with the ID of each container or sandbox whose
-	// process exited, until ctx is done. Blocking; fn must not block.
+	// process exited, until ctx is done. After a gap in the reports (the
+	// runtime restarted) it calls fn("") once: exits may have been
+	// missed, list now. Blocking; fn must not block.
 	WatchExits(ctx context.Context, fn func(id string)) error
 }
 

@@ -8,7 +8,9 @@ import (
 
 	containerd "github.com/containerd/containerd"
 	apievents "github.com/containerd/containerd/api/events"
+	"github.com/containerd/containerd/events"
 	"github.com/containerd/typeurl/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/runtime"
 )
@@ -19,19 +21,38 @@ var _ runtime.ExitWatcher = (*ExitWatcher)(nil)
 // pause containers (their task IDs are the CRI IDs).
 var exitFilters = []string{`topic=="/tasks/exit",namespace==` + Namespace}
 
+// Re-subscription back-off of the ExitWatcher: a stream that broke is
+// subscribed again after exitRetryInitial, doubling to exitRetryMax while
+// streams keep breaking within exitStableAfter.
+const (
+	exitRetryInitial = 100 * time.Millisecond
+	exitRetryMax     = 5 * time.Second
+	exitStableAfter  = 10 * time.Second
+	// servingTimeout bounds waiting for containerd to answer before
+	// subscribing.
+	servingTimeout = 10 * time.Second
+)
+
+// eventSource is what the ExitWatcher needs of a containerd client.
+type eventSource interface {
+	IsServing(ctx context.Context) (bool, error)
+	Subscribe(ctx context.Context, filters ...string) (<-chan *events.Envelope, <-chan error)
+}
+
 // ExitWatcher reports container exits from containerd's event service, so
 // the agent learns of an exited container at once rather than at its next
 // relist (containerd 1.6's CRI has no GetContainerEvents). Safe for
 // concurrent use.
 type ExitWatcher struct {
-	client *containerd.Client
+	client *containerd.Client // nil in tests
+	events eventSource
 	logger *slog.Logger
-	// retry is the pause before re-subscribing after the stream broke.
-	retry time.Duration
+	clock  clock.Clock
 }
 
 // NewExitWatcher connects to containerd's gRPC socket at address (the CRI
 // socket of a containerd, or Managed.Address). The caller must Close it.
+// The connection outlives containerd restarts (gRPC reconnects).
 func NewExitWatcher(address string, logger *slog.Logger) (*ExitWatcher, error) {
 	client, err := containerd.New(address, containerd.WithDefaultNamespace(Namespace))
 	if err != nil {
@@ -40,37 +61,66 @@ func NewExitWatcher(address string, logger *slog.Logger) (*ExitWatcher, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &ExitWatcher{client: client, logger: logger, retry: time.Second}, nil
+	return &ExitWatcher{client: client, events: client, logger: logger, clock: clock.RealClock{}}, nil
 }
 
 // Close closes the connection to containerd.
 func (w *ExitWatcher) Close() error { return w.client.Close() }
 
 // WatchExits implements runtime.ExitWatcher: it blocks until ctx is done,
-// calling fn with the task ID of every exit, and subscribes again after a
-// broken stream (containerd restarting). Exits during a gap are only seen
-// by the agent's relist, as without a watcher.
+// calling fn with the task ID of every exit. When the stream breaks
+// (containerd restarting) it waits until containerd answers and subscribes
+// again, with back-off (exitRetryInitial doubling to exitRetryMax); once
+// subscribed again it calls fn("") because exits during the gap were not
+// reported: the agent lists the runtime at once.
 func (w *ExitWatcher) WatchExits(ctx context.Context, fn func(id string)) error {
+	b := newBackoff(exitRetryInitial, exitRetryMax, exitStableAfter)
+	resubscribe := false
 	for {
-		err := w.watchOnce(ctx, fn)
+		start := w.clock.Now()
+		err := w.watchOnce(ctx, fn, resubscribe)
 		if ctx.Err() != nil {
 			return nil
 		}
-		w.logger.Debug("containerd exit events interrupted; subscribing again", "err", err)
+		if !resubscribe {
+			w.logger.Warn("containerd exit events interrupted; subscribing again once containerd answers", "err", err)
+		}
+		resubscribe = true
+		delay := b.next(w.clock.Since(start))
+		w.logger.Debug("containerd exit events interrupted", "err", err, "retryIn", delay)
+		t := w.clock.NewTimer(delay)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
-		case <-time.After(w.retry):
+		case <-t.C():
 		}
 	}
 }
 
-func (w *ExitWatcher) watchOnce(ctx context.Context, fn func(id string)) error {
+// watchOnce waits (bounded) until containerd answers, subscribes, calls
+// fn("") if resubscribed, and forwards exits until the stream breaks.
+func (w *ExitWatcher) watchOnce(ctx context.Context, fn func(id string), resubscribed bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	envs, errs := w.client.Subscribe(ctx, exitFilters...)
+	sctx, scancel := context.WithTimeout(ctx, servingTimeout)
+	serving, err := w.events.IsServing(sctx)
+	scancel()
+	if err != nil {
+		return fmt.Errorf("containerd not answering: %w", err)
+	}
+	if !serving {
+		return fmt.Errorf("containerd not serving")
+	}
+	envs, errs := w.events.Subscribe(ctx, exitFilters...)
+	if resubscribed {
+		w.logger.Info("containerd exit events subscribed again; listing the runtime for exits missed meanwhile")
+		fn("")
+	}
 	for {
 		select {
+		case <-ctx.Done():
+			return ctx.Err()
 		case env := <-envs:
 			if env == nil || env.Event == nil {
 				continue

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -329,6 +330,45 @@ func TestManagedContainerdRunsPods(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // let the subscription reach containerd
 	execOut("sh", "-c", ":")
 	time.Sleep(200 * time.Millisecond) // an exec's exit, were it reported, would arrive now
+
+	// kill -9 of containerd: the supervisor restarts it; the container, the
+	// CRI client, the importer's client and the exit events carry on.
+	oldPid := m.Pid()
+	if err := syscall.Kill(oldPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for m.Restarts() < 1 {
+		if time.Since(killed) > 20*time.Second {
+			t.Fatalf("containerd not restarted 20 s after kill -9; log:\n%s", logTail(m.cfg.LogFile, 30))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if m.Pid() == oldPid {
+		t.Fatalf("restarted containerd has the old pid %d", oldPid)
+	}
+	for {
+		cs, err := r.ContainerStatus(ctx, ctrID)
+		if err == nil && cs.State == runtime.ContainerRunning {
+			break
+		}
+		if time.Since(killed) > 20*time.Second {
+			t.Fatalf("after kill -9 and restart: container status = %+v, %v", cs, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ok, err := imp.HasImage(ctx, busybox); err != nil || !ok {
+		t.Fatalf("importer after containerd restart: HasImage = %v, %v", ok, err)
+	}
+	select {
+	case rep := <-exits:
+		if rep.id != "" {
+			t.Fatalf("first report after containerd restart: %q, want \"\" (relist)", rep.id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("exit watcher did not resubscribe after the containerd restart")
+	}
+	t.Logf("containerd restarted and answering %v after kill -9", time.Since(killed).Round(time.Millisecond))
 
 	// sh as PID 1 ignores SIGTERM: the stop escalates to SIGKILL.
 	start := time.Now()

@@ -9,18 +9,20 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
-	goruntime "runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/runtime/cri"
 )
 
 const (
-	// readyTimeout bounds how long Start waits for the CRI socket.
+	// readyTimeout bounds how long a start or restart waits for the CRI
+	// socket.
 	readyTimeout = 60 * time.Second
 	// leftoverStopTimeout bounds stopping a containerd left over from a
 	// previous skiff run, before it is killed.
@@ -29,8 +31,8 @@ const (
 	cleanupTimeout = 10 * time.Second
 )
 
-// Managed is a containerd child process of skiff. Its methods are safe for
-// concurrent use.
+// Managed is a supervised containerd child process of skiff. Its methods
+// are safe for concurrent use.
 //
 // Lifetime: containerd runs in its own process group (a terminal's SIGINT
 // reaches skiff only, which decides the shutdown order) with the parent-death
@@ -41,29 +43,49 @@ const (
 // Should a containerd of an earlier run still be alive anyway, Start finds it
 // through the pid file and replaces it.
 //
-// Start and Stop do not supervise: if containerd exits on its own, Done is
-// closed and restarting it (with a new Start) is the caller's choice.
+// Supervision: from Start until Stop a goroutine owned by Managed restarts
+// containerd whenever it exits (crash, kill -9, OOM kill), with the same
+// config and root, after a back-off (restartInitial doubling to restartMax,
+// reset after restartResetAfter of running). The restarted containerd
+// reconnects to the shims, so containers keep running. Clients reconnect by
+// themselves (gRPC). Stop ends supervision before it stops containerd, so a
+// shutdown never restarts it.
 type Managed struct {
-	cfg     Config
-	paths   paths
-	logger  *slog.Logger
-	cmd     *exec.Cmd
-	done    chan struct{}
-	waitErr error // the child's exit status; written before done is closed
+	cfg    Config
+	paths  paths
+	logger *slog.Logger
+	clock  clock.Clock
+	// launch starts one containerd and waits until it serves CRI; with
+	// restart set it refuses (errReplaced) to start a rival of a
+	// containerd that another skiff started on this root. On error
+	// nothing is left running. Replaced by fakes in tests.
+	launch func(ctx context.Context, restart bool) (process, error)
+
+	cancel context.CancelFunc // ends supervision
+	done   chan struct{}      // closed when supervise has returned
+
+	mu       sync.Mutex
+	cur      process // the latest containerd; written by supervise only
+	restarts int
 }
 
 // Start writes RootDir/containerd/config.toml, replaces a containerd left
-// running by an earlier skiff run on the same root, starts containerd and
+// running by an earlier skiff run on the same root, starts containerd,
 // waits until its CRI socket answers a Version call (bounded by ctx and one
-// minute). ctx bounds only the start: the child keeps running until Stop,
-// its own exit, or skiff's exit. On error nothing is left running.
-func Start(ctx context.Context, cfg Config) (_ *Managed, retErr error) {
+// minute) and starts supervising it. ctx bounds only the start: containerd
+// keeps running (and is restarted) until Stop or skiff's exit. On error
+// nothing is left running.
+func Start(ctx context.Context, cfg Config) (*Managed, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	p := pathsFor(cfg.RootDir)
-	m := &Managed{cfg: cfg, paths: p, logger: cfg.Logger.With("component", "containerd"), done: make(chan struct{})}
+	m := &Managed{
+		cfg: cfg, paths: p, logger: cfg.Logger.With("component", "containerd"),
+		clock: clock.RealClock{}, done: make(chan struct{}),
+	}
+	m.launch = m.launchChild
 	for _, dir := range []string{p.dir, p.root, p.state, cfg.CNIConfDir} {
 		if err := os.MkdirAll(dir, 0o711); err != nil {
 			return nil, fmt.Errorf("create containerd directories: %w", err)
@@ -79,51 +101,56 @@ func Start(ctx context.Context, cfg Config) (_ *Managed, retErr error) {
 	if err := writeFileAtomic(p.config, []byte(conf), 0o600); err != nil {
 		return nil, fmt.Errorf("write containerd config: %w", err)
 	}
-	logFile, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
-	if err != nil {
-		return nil, fmt.Errorf("open containerd log: %w", err)
+	if err := m.run(ctx); err != nil {
+		return nil, err
 	}
+	return m, nil
+}
 
-	m.cmd = exec.Command(cfg.Binary, "--config", p.config)
-	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	started := make(chan error, 1)
-	// The goroutine owns the child until it exits. It keeps its OS thread
-	// locked while the child lives: Pdeathsig fires when the *thread* that
-	// forked exits, and a locked thread cannot be reused (and ended) by
-	// another goroutine that exits locked.
-	go func() {
-		goruntime.LockOSThread()
-		defer close(m.done)
-		defer logFile.Close()
-		if err := m.cmd.Start(); err != nil {
-			started <- err
-			return
+// run launches the first containerd and starts the supervisor goroutine,
+// which m.cancel ends and m.done waits for. On error nothing runs.
+func (m *Managed) run(ctx context.Context) error {
+	first, err := m.launch(ctx, false)
+	if err != nil {
+		return err
+	}
+	m.cur = first
+	sctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go m.supervise(sctx, first)
+	return nil
+}
+
+// launchChild implements launch with a real child process.
+func (m *Managed) launchChild(ctx context.Context, restart bool) (_ process, retErr error) {
+	if restart {
+		if pid, ok := m.leftoverPid(); ok {
+			return nil, fmt.Errorf("%w (pid %d in %s)", errReplaced, pid, m.paths.pidFile)
 		}
-		started <- nil
-		m.waitErr = m.cmd.Wait()
-		_ = os.Remove(p.pidFile)
-		// Exiting with the thread still locked ends the thread; fine.
-	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("start containerd %s: %w", cfg.Binary, err)
+	}
+	if err := m.removeStaleSocket(); err != nil {
+		return nil, err
+	}
+	c, err := startChild(m.cfg.Binary, []string{"--config", m.paths.config}, m.cfg.LogFile, m.paths.pidFile)
+	if err != nil {
+		return nil, err
 	}
 	defer func() {
 		if retErr != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 			defer cancel()
-			_ = m.Stop(ctx)
+			_ = m.stopProcess(ctx, c)
 		}
 	}()
-	pid := m.cmd.Process.Pid
-	m.logger.Info("started containerd", "pid", pid, "config", p.config, "log", cfg.LogFile)
-	if err := writeFileAtomic(p.pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+	pid := c.Pid()
+	m.logger.Info("started containerd", "pid", pid, "config", m.paths.config, "log", m.cfg.LogFile)
+	if err := writeFileAtomic(m.paths.pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("write containerd pid file: %w", err)
 	}
-	if err := m.waitReady(ctx); err != nil {
+	if err := m.waitReady(ctx, c); err != nil {
 		return nil, err
 	}
-	return m, nil
+	return c, nil
 }
 
 // Endpoint is the CRI endpoint ("unix:///.../containerd.sock").
@@ -132,45 +159,65 @@ func (m *Managed) Endpoint() string { return "unix://" + m.paths.socket }
 // Address is the socket path for the containerd Go client.
 func (m *Managed) Address() string { return m.paths.socket }
 
-// Done is closed when the containerd process has exited.
+// Done is closed when supervision has ended: after Stop, or when another
+// skiff took over the root (its containerd replaced this one).
 func (m *Managed) Done() <-chan struct{} { return m.done }
 
-// Stop sends containerd SIGTERM and waits for it to exit; when ctx ends
-// first it sends SIGKILL, waits, and returns an error saying so. Running
-// containers are not affected. Idempotent; blocks until the process is gone.
+// Pid is the process ID of the latest containerd (maybe exited).
+func (m *Managed) Pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cur.Pid()
+}
+
+// Restarts is how often the supervisor has restarted containerd.
+func (m *Managed) Restarts() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.restarts
+}
+
+// Stop ends supervision (waiting for a restart in progress to finish or
+// roll back), then sends containerd SIGTERM and waits for it to exit; when
+// ctx ends first it sends SIGKILL, waits, and returns an error saying so.
+// Running containers are not affected. Idempotent; blocks until the
+// process is gone.
 func (m *Managed) Stop(ctx context.Context) error {
+	m.cancel()
+	<-m.done
+	m.mu.Lock()
+	p := m.cur
+	m.mu.Unlock()
+	return m.stopProcess(ctx, p)
+}
+
+// stopProcess stops p: SIGTERM, then SIGKILL when ctx ends. Idempotent.
+func (m *Managed) stopProcess(ctx context.Context, p process) error {
 	select {
-	case <-m.done:
+	case <-p.Exited():
 		return nil
 	default:
 	}
-	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		return fmt.Errorf("stop containerd: %w", err)
 	}
 	select {
-	case <-m.done:
-		m.logger.Info("containerd stopped", "status", exitStatus(m.waitErr))
+	case <-p.Exited():
+		m.logger.Info("containerd stopped", "pid", p.Pid(), "status", exitStatus(p.ExitErr()))
 		return nil
 	case <-ctx.Done():
 	}
-	m.logger.Warn("containerd did not stop in time; killing it")
-	if err := m.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	m.logger.Warn("containerd did not stop in time; killing it", "pid", p.Pid())
+	if err := p.Signal(syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill containerd: %w", err)
 	}
-	<-m.done
+	<-p.Exited()
 	return fmt.Errorf("containerd did not stop in time and was killed: %w", ctx.Err())
-}
-
-func exitStatus(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
 }
 
 // waitReady polls the CRI socket until Version answers, the child exits,
 // or the bounded ctx ends.
-func (m *Managed) waitReady(ctx context.Context) error {
+func (m *Managed) waitReady(ctx context.Context, p process) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -186,9 +233,9 @@ func (m *Managed) waitReady(ctx context.Context) error {
 			lastErr = err
 		}
 		select {
-		case <-m.done:
+		case <-p.Exited():
 			return fmt.Errorf("containerd exited during start (%s); log %s ends with:\n%s",
-				exitStatus(m.waitErr), m.cfg.LogFile, logTail(m.cfg.LogFile, 15))
+				exitStatus(p.ExitErr()), m.cfg.LogFile, logTail(m.cfg.LogFile, 15))
 		case <-ctx.Done():
 			return fmt.Errorf("containerd CRI socket %s not ready: %w (last error: %w); log %s ends with:\n%s",
 				m.paths.socket, ctx.Err(), lastErr, m.cfg.LogFile, logTail(m.cfg.LogFile, 15))
@@ -198,9 +245,8 @@ func (m *Managed) waitReady(ctx context.Context) error {
 }
 
 // takeOver stops a containerd that an earlier skiff run started on this
-// root (found through the pid file) and removes a stale socket. A socket
-// that answers but belongs to no known process is an error: skiff does not
-// kill what it did not start.
+// root (found through the pid file) and removes a stale socket (see
+// removeStaleSocket).
 func (m *Managed) takeOver(ctx context.Context) error {
 	if pid, ok := m.leftoverPid(); ok {
 		m.logger.Warn("stopping containerd left over from an earlier run", "pid", pid)
@@ -211,6 +257,13 @@ func (m *Managed) takeOver(ctx context.Context) error {
 	if err := os.Remove(m.paths.pidFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove stale pid file: %w", err)
 	}
+	return m.removeStaleSocket()
+}
+
+// removeStaleSocket removes the sockets of a containerd that is gone. A
+// socket that answers is an error: skiff does not kill what it did not
+// start.
+func (m *Managed) removeStaleSocket() error {
 	if _, err := os.Stat(m.paths.socket); err == nil {
 		if conn, err := net.DialTimeout("unix", m.paths.socket, time.Second); err == nil {
 			_ = conn.Close()

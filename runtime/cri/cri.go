@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -41,8 +42,33 @@ type Runtime struct {
 // New connects to the CRI runtime at endpoint ("unix:///path" or a bare
 // socket path) and checks with a Version call, bounded by timeout, that it
 // serves CRI v1. timeout (> 0) also bounds every later call (see Runtime).
-// The caller must Close the returned Runtime.
+// The connection survives restarts of the runtime: while it is down calls
+// fail (codes.Unavailable), and within about a second of its return they
+// succeed again. The caller must Close the returned Runtime.
 func New(ctx context.Context, endpoint string, timeout time.Duration) (*Runtime, error) {
+	return newRuntime(ctx, endpoint, timeout)
+}
+
+// Reconnection to a runtime that went away (a restarting containerd):
+// gRPC dials again with exponential back-off, and its default grows to
+// 120 s, so after an outage of a minute or two the first calls would fail
+// for minutes more although the runtime is back. The socket is local and a
+// dial cheap: back off from 100 ms (as the kubelet's CRI client) to at most
+// reconnectMaxDelay.
+const reconnectMaxDelay = time.Second
+
+var connectParams = grpc.ConnectParams{
+	Backoff: backoff.Config{
+		BaseDelay:  100 * time.Millisecond,
+		Multiplier: 1.6,
+		Jitter:     0.2,
+		MaxDelay:   reconnectMaxDelay,
+	},
+	MinConnectTimeout: 5 * time.Second,
+}
+
+// newRuntime is New with extra dial options (tests).
+func newRuntime(ctx context.Context, endpoint string, timeout time.Duration, extra ...grpc.DialOption) (*Runtime, error) {
 	if timeout <= 0 {
 		return nil, fmt.Errorf("CRI timeout must be positive, got %v", timeout)
 	}
@@ -50,13 +76,15 @@ func New(ctx context.Context, endpoint string, timeout time.Duration) (*Runtime,
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(target,
+	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(connectParams),
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(maxMsgSize),
 			grpc.MaxCallSendMsgSize(maxMsgSize),
 		),
-	)
+	}, extra...)
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to CRI runtime %s: %w", endpoint, err)
 	}
