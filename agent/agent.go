@@ -110,6 +110,10 @@ type Agent struct {
 	published    map[types.UID]*v1.Pod
 	runCtx       context.Context
 	wg           sync.WaitGroup
+	// running: pod UIDs that had a sandbox when Run started (a restarted
+	// agent's pods): their first listing is their observed status, never
+	// the blank Pending placeholder, so a restart flips no condition.
+	running map[types.UID]bool
 	// staleCgroupsCleaned: the one-off cleanup of stale pod cgroups ran.
 	staleCgroupsCleaned bool
 	samples             cpuSamples
@@ -177,7 +181,9 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 		return fmt.Errorf("container runtime: %w", err)
 	}
 	a.deps.runtimeName = v.Name
+	running := a.runningPods(ctx)
 	a.mu.Lock()
+	a.running = running
 	a.runCtx = ctx
 	a.numSources = len(sources)
 	a.mu.Unlock()
@@ -296,15 +302,37 @@ func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool)
 		w.kill(nil)
 	}
 	a.workers[pod.UID] = w
-	if !orphan {
+	switch {
+	case orphan:
+	case a.running[pod.UID]:
+		// Its first sync publishes what runs (or, if the runtime cannot
+		// be observed, the placeholder): see podWorker.placeholderDue.
+		w.placeholderDue = true
+	default:
 		a.publishLocked(w.pendingPod())
 	}
+	delete(a.running, pod.UID)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		w.run(ctx)
 	}()
 	return w
+}
+
+// runningPods returns the UIDs of the pods that have a sandbox in the
+// runtime now; nil if it cannot be listed. Blocking (one CRI call).
+func (a *Agent) runningPods(ctx context.Context) map[types.UID]bool {
+	sbs, err := a.cfg.Runtime.ListSandboxes(ctx, managedSelector())
+	if err != nil {
+		a.log.Warn("listing sandboxes at start", "err", err)
+		return nil
+	}
+	out := make(map[types.UID]bool, len(sbs))
+	for _, sb := range sbs {
+		out[types.UID(sb.Labels[labelPodUID])] = true
+	}
+	return out
 }
 
 // workerDone forgets a worker whose pod is gone from the runtime.

@@ -366,3 +366,49 @@ func TestAgentTeardownStopsBeforeRemovals(t *testing.T) {
 		h.eventually("pod gone", func() bool { return h.pod(string(p.UID)) == nil })
 	}
 }
+
+// heldObserve is a runtime whose per-pod sandbox listing (a worker's
+// observe) waits until release is closed; the relister's listing does not.
+type heldObserve struct {
+	*fake.Runtime
+	release chan struct{}
+	waiting chan struct{} // receives once per observe that waits
+}
+
+func (r *heldObserve) ListSandboxes(ctx context.Context, labels map[string]string) ([]*runtime.Sandbox, error) {
+	if labels[labelPodUID] != "" {
+		select {
+		case r.waiting <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return r.Runtime.ListSandboxes(ctx, labels)
+}
+
+// A restarted agent lists a pod that already runs with its observed status
+// only: never the blank Pending placeholder of a new pod, whose missing
+// Ready condition would read as not ready (issue 12: a restart never flips
+// Ready, A.2).
+func TestAgentRestartNeverListsRunningPodAsPending_A2(t *testing.T) {
+	rt := newFakeRuntime()
+	h := startAgent(t, rt)
+	pod := testPod("Always", nil, "app")
+	h.src.ch <- []*v1.Pod{pod}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	h.stop()
+
+	held := &heldObserve{Runtime: rt, release: make(chan struct{}), waiting: make(chan struct{}, 1)}
+	h2 := runTestAgent(t, testConfig(t, held))
+	h2.src.ch <- []*v1.Pod{pod}
+	<-held.waiting // the worker's first sync is waiting to observe the pod
+	if p := h2.pod("uid1"); p != nil {
+		t.Errorf("running pod listed before its first sync: phase %q, %d conditions", p.Status.Phase, len(p.Status.Conditions))
+	}
+	close(held.release)
+	h2.eventually("pod Running after restart", func() bool { return h2.phase("uid1") == v1.PodRunning })
+}

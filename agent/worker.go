@@ -39,6 +39,10 @@ type podWorker struct {
 
 	// orphan: a pod no source wants, found in the runtime; never published.
 	orphan bool
+	// placeholderDue: the pod already ran when the agent started and is
+	// not listed yet; it is published by its first status, or as the
+	// Pending placeholder once observing it fails (worker goroutine only).
+	placeholderDue bool
 
 	// stopped: the pod is terminating and its containers and sandboxes
 	// are stopped; only removal is left, so it no longer counts for
@@ -229,6 +233,10 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	st, err := observe(ctx, rt, string(w.uid))
 	if err != nil {
 		w.log.Warn("cannot observe pod", "err", err)
+		if w.placeholderDue {
+			w.placeholderDue = false
+			w.d.owner.publish(w.pendingPod())
+		}
 		return 2 * time.Second
 	}
 	now := w.d.clock.Now()
@@ -326,6 +334,7 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 		RuntimeName:   w.d.runtimeName,
 	})
 	w.status = &s
+	w.placeholderDue = false
 	p := w.pod.DeepCopy()
 	p.Status = s
 	if p.CreationTimestamp.IsZero() {
