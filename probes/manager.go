@@ -165,7 +165,8 @@ func (m *Manager) AddContainer(pod *v1.Pod, podIP string, c *v1.Container, conta
 			}
 			e = &entry{containerID: containerID, result: res}
 			m.entries[key] = e
-			if !quiet && !(k == Startup && res == Success) {
+			startupDone := k == Startup && res == Success
+			if !quiet && !startupDone {
 				e.w = m.newWorker(pod, key, spec, t, startedAt)
 				e.w.verdict = res // not running yet
 				fresh = append(fresh, e.w)
