@@ -232,13 +232,20 @@ func (m *Manager) EnsurePod(_ context.Context, pod *v1.Pod) error {
 	return nil
 }
 
-// RemovePod removes the pod's cgroup, whatever its QoS class; a missing
-// one is fine. It fails while processes remain in it. Idempotent.
-func (m *Manager) RemovePod(_ context.Context, uid types.UID) error {
+// RemovePod kills the processes left in the pod's cgroup (see
+// killProcesses), then removes the cgroup, whatever its QoS class; a
+// missing one is fine. Call it once the pod's sandboxes are gone.
+// Idempotent; blocking, at most ~2 s per cgroup plus the removal, and
+// returns early when ctx ends.
+func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 	var errs []error
 	for _, qos := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
 		n := m.PodName(uid, qos)
 		if _, err := os.Stat(m.Dir(n, "memory")); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := m.killProcesses(ctx, n); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		errs = append(errs, m.destroy(n))

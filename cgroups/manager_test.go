@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	cgmanager "github.com/opencontainers/cgroups/manager"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -115,5 +117,50 @@ func TestManagerLifecycle_D4(t *testing.T) {
 		if _, err := os.Stat(m.Dir(n, "cpu")); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("pod cpu cgroup still there after RemovePod: %v", err)
 		}
+	}
+}
+
+// RemovePod kills what is left in a pod cgroup, as the kubelet's pod
+// cgroup Destroy does, instead of failing after ~10 s of retries: a stale
+// pod cgroup holding leaked processes held every skiff start and stop.
+func TestRemovePodKillsLeftoverProcesses_D4(t *testing.T) {
+	m := newHostManager(t, 0)
+	ctx := context.Background()
+	if err := m.EnsureQoS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pod := podOf(nil, ctr("a", "", "", "", ""))
+	pod.UID = types.UID(fmt.Sprintf("uid-%d", time.Now().UnixNano()))
+	if err := m.EnsurePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	n := m.PodName(pod.UID, v1.PodQOSBestEffort)
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	mgr, err := cgmanager.New(m.libConfig(n, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Apply(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RemovePod(ctx, pod.UID); err != nil {
+		t.Fatalf("RemovePod with a process left in the pod cgroup: %v", err)
+	}
+	select {
+	case err := <-exited:
+		if err == nil {
+			t.Error("the leftover process exited 0, want killed")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the leftover process still runs after RemovePod")
+	}
+	if _, err := os.Stat(m.Dir(n, "memory")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("pod cgroup still there after RemovePod: %v", err)
 	}
 }
