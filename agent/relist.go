@@ -28,7 +28,7 @@ func (a *Agent) relistLoop(ctx context.Context) {
 		defer a.wg.Done()
 		a.watchExits(ctx, exits)
 	}()
-	prev := map[types.UID]string{}
+	r := newRelister()
 	var recheck <-chan time.Time
 	for {
 		select {
@@ -39,36 +39,59 @@ func (a *Agent) relistLoop(ctx context.Context) {
 		case <-recheck:
 		}
 		recheck = nil
-		cur, sandboxes, live, err := a.relist(ctx)
+		d, err := a.relistOnce(ctx, r, exits)
 		if err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("relist failed", "err", err)
 			}
 			continue
 		}
-		if d := exits.settle(live, a.clock.Now()); d > 0 {
+		if d > 0 {
 			recheck = a.clock.After(d)
 		}
-		for uid, fp := range cur {
-			if prev[uid] != fp {
-				a.wakeUID(uid)
-			}
-		}
-		prev = cur
-		a.killOrphans(ctx, sandboxes)
-		// Off the relist path: removing a cgroup that still holds
-		// processes retries for seconds, and pod changes must not wait.
-		a.mu.Lock()
-		due := a.cfg.Cgroups != nil && a.sourcesReady && !a.staleCgroupsCleaned
-		a.mu.Unlock()
-		if due {
-			a.wg.Add(1)
-			go func() {
-				defer a.wg.Done()
-				a.cleanStaleCgroups(ctx, sandboxes)
-			}()
+	}
+}
+
+// relister is what the relist loop keeps between listings. Owned by the
+// relist loop's goroutine.
+type relister struct {
+	// prev is each pod's fingerprint at the previous listing.
+	prev map[types.UID]string
+}
+
+func newRelister() *relister { return &relister{prev: map[types.UID]string{}} }
+
+// relistOnce lists the runtime once, settles the reported exits, wakes the
+// workers of pods whose runtime state changed since the previous listing,
+// kills orphans and starts the one-off stale cgroup cleanup. It returns
+// when to list again for exits not yet seen (0: at the next tick).
+// Blocking (two CRI calls); not safe for concurrent use of r.
+func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (time.Duration, error) {
+	cur, sandboxes, live, err := a.relist(ctx)
+	if err != nil {
+		return 0, err
+	}
+	d := exits.settle(live, a.clock.Now())
+	for uid, fp := range cur {
+		if r.prev[uid] != fp {
+			a.wakeUID(uid)
 		}
 	}
+	r.prev = cur
+	a.killOrphans(ctx, sandboxes)
+	// Off the relist path: removing a cgroup that still holds
+	// processes retries for seconds, and pod changes must not wait.
+	a.mu.Lock()
+	due := a.cfg.Cgroups != nil && a.sourcesReady && !a.staleCgroupsCleaned
+	a.mu.Unlock()
+	if due {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			a.cleanStaleCgroups(ctx, sandboxes)
+		}()
+	}
+	return d, nil
 }
 
 // relist returns a fingerprint of each pod's runtime state, one sandbox
