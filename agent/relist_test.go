@@ -206,3 +206,37 @@ func BenchmarkRelist110(b *testing.B) {
 		b.Fatalf("steady relist woke %v", w)
 	}
 }
+
+// TestRelistForgetsObjectsGoneFromTheListing: the maps a relist reuses hold
+// only the latest listing: a sandbox gone from it is no orphan candidate,
+// and a reported exit of a container gone from it needs no recheck.
+func TestRelistForgetsObjectsGoneFromTheListing(t *testing.T) {
+	a, rt := relistAgent(t, "a")
+	a.sourcesReady = false // x is not killed as an orphan
+	r, exits := newRelister(), newExitQueue()
+	ctx := context.Background()
+	rt.set([]*runtime.Sandbox{listedSandbox("a", "sa", runtime.SandboxReady), listedSandbox("x", "sx", runtime.SandboxReady)},
+		[]*runtime.Container{listedContainer("a", "ca", runtime.ContainerRunning), listedContainer("x", "cx", runtime.ContainerRunning)})
+	if _, err := a.relistOnce(ctx, r, exits); err != nil {
+		t.Fatal(err)
+	}
+	if r.sandboxes["x"] == nil || !r.live["cx"] {
+		t.Fatalf("first listing: sandboxes %v live %v", r.sandboxes, r.live)
+	}
+	rt.set([]*runtime.Sandbox{listedSandbox("a", "sa", runtime.SandboxReady)},
+		[]*runtime.Container{listedContainer("a", "ca", runtime.ContainerRunning)})
+	exits.add("cx", a.clock.Now())
+	d, err := a.relistOnce(ctx, r, exits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != 0 {
+		t.Errorf("exit of a container gone from the listing: recheck in %v, want none", d)
+	}
+	if _, ok := r.sandboxes["x"]; ok || len(r.sandboxes) != 1 {
+		t.Errorf("sandboxes after x is gone: %v", r.sandboxes)
+	}
+	if _, ok := r.live["cx"]; ok || !r.live["ca"] || !r.live["sa"] {
+		t.Errorf("live after x is gone: %v", r.live)
+	}
+}
