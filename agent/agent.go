@@ -202,13 +202,6 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 		defer wg.Done()
 		a.relistLoop(ctx)
 	}()
-	if a.cfg.Cgroups != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.statsLoop(ctx)
-		}()
-	}
 	if a.cfg.ProbeChanges != nil {
 		wg.Add(1)
 		go func() {

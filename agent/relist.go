@@ -3,9 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sort"
+	"hash/maphash"
+	"maps"
 	"strconv"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,7 +28,7 @@ func (a *Agent) relistLoop(ctx context.Context) {
 		defer a.wg.Done()
 		a.watchExits(ctx, exits)
 	}()
-	prev := map[types.UID]string{}
+	r := newRelister()
 	var recheck <-chan time.Time
 	for {
 		select {
@@ -39,70 +39,126 @@ func (a *Agent) relistLoop(ctx context.Context) {
 		case <-recheck:
 		}
 		recheck = nil
-		cur, sandboxes, live, err := a.relist(ctx)
+		d, err := a.relistOnce(ctx, r, exits)
 		if err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("relist failed", "err", err)
 			}
 			continue
 		}
-		if d := exits.settle(live, a.clock.Now()); d > 0 {
+		if d > 0 {
 			recheck = a.clock.After(d)
-		}
-		for uid, fp := range cur {
-			if prev[uid] != fp {
-				a.wakeUID(uid)
-			}
-		}
-		prev = cur
-		a.killOrphans(ctx, sandboxes)
-		// Off the relist path: removing a cgroup that still holds
-		// processes retries for seconds, and pod changes must not wait.
-		a.mu.Lock()
-		due := a.cfg.Cgroups != nil && a.sourcesReady && !a.staleCgroupsCleaned
-		a.mu.Unlock()
-		if due {
-			a.wg.Add(1)
-			go func() {
-				defer a.wg.Done()
-				a.cleanStaleCgroups(ctx, sandboxes)
-			}()
 		}
 	}
 }
 
-// relist returns a fingerprint of each pod's runtime state, one sandbox
-// per pod UID, and the IDs of the running containers and ready sandboxes.
-func (a *Agent) relist(ctx context.Context) (map[types.UID]string, map[types.UID]*runtime.Sandbox, map[string]bool, error) {
+// relister is what the relist loop keeps between listings: the pods'
+// fingerprints at the previous listing, and the maps one listing fills,
+// reused (cleared) at the next, so a steady relist allocates next to
+// nothing. Owned by the relist loop's goroutine; not safe for concurrent
+// use.
+type relister struct {
+	seed maphash.Seed
+	// selector is managedSelector(), built once.
+	selector map[string]string
+	// prev and cur are each pod's fingerprint (see relist) at the previous
+	// and the current listing; swapped after each listing.
+	prev, cur map[types.UID]uint64
+	// sandboxes is one sandbox per pod UID, live the running containers
+	// and ready sandboxes by ID, both of the current listing.
+	sandboxes map[types.UID]*runtime.Sandbox
+	live      map[string]bool
+}
+
+func newRelister() *relister {
+	return &relister{
+		seed: maphash.MakeSeed(), selector: managedSelector(),
+		prev: map[types.UID]uint64{}, cur: map[types.UID]uint64{},
+		sandboxes: map[types.UID]*runtime.Sandbox{}, live: map[string]bool{},
+	}
+}
+
+// relistOnce lists the runtime once, settles the reported exits, wakes the
+// workers of pods whose runtime state changed since the previous listing,
+// kills orphans and starts the one-off stale cgroup cleanup. It returns
+// when to list again for exits not yet seen (0: at the next tick).
+// Blocking (two CRI calls); not safe for concurrent use of r.
+func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (time.Duration, error) {
+	if err := a.relist(ctx, r); err != nil {
+		return 0, err
+	}
+	d := exits.settle(r.live, a.clock.Now())
+	for uid, fp := range r.cur {
+		if old, ok := r.prev[uid]; !ok || old != fp {
+			a.wakeUID(uid)
+		}
+	}
+	r.prev, r.cur = r.cur, r.prev
+	a.killOrphans(ctx, r.sandboxes)
+	// Off the relist path: removing a cgroup that still holds
+	// processes retries for seconds, and pod changes must not wait.
+	a.mu.Lock()
+	due := a.cfg.Cgroups != nil && a.sourcesReady && !a.staleCgroupsCleaned
+	a.mu.Unlock()
+	if due {
+		// A copy: r.sandboxes is refilled by the next listing.
+		sandboxes := maps.Clone(r.sandboxes)
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			a.cleanStaleCgroups(ctx, sandboxes)
+		}()
+	}
+	return d, nil
+}
+
+// relist lists the runtime into r: r.cur gets a fingerprint of each pod's
+// runtime state (its sandboxes' and containers' IDs and states, in any
+// order), r.sandboxes one sandbox per pod UID, r.live the IDs of the running
+// containers and ready sandboxes. On error r's current maps are
+// unspecified (r.prev is untouched).
+//
+// The fingerprint is the sum of a keyed 64-bit hash of each object (kind,
+// ID, state): the sum does not depend on the order of the lists, needs no
+// per-pod strings, sorting or joining (that was 813 allocations and 113 kB
+// per relist at 110 pods), and two different states of a pod collide with
+// a probability of about 2^-64 (a worker also resyncs by itself every
+// ResyncPeriod).
+func (a *Agent) relist(ctx context.Context, r *relister) error {
 	rt := a.cfg.Runtime
-	sbs, err := rt.ListSandboxes(ctx, managedSelector())
+	sbs, err := rt.ListSandboxes(ctx, r.selector)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("list sandboxes: %w", err)
+		return fmt.Errorf("list sandboxes: %w", err)
 	}
-	cs, err := rt.ListContainers(ctx, runtime.ContainerFilter{Labels: managedSelector()})
+	cs, err := rt.ListContainers(ctx, runtime.ContainerFilter{Labels: r.selector})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("list containers: %w", err)
+		return fmt.Errorf("list containers: %w", err)
 	}
-	parts := map[types.UID][]string{}
-	bySB := map[types.UID]*runtime.Sandbox{}
-	live := map[string]bool{}
+	clear(r.cur)
+	clear(r.sandboxes)
+	clear(r.live)
 	for _, sb := range sbs {
 		uid := types.UID(sb.Labels[labelPodUID])
-		parts[uid] = append(parts[uid], "s"+sb.ID+sb.State.String())
-		bySB[uid] = sb
-		live[sb.ID] = sb.State == runtime.SandboxReady
+		r.cur[uid] += r.objectHash('s', sb.ID, int(sb.State))
+		r.sandboxes[uid] = sb
+		r.live[sb.ID] = sb.State == runtime.SandboxReady
 	}
 	for _, c := range cs {
 		uid := types.UID(c.Labels[labelPodUID])
-		parts[uid] = append(parts[uid], "c"+c.ID+c.State.String())
-		live[c.ID] = c.State == runtime.ContainerRunning
+		r.cur[uid] += r.objectHash('c', c.ID, int(c.State))
+		r.live[c.ID] = c.State == runtime.ContainerRunning
 	}
-	out := make(map[types.UID]string, len(parts))
-	for uid, p := range parts {
-		sort.Strings(p)
-		out[uid] = strings.Join(p, ",")
-	}
-	return out, bySB, live, nil
+	return nil
+}
+
+// objectHash is the keyed hash of one listed object. Pure (for r.seed).
+func (r *relister) objectHash(kind byte, id string, state int) uint64 {
+	var h maphash.Hash
+	h.SetSeed(r.seed)
+	_ = h.WriteByte(kind)
+	_ = h.WriteByte(byte(state))
+	_, _ = h.WriteString(id)
+	return h.Sum64()
 }
 
 // killOrphans terminates pods that have sandboxes but that no source wants,

@@ -32,6 +32,8 @@ type fakeCgroups struct {
 	oomKills map[string]uint64
 	usage    map[string]*cgroups.Usage
 	qosPods  int
+	// usageReads counts PodUsage and ContainerUsage calls.
+	usageReads int
 }
 
 func newFakeCgroups(rt *fake.Runtime, existing ...types.UID) *fakeCgroups {
@@ -122,6 +124,7 @@ func (f *fakeCgroups) ContainerUsage(_ *v1.Pod, id string) (*cgroups.Usage, erro
 func (f *fakeCgroups) usageOf(key string) (*cgroups.Usage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.usageReads++
 	if u, ok := f.usage[key]; ok {
 		c := *u
 		return &c, nil
@@ -348,51 +351,6 @@ func TestNodeCapacity(t *testing.T) {
 	}
 	if _, err := NodeCapacity(path, 110); err == nil {
 		t.Error("no MemTotal: want an error")
-	}
-}
-
-func TestCPURate(t *testing.T) {
-	var s cpuSamples
-	if r := s.rate("k", cpuSample{at: t0, usage: 1e9}); r != nil {
-		t.Errorf("first sample: rate %d, want none", *r)
-	}
-	// Half a CPU over two seconds.
-	r := s.rate("k", cpuSample{at: t0.Add(2 * time.Second), usage: 2e9})
-	if r == nil || *r != 5e8 {
-		t.Fatalf("rate = %v, want 5e8 nanocores", r)
-	}
-	// A sample 100ms later is measured against the last stored one (t0+2s).
-	r = s.rate("k", cpuSample{at: t0.Add(2100 * time.Millisecond), usage: 2.1e9})
-	if r == nil || *r != 1e9 {
-		t.Fatalf("rate after 100ms = %v, want 1e9", r)
-	}
-	s.forget(map[string]bool{})
-	if r := s.rate("k", cpuSample{at: t0.Add(5 * time.Second), usage: 3e9}); r != nil {
-		t.Errorf("after forget: rate %d, want none", *r)
-	}
-}
-
-func TestStatsSummary(t *testing.T) {
-	rt := newFakeRuntime()
-	cg := newFakeCgroups(rt)
-	h := startAgentResources(t, rt, cg, nil)
-	h.src.ch <- []*v1.Pod{testPod("Always", nil, "app")}
-	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
-	c, _ := rt.ContainerByName("uid1", "app")
-	cg.mu.Lock()
-	cg.usage["uid1"] = &cgroups.Usage{CPUUsageNanoSeconds: 7, MemoryUsageBytes: 300, WorkingSetBytes: 200, RSSBytes: 100}
-	cg.usage[c.ID] = &cgroups.Usage{CPUUsageNanoSeconds: 5, MemoryUsageBytes: 30, WorkingSetBytes: 20, RSSBytes: 10}
-	cg.mu.Unlock()
-	sum := h.agent.StatsSummary(context.Background())
-	if sum.Node.NodeName != "node" || len(sum.Pods) != 1 {
-		t.Fatalf("summary = %+v", sum)
-	}
-	p := sum.Pods[0]
-	if p.PodRef.UID != "uid1" || *p.CPU.UsageCoreNanoSeconds != 7 || *p.Memory.WorkingSetBytes != 200 {
-		t.Errorf("pod stats = %+v cpu %+v mem %+v", p.PodRef, p.CPU, p.Memory)
-	}
-	if len(p.Containers) != 1 || p.Containers[0].Name != "app" || *p.Containers[0].Memory.RSSBytes != 10 {
-		t.Errorf("container stats = %+v", p.Containers)
 	}
 }
 

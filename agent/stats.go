@@ -13,9 +13,21 @@ import (
 	"github.com/skiffnode/skiff/cgroups"
 )
 
-// statsSamplePeriod is how often cpu usage is sampled, so that the
-// summary always has a recent earlier sample to compute nanocores from.
-const statsSamplePeriod = 10 * time.Second
+// Cpu usage is sampled only when the summary is read: nothing reads a
+// cgroup while nobody asks (see ARCHITECTURE.md, Decisions, "Stats on
+// demand"). The rate (usageNanoCores) of a read is measured from the
+// previous read, if that was at most statsBaseMaxAge ago; else (the first
+// read, or the first after a pause) the read takes a base sample, waits
+// statsWarmup and samples again.
+const (
+	// statsBaseMaxAge is how old a previous read may be to serve as the
+	// base of the next read's rates: scrapers (metrics-server every 15 s
+	// by default, up to a minute or two) never wait for a warm-up.
+	statsBaseMaxAge = 2 * time.Minute
+	// statsWarmup is the interval a rate is measured over when there is
+	// no base: also the shortest interval rate accepts for a new base.
+	statsWarmup = time.Second
+)
 
 // cpuSample is one reading of a cgroup's cumulative cpu time.
 type cpuSample struct {
@@ -24,10 +36,12 @@ type cpuSample struct {
 }
 
 // cpuSamples keeps the last sample per cgroup key (pod UID or container
-// ID). Safe for concurrent use.
+// ID), and when the last read ended. Safe for concurrent use.
 type cpuSamples struct {
 	mu   sync.Mutex
 	last map[string]cpuSample
+	// readAt is when the last read ended (zero: never).
+	readAt time.Time
 }
 
 // rate records s for key and returns the usage in nanocores since the
@@ -40,7 +54,7 @@ func (c *cpuSamples) rate(key string, s cpuSample) *uint64 {
 	}
 	prev, ok := c.last[key]
 	dt := s.at.Sub(prev.at)
-	if ok && dt < time.Second {
+	if ok && dt < statsWarmup {
 		// Too close: keep the older sample as the base.
 		return nanoCores(prev, s)
 	}
@@ -49,6 +63,14 @@ func (c *cpuSamples) rate(key string, s cpuSample) *uint64 {
 		return nil
 	}
 	return nanoCores(prev, s)
+}
+
+// stale reports whether the samples are too old (or missing) to be the
+// base of a read at now.
+func (c *cpuSamples) stale(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.readAt.IsZero() || now.Sub(c.readAt) > statsBaseMaxAge
 }
 
 // nanoCores is the cpu rate between two samples (pure).
@@ -61,8 +83,9 @@ func nanoCores(prev, cur cpuSample) *uint64 {
 	return &v
 }
 
-// forget drops the samples of keys not in keep.
-func (c *cpuSamples) forget(keep map[string]bool) {
+// readDone drops the samples of keys not in keep and records that a read
+// ended at now.
+func (c *cpuSamples) readDone(now time.Time, keep map[string]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.last {
@@ -70,30 +93,32 @@ func (c *cpuSamples) forget(keep map[string]bool) {
 			delete(c.last, k)
 		}
 	}
-}
-
-// statsLoop samples the pods' cgroups every statsSamplePeriod until ctx is
-// done, so that a summary always has a base for cpu rates.
-func (a *Agent) statsLoop(ctx context.Context) {
-	t := a.clock.NewTicker(statsSamplePeriod)
-	defer t.Stop()
-	for {
-		a.StatsSummary(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-	}
+	c.readAt = now
 }
 
 // StatsSummary reads cpu and memory usage of every running pod and its
 // running containers from their cgroups, in the shape of the kubelet's
 // summary API (/stats/summary). Pods whose cgroups cannot be read are
 // left out. Without pod cgroups (Config.Cgroups nil) only the node name
-// is set. Safe for concurrent use; reads files, does not block on pods.
-func (a *Agent) StatsSummary(_ context.Context) *statsapi.Summary {
-	now := a.clock.Now()
+// is set. cpu rates (usageNanoCores) are measured since the previous read;
+// when that is missing or older than statsBaseMaxAge, the call first takes
+// a base sample and waits statsWarmup (or until ctx is done, then the
+// rates may be missing). A container that is new since the previous read
+// has no rate yet, as with the kubelet before cAdvisor's second sample.
+// Safe for concurrent use; reads files, does not block on pods.
+func (a *Agent) StatsSummary(ctx context.Context) *statsapi.Summary {
+	if a.cfg.Cgroups != nil && a.samples.stale(a.clock.Now()) {
+		a.readStats(a.clock.Now())
+		select {
+		case <-ctx.Done():
+		case <-a.clock.After(statsWarmup):
+		}
+	}
+	return a.readStats(a.clock.Now())
+}
+
+// readStats samples every running pod's cgroups at now (see StatsSummary).
+func (a *Agent) readStats(now time.Time) *statsapi.Summary {
 	sum := &statsapi.Summary{Node: statsapi.NodeStats{NodeName: a.cfg.NodeName}, Pods: []statsapi.PodStats{}}
 	cg := a.cfg.Cgroups
 	if cg == nil {
@@ -117,7 +142,7 @@ func (a *Agent) StatsSummary(_ context.Context) *statsapi.Summary {
 		ps.Containers = a.containerStats(cg, pod, now, keep)
 		sum.Pods = append(sum.Pods, ps)
 	}
-	a.samples.forget(keep)
+	a.samples.readDone(now, keep)
 	return sum
 }
 

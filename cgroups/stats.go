@@ -74,8 +74,8 @@ func (m *Manager) ContainerOOMKills(pod *v1.Pod, containerID string) (uint64, er
 // usage reads cpu and memory accounting of the cgroup at rel: only the
 // three files the summary needs (cpu usage, memory usage, memory.stat),
 // not the library's full GetStats (per-cpu usage, kmem, swap, hugetlb ...),
-// which was most of skiff's steady-state CPU with 110 pods sampled every
-// statsSamplePeriod.
+// which was most of skiff's steady-state CPU when 110 pods were sampled
+// every 10 s (they are now read only on demand).
 func (m *Manager) usage(rel string) (*Usage, error) {
 	st := libcg.NewStats()
 	var err error

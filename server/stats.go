@@ -12,7 +12,9 @@ import (
 // StatsProvider gives the server the resource usage of the node's pods.
 type StatsProvider interface {
 	// StatsSummary returns the pods' and containers' cpu and memory usage
-	// in the kubelet's summary API shape. Safe for concurrent use.
+	// in the kubelet's summary API shape. It may block for a moment (the
+	// agent measures cpu rates over a second when it has no recent sample),
+	// at most until ctx is done. Safe for concurrent use.
 	StatsSummary(ctx context.Context) *statsapi.Summary
 }
 
