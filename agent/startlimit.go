@@ -84,6 +84,8 @@ type limitController struct {
 	// completions since, each with others waiting.
 	winStart time.Time
 	n        int
+	// lastQueued: the previous sample found starts waiting.
+	lastQueued bool
 }
 
 // newLimitController returns a controller whose limit starts at lo and
@@ -98,16 +100,19 @@ func newLimitController(lo, hi int) *limitController {
 func (c *limitController) Limit() int { return c.limit }
 
 // Observe takes one finished start and returns the (possibly new) limit.
-// A window restarts at every sample that found nobody waiting: the demand,
-// not the limit, bounded the starts since, and idle time between bursts
-// must not count as low throughput.
+// A completion counts only if it and the one before found starts waiting,
+// so that the limit bounded the starts all the time between them; any
+// other restarts the window: idle time between bursts, or demand below the
+// limit, must not count as low throughput.
 func (c *limitController) Observe(s startSample) int {
+	saturated := s.Queued && c.lastQueued
+	c.lastQueued = s.Queued
 	if c.warmup > 0 {
 		c.warmup--
 		c.restartWindow(s.End)
 		return c.limit
 	}
-	if !s.Queued || c.winStart.IsZero() {
+	if !saturated || c.winStart.IsZero() {
 		c.restartWindow(s.End)
 		return c.limit
 	}
