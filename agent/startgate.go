@@ -50,25 +50,25 @@ type StartGate struct {
 // the limit adaptive.
 const AdaptiveStarts = -1
 
-// DefaultStarts is the fixed limit of NewStartGate(0) and the least limit
+// defaultStarts is the fixed limit of NewStartGate(0) and the least limit
 // of an adaptive gate: max(2, CPUs), so a single pod never waits for a
 // slot and an adaptive gate starts where the fixed default is.
-func DefaultStarts() int { return max(2, goruntime.NumCPU()) }
+func defaultStarts() int { return max(2, goruntime.NumCPU()) }
 
 // maxAdaptiveStarts is the most an adaptive gate lets in flight:
 // 4*CPUs within [16, 64].
 func maxAdaptiveStarts() int { return min(64, max(16, 4*goruntime.NumCPU())) }
 
 // NewStartGate returns a gate for --max-parallel-starts n: n > 0 is a
-// fixed limit of n, 0 a fixed limit of DefaultStarts(), and n < 0
-// (AdaptiveStarts) an adaptive limit from DefaultStarts() up to 4*CPUs
+// fixed limit of n, 0 a fixed limit of defaultStarts(), and n < 0
+// (AdaptiveStarts) an adaptive limit from defaultStarts() up to 4*CPUs
 // within [16, 64], timed by the real clock.
 func NewStartGate(n int) *StartGate {
 	switch {
 	case n < 0:
-		return newAdaptiveStartGate(clock.RealClock{}, DefaultStarts(), maxAdaptiveStarts())
+		return newAdaptiveStartGate(clock.RealClock{}, defaultStarts(), maxAdaptiveStarts())
 	case n == 0:
-		n = DefaultStarts()
+		n = defaultStarts()
 	}
 	return newStartGate(n)
 }

@@ -93,3 +93,28 @@ func TestAdaptiveStartGateFollowsTheRuntime(t *testing.T) {
 		t.Errorf("cpu-bound: the limit fell to %d, want >= 2", m)
 	}
 }
+
+// TestNewStartGateFlagValues: --max-parallel-starts N > 0 is a fixed N, 0
+// the fixed max(2, CPUs), -1 adaptive starting at max(2, CPUs) (issue 13).
+func TestNewStartGateFlagValues(t *testing.T) {
+	for _, tc := range []struct {
+		n         int
+		wantLimit int
+		adaptive  bool
+	}{
+		{n: 5, wantLimit: 5},
+		{n: 0, wantLimit: defaultStarts()},
+		{n: AdaptiveStarts, wantLimit: defaultStarts(), adaptive: true},
+	} {
+		g := NewStartGate(tc.n)
+		if got := g.Limit(); got != tc.wantLimit {
+			t.Errorf("NewStartGate(%d): limit %d, want %d", tc.n, got, tc.wantLimit)
+		}
+		if got := g.ctl != nil; got != tc.adaptive {
+			t.Errorf("NewStartGate(%d): adaptive %v, want %v", tc.n, got, tc.adaptive)
+		}
+		if tc.adaptive && (g.ctl.min != defaultStarts() || g.ctl.max < 16) {
+			t.Errorf("NewStartGate(%d): adapts within [%d, %d], want [%d, >= 16]", tc.n, g.ctl.min, g.ctl.max, defaultStarts())
+		}
+	}
+}
