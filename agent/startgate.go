@@ -5,6 +5,8 @@ import (
 	goruntime "runtime"
 	"slices"
 	"sync"
+
+	"k8s.io/utils/clock"
 )
 
 // startPriority orders the waiters of a StartGate.
@@ -25,25 +27,74 @@ const (
 // arrive at once the first ones run early instead of every sandbox being
 // created before any container (issue 5, density). Within a priority,
 // waiters are served in arrival order. The agent bounds sandbox teardowns
-// with a second gate (see killAll). Safe for concurrent use.
+// with a second gate (see killAll).
+//
+// The limit is fixed, or adaptive (issue 13): a limitController sees every
+// finished start and moves the limit to where completed starts per second
+// stop rising; a lowered limit takes effect as starts finish (none is
+// interrupted). Safe for concurrent use; it owns no goroutine.
 type StartGate struct {
-	mu      sync.Mutex
-	size    int
-	free    int
+	mu       sync.Mutex
+	limit    int
+	inFlight int
+	// ctl and clk are set on an adaptive gate only.
+	ctl     *limitController
+	clk     clock.PassiveClock
 	waiters [numPriorities][]chan struct{}
 	// idleCh is closed while no slot is taken and nobody waits; a new one
 	// is made when the gate gets busy (see idle).
 	idleCh chan struct{}
 }
 
-// NewStartGate returns a gate with n slots; n <= 0 means max(2, CPUs).
+// AdaptiveStarts, given to NewStartGate (--max-parallel-starts=-1), makes
+// the limit adaptive.
+const AdaptiveStarts = -1
+
+// defaultStarts is the fixed limit of NewStartGate(0) and the least limit
+// of an adaptive gate: max(2, CPUs), so a single pod never waits for a
+// slot and an adaptive gate starts where the fixed default is.
+func defaultStarts() int { return max(2, goruntime.NumCPU()) }
+
+// maxAdaptiveStarts is the most an adaptive gate lets in flight:
+// 4*CPUs within [16, 64].
+func maxAdaptiveStarts() int { return min(64, max(16, 4*goruntime.NumCPU())) }
+
+// NewStartGate returns a gate for --max-parallel-starts n: n > 0 is a
+// fixed limit of n, 0 a fixed limit of defaultStarts(), and n < 0
+// (AdaptiveStarts) an adaptive limit from defaultStarts() up to 4*CPUs
+// within [16, 64], timed by the real clock.
 func NewStartGate(n int) *StartGate {
-	if n <= 0 {
-		n = max(2, goruntime.NumCPU())
+	switch {
+	case n < 0:
+		return newAdaptiveStartGate(clock.RealClock{}, defaultStarts(), maxAdaptiveStarts())
+	case n == 0:
+		n = defaultStarts()
 	}
+	return newStartGate(n)
+}
+
+// newStartGate returns a gate with a fixed limit of n (at least 1).
+func newStartGate(n int) *StartGate {
 	idle := make(chan struct{})
 	close(idle)
-	return &StartGate{size: max(n, 1), free: max(n, 1), idleCh: idle}
+	return &StartGate{limit: max(n, 1), idleCh: idle}
+}
+
+// newAdaptiveStartGate returns a gate whose limit starts at lo and adapts
+// within [lo, hi] (see limitController), reading the time from clk.
+func newAdaptiveStartGate(clk clock.PassiveClock, lo, hi int) *StartGate {
+	ctl := newLimitController(lo, hi)
+	g := newStartGate(ctl.Limit())
+	g.ctl, g.clk = ctl, clk
+	return g
+}
+
+// Limit is the number of starts the gate lets in flight now. Safe for
+// concurrent use.
+func (g *StartGate) Limit() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.limit
 }
 
 // idle returns a channel that is closed once the gate is idle: no start in
@@ -66,12 +117,13 @@ func (g *StartGate) busyLocked() {
 }
 
 // acquire blocks until it holds a slot or ctx ends. The returned release
-// gives the slot back (or hands it to the next waiter); call it exactly once.
+// gives the slot back (or hands it to the next waiter); call it exactly
+// once, when the start finished: on an adaptive gate, its time counts.
 func (g *StartGate) acquire(ctx context.Context, p startPriority) (release func(), err error) {
 	g.mu.Lock()
 	g.busyLocked()
-	if g.free > 0 && !g.anyWaiterLocked() {
-		g.free--
+	if g.inFlight < g.limit && !g.anyWaiterLocked() {
+		g.inFlight++
 		g.mu.Unlock()
 		return g.release, nil
 	}
@@ -89,8 +141,8 @@ func (g *StartGate) acquire(ctx context.Context, p startPriority) (release func(
 			g.idleIfLocked()
 			return nil, ctx.Err()
 		}
-		// Granted while giving up: pass the slot on.
-		g.releaseLocked()
+		// Granted while giving up: pass the slot on; no start ran.
+		g.finishLocked(false)
 		return nil, ctx.Err()
 	}
 }
@@ -98,26 +150,38 @@ func (g *StartGate) acquire(ctx context.Context, p startPriority) (release func(
 func (g *StartGate) release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.releaseLocked()
+	g.finishLocked(true)
 }
 
-// releaseLocked hands the slot to the first waiter of the highest
-// priority, or frees it.
-func (g *StartGate) releaseLocked() {
-	for p := range g.waiters {
-		if q := g.waiters[p]; len(q) > 0 {
-			g.waiters[p] = q[1:]
-			close(q[0])
+// finishLocked gives a slot back; ran: a start ran in it (an adaptive gate
+// learns from its finish time). Then it hands free slots to waiters.
+func (g *StartGate) finishLocked(ran bool) {
+	g.inFlight--
+	if ran && g.ctl != nil {
+		g.limit = g.ctl.Observe(startSample{End: g.clk.Now(), Queued: g.anyWaiterLocked()})
+	}
+	g.grantLocked()
+	g.idleIfLocked()
+}
+
+// grantLocked hands free slots to the first waiters of the highest
+// priority.
+func (g *StartGate) grantLocked() {
+	for g.inFlight < g.limit {
+		p := slices.IndexFunc(g.waiters[:], func(q []chan struct{}) bool { return len(q) > 0 })
+		if p < 0 {
 			return
 		}
+		ch := g.waiters[p][0]
+		g.waiters[p] = g.waiters[p][1:]
+		g.inFlight++
+		close(ch)
 	}
-	g.free++
-	g.idleIfLocked()
 }
 
 // idleIfLocked closes idleCh if no slot is taken and nobody waits.
 func (g *StartGate) idleIfLocked() {
-	if g.free < g.size || g.anyWaiterLocked() {
+	if g.inFlight > 0 || g.anyWaiterLocked() {
 		return
 	}
 	select {

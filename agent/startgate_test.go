@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // waitQueued blocks until the gate has n waiters of priority p.
@@ -26,10 +27,20 @@ func waitQueued(t *testing.T, g *StartGate, p startPriority, n int) {
 
 // TestStartGateServesContainersBeforeSandboxes: with the slot taken, a
 // container start queued after a sandbox creation still goes first, so a
-// pod already started runs before the next pod's sandbox (issue 5 density).
+// pod already started runs before the next pod's sandbox (issue 5 density);
+// an adaptive gate keeps the order (issue 13).
 func TestStartGateServesContainersBeforeSandboxes(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	for name, g := range map[string]*StartGate{
+		"fixed":    NewStartGate(1),
+		"adaptive": newAdaptiveStartGate(clk, 1, 32),
+	} {
+		t.Run(name, func(t *testing.T) { testServesContainersFirst(t, g) })
+	}
+}
+
+func testServesContainersFirst(t *testing.T, g *StartGate) {
 	ctx := context.Background()
-	g := NewStartGate(1)
 	release, err := g.acquire(ctx, prioSandbox)
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +76,8 @@ func TestStartGateServesContainersBeforeSandboxes(t *testing.T) {
 	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Errorf("served %v, want %v", got, want)
 	}
-	if g.free != 1 {
-		t.Errorf("free slots %d after all released, want 1", g.free)
+	if g.inFlight != 0 {
+		t.Errorf("%d in flight after all released, want 0", g.inFlight)
 	}
 }
 
@@ -94,8 +105,8 @@ func TestStartGateCancelledWaiterGivesNoSlotAway(t *testing.T) {
 	release, _ := g.acquire(context.Background(), prioContainer)
 	cancelQueuedWaiter(t, g)
 	release()
-	if g.free != 1 || g.anyWaiterLocked() {
-		t.Errorf("free %d, waiters %v: want 1 free slot and no waiters", g.free, g.waiters)
+	if g.inFlight != 0 || g.anyWaiterLocked() {
+		t.Errorf("%d in flight, waiters %v: want none", g.inFlight, g.waiters)
 	}
 	r, err := g.acquire(context.Background(), prioSandbox)
 	if err != nil {

@@ -74,7 +74,7 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&o.pauseBinary, "pause-binary", "", "static executable the managed containerd's pause image is built from (default: skiff's built-in pause on amd64 and arm64, else skiff-pause beside this executable, else this executable if static)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration pods inherit")
 	f.DurationVar(&o.runtimeTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of CRI requests")
-	f.IntVar(&o.maxParallelStarts, "max-parallel-starts", 0, "sandboxes/containers started at once (0: max(2, CPUs))")
+	f.IntVar(&o.maxParallelStarts, "max-parallel-starts", 0, "sandboxes/containers started (and sandboxes torn down) at once: N > 0 fixed, 0: max(2, CPUs), -1: adaptive from max(2, CPUs) up to 4*CPUs within [16, 64]")
 	f.IntVar(&o.maxParallelProbes, "max-parallel-exec-probes", 0, "exec probes running at once (0: max(2, CPUs); -1: no bound)")
 	r := &o.resources
 	f.StringVar(&r.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver: cgroupfs or systemd (the runtime must use the same)")

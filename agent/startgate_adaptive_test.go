@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// gateRun drives total starts, all wanted at once, through an adaptive gate
+// on a fake clock: every start takes latency(n) where n is the number in
+// flight when it got its slot. It returns the limit after each finish.
+func gateRun(t *testing.T, total int, latency func(n int) time.Duration) []int {
+	t.Helper()
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	g := newAdaptiveStartGate(clk, 2, 32)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	granted := make(chan func(), total)
+	for range total {
+		go func() {
+			r, err := g.acquire(ctx, prioSandbox)
+			if err == nil {
+				granted <- r
+			}
+		}()
+	}
+	// Wait until every start holds a slot or waits for one.
+	for i := 0; ; i++ {
+		g.mu.Lock()
+		n := g.inFlight + len(g.waiters[prioSandbox])
+		g.mu.Unlock()
+		if n == total {
+			break
+		}
+		if i > 5000 {
+			t.Fatal("starts never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	type op struct {
+		end     time.Time
+		release func()
+	}
+	var running []op
+	take := func(k int) {
+		for range k {
+			r := <-granted
+			running = append(running, op{end: clk.Now().Add(latency(len(running) + 1)), release: r})
+		}
+	}
+	take(g.Limit())
+	var limits []int
+	for len(running) > 0 {
+		i := slices.IndexFunc(running, func(o op) bool {
+			return !slices.ContainsFunc(running, func(p op) bool { return p.end.Before(o.end) })
+		})
+		o := running[i]
+		running = slices.Delete(running, i, i+1)
+		clk.SetTime(o.end)
+		o.release()
+		g.mu.Lock()
+		newly := g.inFlight - len(running)
+		limits = append(limits, g.limit)
+		g.mu.Unlock()
+		take(newly)
+	}
+	return limits
+}
+
+// TestAdaptiveStartGateFollowsTheRuntime: through the gate, starts that
+// wait (latency constant) raise the limit well above the minimum; starts
+// that compute on 2 cores (latency proportional to the starts in flight
+// beyond 2) keep it near 2 (issue 13).
+func TestAdaptiveStartGateFollowsTheRuntime(t *testing.T) {
+	const base = 300 * time.Millisecond
+	wait := gateRun(t, 400, func(int) time.Duration { return base })
+	if m := slices.Max(wait); m < 16 {
+		t.Errorf("wait-bound: the limit reached only %d, want >= 16", m)
+	}
+	cpu := gateRun(t, 400, func(n int) time.Duration { return base * time.Duration(max(n, 2)) / 2 })
+	tail := cpu[len(cpu)/2:]
+	sum := 0
+	for _, l := range tail {
+		sum += l
+	}
+	if mean := float64(sum) / float64(len(tail)); mean > 4 {
+		t.Errorf("cpu-bound: settled mean limit %.1f, want <= 4", mean)
+	}
+	if m := slices.Min(cpu); m < 2 {
+		t.Errorf("cpu-bound: the limit fell to %d, want >= 2", m)
+	}
+}
+
+// TestNewStartGateFlagValues: --max-parallel-starts N > 0 is a fixed N, 0
+// the fixed max(2, CPUs), -1 adaptive starting at max(2, CPUs) (issue 13).
+func TestNewStartGateFlagValues(t *testing.T) {
+	for _, tc := range []struct {
+		n         int
+		wantLimit int
+		adaptive  bool
+	}{
+		{n: 5, wantLimit: 5},
+		{n: 0, wantLimit: defaultStarts()},
+		{n: AdaptiveStarts, wantLimit: defaultStarts(), adaptive: true},
+	} {
+		g := NewStartGate(tc.n)
+		if got := g.Limit(); got != tc.wantLimit {
+			t.Errorf("NewStartGate(%d): limit %d, want %d", tc.n, got, tc.wantLimit)
+		}
+		if got := g.ctl != nil; got != tc.adaptive {
+			t.Errorf("NewStartGate(%d): adaptive %v, want %v", tc.n, got, tc.adaptive)
+		}
+		if tc.adaptive && (g.ctl.min != defaultStarts() || g.ctl.max < 16) {
+			t.Errorf("NewStartGate(%d): adapts within [%d, %d], want [%d, >= 16]", tc.n, g.ctl.min, g.ctl.max, defaultStarts())
+		}
+	}
+}
