@@ -76,8 +76,9 @@ type Config struct {
 	// nil: a recorder of its own.
 	Events *EventRecorder
 	// MaxParallelStarts bounds concurrent sandbox teardowns, and starts
-	// where Starts is nil: see NewStartGate (0: max(2, CPUs); -1:
-	// adaptive, each gate with its own controller).
+	// where Starts is nil: see NewStartGate (0: adaptive up to 4*CPUs
+	// within [16, 64]; N > 0: adaptive up to N), each gate with its own
+	// controller.
 	MaxParallelStarts int
 	// Cgroups manages pod-level cgroups; nil: no pod cgroups (the runtime
 	// chooses where containers go).

@@ -29,7 +29,7 @@ const (
 // waiters are served in arrival order. The agent bounds sandbox teardowns
 // with a second gate (see killAll).
 //
-// The limit is fixed, or adaptive (issue 13): a limitController sees every
+// The limit is adaptive (issue 13) or fixed: a limitController sees every
 // finished start and moves the limit to where completed starts per second
 // stop rising; a lowered limit takes effect as starts finish (none is
 // interrupted). Safe for concurrent use; it owns no goroutine.
@@ -46,31 +46,34 @@ type StartGate struct {
 	idleCh chan struct{}
 }
 
-// AdaptiveStarts, given to NewStartGate (--max-parallel-starts=-1), makes
-// the limit adaptive.
-const AdaptiveStarts = -1
-
-// defaultStarts is the fixed limit of NewStartGate(0) and the least limit
-// of an adaptive gate: max(2, CPUs), so a single pod never waits for a
-// slot and an adaptive gate starts where the fixed default is.
+// defaultStarts is the least limit of an adaptive gate: max(2, CPUs), so
+// a single pod never waits for a slot and a burst begins where the old
+// fixed default was.
 func defaultStarts() int { return max(2, goruntime.NumCPU()) }
 
-// maxAdaptiveStarts is the most an adaptive gate lets in flight:
+// maxAdaptiveStarts is the most a default gate lets in flight:
 // 4*CPUs within [16, 64].
 func maxAdaptiveStarts() int { return min(64, max(16, 4*goruntime.NumCPU())) }
 
-// NewStartGate returns a gate for --max-parallel-starts n: n > 0 is a
-// fixed limit of n, 0 a fixed limit of defaultStarts(), and n < 0
-// (AdaptiveStarts) an adaptive limit from defaultStarts() up to 4*CPUs
-// within [16, 64], timed by the real clock.
+// NewStartGate returns a gate for --max-parallel-starts n (issue 13: no
+// fixed number that fits only one runtime). The limit adapts (see
+// limitController), timed by the real clock: with n <= 0 (the default)
+// from defaultStarts() up to maxAdaptiveStarts(), with n > 0 up to n from
+// min(defaultStarts(), n); n at or below defaultStarts() is a fixed n.
 func NewStartGate(n int) *StartGate {
-	switch {
-	case n < 0:
-		return newAdaptiveStartGate(clock.RealClock{}, defaultStarts(), maxAdaptiveStarts())
-	case n == 0:
-		n = defaultStarts()
+	lo, hi := startBounds(n)
+	if lo == hi {
+		return newStartGate(hi)
 	}
-	return newStartGate(n)
+	return newAdaptiveStartGate(clock.RealClock{}, lo, hi)
+}
+
+// startBounds is the [lo, hi] range NewStartGate(n) adapts within.
+func startBounds(n int) (lo, hi int) {
+	if n <= 0 {
+		return defaultStarts(), maxAdaptiveStarts()
+	}
+	return min(defaultStarts(), n), n
 }
 
 // newStartGate returns a gate with a fixed limit of n (at least 1).

@@ -94,27 +94,36 @@ func TestAdaptiveStartGateFollowsTheRuntime(t *testing.T) {
 	}
 }
 
-// TestNewStartGateFlagValues: --max-parallel-starts N > 0 is a fixed N, 0
-// the fixed max(2, CPUs), -1 adaptive starting at max(2, CPUs) (issue 13).
+// TestNewStartGateFlagValues: --max-parallel-starts 0 (the default) adapts
+// from max(2, CPUs) up to 4*CPUs within [16, 64]; N > 0 is the upper bound
+// (adaptive from min(max(2, CPUs), N)); N at or below max(2, CPUs) is a
+// fixed N (issue 13).
 func TestNewStartGateFlagValues(t *testing.T) {
+	lo := defaultStarts()
 	for _, tc := range []struct {
-		n         int
-		wantLimit int
-		adaptive  bool
+		n              int
+		wantLimit      int
+		adaptive       bool
+		wantLo, wantHi int
 	}{
-		{n: 5, wantLimit: 5},
-		{n: 0, wantLimit: defaultStarts()},
-		{n: AdaptiveStarts, wantLimit: defaultStarts(), adaptive: true},
+		{n: 0, wantLimit: lo, adaptive: true, wantLo: lo, wantHi: maxAdaptiveStarts()},
+		{n: -1, wantLimit: lo, adaptive: true, wantLo: lo, wantHi: maxAdaptiveStarts()},
+		{n: lo + 6, wantLimit: lo, adaptive: true, wantLo: lo, wantHi: lo + 6},
+		{n: lo, wantLimit: lo},
+		{n: 1, wantLimit: 1},
 	} {
 		g := NewStartGate(tc.n)
 		if got := g.Limit(); got != tc.wantLimit {
 			t.Errorf("NewStartGate(%d): limit %d, want %d", tc.n, got, tc.wantLimit)
 		}
 		if got := g.ctl != nil; got != tc.adaptive {
-			t.Errorf("NewStartGate(%d): adaptive %v, want %v", tc.n, got, tc.adaptive)
+			t.Fatalf("NewStartGate(%d): adaptive %v, want %v", tc.n, got, tc.adaptive)
 		}
-		if tc.adaptive && (g.ctl.min != defaultStarts() || g.ctl.max < 16) {
-			t.Errorf("NewStartGate(%d): adapts within [%d, %d], want [%d, >= 16]", tc.n, g.ctl.min, g.ctl.max, defaultStarts())
+		if tc.adaptive && (g.ctl.min != tc.wantLo || g.ctl.max != tc.wantHi) {
+			t.Errorf("NewStartGate(%d): adapts within [%d, %d], want [%d, %d]", tc.n, g.ctl.min, g.ctl.max, tc.wantLo, tc.wantHi)
 		}
+	}
+	if hi := maxAdaptiveStarts(); hi < 16 || hi > 64 {
+		t.Errorf("maxAdaptiveStarts() = %d, want within [16, 64]", hi)
 	}
 }

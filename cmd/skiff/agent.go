@@ -74,7 +74,7 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&o.pauseBinary, "pause-binary", "", "static executable the managed containerd's pause image is built from (default: skiff's built-in pause on amd64 and arm64, else skiff-pause beside this executable, else this executable if static)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration pods inherit")
 	f.DurationVar(&o.runtimeTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of CRI requests")
-	f.IntVar(&o.maxParallelStarts, "max-parallel-starts", 0, "sandboxes/containers started (and sandboxes torn down) at once: N > 0 fixed, 0: max(2, CPUs), -1: adaptive from max(2, CPUs) up to 4*CPUs within [16, 64]")
+	f.IntVar(&o.maxParallelStarts, "max-parallel-starts", 0, "upper bound of sandboxes/containers started (and sandboxes torn down) at once; the number adapts to the runtime's throughput from max(2, CPUs) up to it (0: 4*CPUs within [16, 64]; N <= max(2, CPUs): fixed N)")
 	f.IntVar(&o.maxParallelProbes, "max-parallel-exec-probes", 0, "exec probes running at once (0: max(2, CPUs); -1: no bound)")
 	r := &o.resources
 	f.StringVar(&r.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver: cgroupfs or systemd (the runtime must use the same)")
@@ -137,6 +137,9 @@ func tuneGoRuntime() {
 }
 
 func runAgent(ctx context.Context, o *agentOptions) error {
+	if o.maxParallelStarts < 0 {
+		return fmt.Errorf("--max-parallel-starts %d: want 0 (adaptive, the default) or a positive upper bound", o.maxParallelStarts)
+	}
 	log := newLogger(o.verbosity)
 	tuneGoRuntime()
 	node, err := nodeName(o.hostnameOverride)

@@ -3,6 +3,7 @@ package main
 import (
 	goruntime "runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +36,17 @@ func TestTuneGoRuntime(t *testing.T) {
 				t.Errorf("GC percent = %d, want %d", got, tt.wantGC)
 			}
 		})
+	}
+}
+
+// A negative --max-parallel-starts is refused before anything starts, with
+// the flag named (issue 13: 0 is the adaptive default, N > 0 its bound).
+func TestAgentRefusesNegativeMaxParallelStarts(t *testing.T) {
+	cmd := newAgentCmd()
+	cmd.SetArgs([]string{"--max-parallel-starts=-1", "--root-dir", t.TempDir()})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "--max-parallel-starts -1") {
+		t.Fatalf("err = %v, want one naming --max-parallel-starts -1", err)
 	}
 }
