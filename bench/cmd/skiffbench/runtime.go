@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/skiffnode/skiff/bench/internal/criops"
 	"github.com/skiffnode/skiff/bench/internal/extcd"
+	"github.com/skiffnode/skiff/bench/internal/procfs"
 	"github.com/skiffnode/skiff/bench/internal/report"
 )
 
@@ -76,4 +81,44 @@ func describeRuntime(ctx context.Context, c *criops.Client, ext *externalContain
 			"skiff's built-in pause image.", v)
 	}
 	return fmt.Sprintf("%s (CRI): %s", v, extcd.Summary(ext.cfg))
+}
+
+// killStrayShims kills the containerd shims of the containerd whose socket
+// is under root that outlived it (see procfs.ShimsOf). Call it only once
+// every sandbox was removed and that containerd stopped.
+func killStrayShims(root string, log *slog.Logger) {
+	pids, err := procfs.ShimsOf("/proc", root)
+	if err != nil {
+		log.Warn("looking for stray shims", "err", err)
+		return
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			log.Warn("killing stray shim", "pid", pid, "err", err)
+		}
+	}
+	if len(pids) > 0 {
+		log.Warn("killed containerd shims that outlived their containerd", "pids", pids)
+	}
+}
+
+// unmountUnder detaches every mount below dir (containerd's rootfs and shm
+// mounts, the kubelet's root), deepest first. Call it only once the
+// containerd and agents using dir have stopped.
+func unmountUnder(dir string, log *slog.Logger) error {
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("read mounts: %w", err)
+	}
+	var errs []error
+	for _, mp := range procfs.MountsUnder(string(info), dir) {
+		err := unix.Unmount(mp, unix.MNT_DETACH)
+		switch {
+		case err == nil:
+			log.Warn("unmounted a leftover mount", "mount", mp)
+		case !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT): // else: gone already
+			errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -67,9 +67,9 @@ func Evaluate(r Run, l Limits) []Target {
 
 	all, best, kube, first := math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	cpu, rss := math.NaN(), math.NaN()
-	pods, kubeletRan := 0, false
+	pods, kubeletRan := "density", false
 	if d := r.Density; d != nil && d.Skiff != nil {
-		pods = d.Pods
+		pods = fmt.Sprintf("%d pods", d.Pods)
 		all, first = d.Skiff.AllRunningS, d.Skiff.FirstRunningS
 		cpu, rss = d.Skiff.Steady.CPUPercent, d.Skiff.Steady.RSSMaxMB
 		if b, ok := BestFloor(d.Floor); ok {
@@ -79,18 +79,18 @@ func Evaluate(r Run, l Limits) []Target {
 			kube, kubeletRan = d.Kubelet.AllRunningS, true
 		}
 	}
-	vsKubelet := ratioTarget(fmt.Sprintf("%d pods all running vs kubelet", pods), "kubelet", l.DensityKubeletRatio, all, kube)
+	vsKubelet := ratioTarget(pods+" all running vs kubelet", "kubelet", l.DensityKubeletRatio, all, kube)
 	if !kubeletRan && !math.IsNaN(all) {
 		vsKubelet.Status = NotRun
 	}
 	out = append(out, vsKubelet,
-		ratioTarget(fmt.Sprintf("%d pods all running vs best floor", pods), "floor", l.DensityAllRatio, all, best))
+		ratioTarget(pods+" all running vs best floor", "floor", l.DensityAllRatio, all, best))
 	if r.Runtime == RuntimeManaged {
-		out = append(out, maxTarget(fmt.Sprintf("%d pods: first running", pods), l.DensityFirstS, first, "s"))
+		out = append(out, maxTarget(pods+": first running", l.DensityFirstS, first, "s"))
 	}
 	out = append(out,
-		maxTarget(fmt.Sprintf("steady state, %d pods: CPU", pods), l.SteadyCPUPercent, cpu, "% of a core"),
-		maxTarget(fmt.Sprintf("steady state, %d pods: RSS (max)", pods), l.SteadyRSSMB, rss, "MB"))
+		maxTarget("steady state, "+pods+": CPU", l.SteadyCPUPercent, cpu, "% of a core"),
+		maxTarget("steady state, "+pods+": RSS (max)", l.SteadyRSSMB, rss, "MB"))
 	if r.Runtime == RuntimeManaged {
 		out = append(out, flatTarget(r.Scale, l.ScaleFlatRatio))
 	}
