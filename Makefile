@@ -90,8 +90,10 @@ lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 	cd bench && $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
-# Benchmarks (issue 5): skiff against the raw CRI floor on skiff's managed
-# containerd, and the real kubelet when KUBELET=/path/to/kubelet is set.
+# Benchmarks (issues 5, 13): skiff against the raw CRI floor on two runtimes,
+# skiff's managed containerd and an external containerd the harness starts
+# with a plain CRI config (bench/README.md), and the real kubelet when
+# KUBELET=/path/to/kubelet is set.
 # Not part of test; results are noisy on a shared machine.
 BENCH_BIN := bin/skiffbench
 BENCH_RESULTS := bench/results
@@ -104,13 +106,13 @@ KUBELET_CACHE ?= $(HOME)/.cache/skiff/kubelet
 bench-harness:
 	cd bench && CGO_ENABLED=0 $(GO) build -trimpath -o ../$(BENCH_BIN) ./cmd/skiffbench
 
-## bench: full benchmark (root, < 20 min): report, JSON and plots under bench/results (latest.md)
+## bench: full benchmark on both runtimes (root, ~31-34 min estimated): report, JSON and plots under bench/results (latest.md)
 bench: setup-runtime build images bench-harness
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: must run as root" >&2; exit 1; }
 	$(BENCH_BIN) -mode full -skiff $(BIN) -images $(IMAGES_DIR) -out $(BENCH_RESULTS) -latest \
 		-skiff-version "$$(git describe --always --dirty --tags 2>/dev/null || echo unknown)" $(if $(KUBELET),-kubelet $(KUBELET))
 
-## bench-quick: a few pods of every scenario (root, ~2 min); output under _output/bench
+## bench-quick: a few pods of every scenario on both runtimes (root, ~3-4 min); output under _output/bench
 bench-quick: setup-runtime build images bench-harness
 	@[ "$$(id -u)" = 0 ] || { echo "make bench-quick: must run as root" >&2; exit 1; }
 	$(BENCH_BIN) -mode quick -skiff $(BIN) -images $(IMAGES_DIR) -out $(BENCH_QUICK_OUT) \

@@ -129,26 +129,33 @@ type agent struct {
 // pid is the agent process, for /proc sampling.
 func (a *agent) pid() int { return a.proc.cmd.Process.Pid }
 
-// startSkiff starts `skiff agent` with a managed containerd under root,
-// after copying the image archives into root/images, and waits until its
-// API answers /healthz (the archives are imported by then).
-func startSkiff(bin, root, imagesDir string, extra []string) (*agent, error) {
+// startSkiff starts `skiff agent` with its root dir root and waits until
+// its API answers /healthz. With endpoint "" skiff starts its managed
+// containerd under root and imports the image archives, which are copied
+// into root/images first (imported by the time /healthz answers); else it
+// dials endpoint (unix://...), where the images must be already.
+func startSkiff(bin, root, imagesDir, endpoint string, extra []string) (*agent, error) {
 	a := &agent{name: "skiff", prefix: "s", dir: filepath.Join(root, "manifests-skiff"), drains: true}
 	for _, d := range []string{a.dir, filepath.Join(root, "images"), filepath.Join(root, "podlogs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("skiff directories: %w", err)
 		}
 	}
-	for _, img := range []string{"busybox.tar", "testserver.tar"} {
-		if err := copyFile(filepath.Join(imagesDir, img), filepath.Join(root, "images", img)); err != nil {
-			return nil, err
-		}
-	}
-	args := append([]string{"agent",
+	args := []string{"agent",
 		"--pod-manifest-path", a.dir, "--root-dir", root, "--hostname-override", nodeName,
 		"--pod-logs-dir", filepath.Join(root, "podlogs"),
 		// The scale curve goes beyond the kubelet's default of 110 pods.
-		"--max-pods", itoa(maxPods)}, extra...)
+		"--max-pods", itoa(maxPods)}
+	if endpoint != "" {
+		args = append(args, "--container-runtime-endpoint", endpoint)
+	} else {
+		for _, img := range []string{"busybox.tar", "testserver.tar"} {
+			if err := copyFile(filepath.Join(imagesDir, img), filepath.Join(root, "images", img)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	args = append(args, extra...)
 	p, err := startProcess("skiff", filepath.Join(root, "skiff.log"), bin, args...)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"runtime"
@@ -9,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/skiffnode/skiff/bench/internal/criops"
 	"github.com/skiffnode/skiff/bench/internal/report"
 )
 
@@ -50,15 +48,11 @@ func cgroupMode() string {
 	return "v1 (legacy)"
 }
 
-func versions(ctx context.Context, c *criops.Client, f flags) report.Versions {
-	v := report.Versions{Skiff: f.skiffVersion, Runc: version("runc", "--version")}
+// versions of the binaries; each run's CRI version is in report.Run.
+func versions(f flags) report.Versions {
+	v := report.Versions{Skiff: f.skiffVersion, Runc: version("runc", "--version"), Containerd: version("containerd", "--version")}
 	if v.Skiff == "" {
 		v.Skiff = gitDescribe()
-	}
-	if cv, err := c.Version(ctx); err == nil {
-		v.Containerd = cv
-	} else {
-		v.Containerd = version("containerd", "--version")
 	}
 	if f.kubeletBin != "" {
 		v.Kubelet = version(f.kubeletBin, "--version")

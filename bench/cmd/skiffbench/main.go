@@ -27,8 +27,6 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
-	"github.com/skiffnode/skiff/bench/internal/criops"
-	"github.com/skiffnode/skiff/bench/internal/procfs"
 	"github.com/skiffnode/skiff/bench/internal/report"
 )
 
@@ -62,10 +60,10 @@ var modes = map[string]config{
 }
 
 type flags struct {
-	mode, skiffBin, imagesDir, kubeletBin, out, root, skiffVersion, only, floorPar string
-	densityPods                                                                    int
-	keep, latest                                                                   bool
-	skiffArgs                                                                      stringList
+	mode, skiffBin, pauseBin, imagesDir, kubeletBin, out, root, skiffVersion, only, floorPar, runtimes string
+	densityPods                                                                                        int
+	keep, latest                                                                                       bool
+	skiffArgs                                                                                          stringList
 }
 
 // stringList is a repeatable string flag.
@@ -78,6 +76,8 @@ func main() {
 	var f flags
 	flag.StringVar(&f.mode, "mode", "quick", "quick or full")
 	flag.StringVar(&f.skiffBin, "skiff", "bin/skiff", "the skiff binary")
+	flag.StringVar(&f.pauseBin, "pause", "", "the static Go pause binary of the external runtime's pause image (default: skiff-pause beside -skiff)")
+	flag.StringVar(&f.runtimes, "runtimes", strings.Join(runtimeNames, ","), "comma-separated container runtimes to run on, in order: managed (skiff's own containerd), external (a containerd the harness starts with a plain CRI config); a subset is a partial run")
 	flag.StringVar(&f.imagesDir, "images", "_output/images", "directory with busybox.tar and testserver.tar (make images)")
 	flag.StringVar(&f.kubeletBin, "kubelet", "", "a kubelet binary; runs the kubelet column when set")
 	flag.StringVar(&f.out, "out", "", "directory for <date>-<mode>.md/.json/-startup.svg/-scale.svg (required)")
@@ -108,6 +108,10 @@ func run(f flags, log *slog.Logger) (retErr error) {
 	if err := cfg.overrideFloor(f.floorPar); err != nil {
 		return err
 	}
+	runtimes, err := cfg.selectRuntimes(f.runtimes)
+	if err != nil {
+		return err
+	}
 	if len(f.skiffArgs) > 0 {
 		cfg.partial = true
 	}
@@ -116,6 +120,9 @@ func run(f flags, log *slog.Logger) (retErr error) {
 	}
 	if f.out == "" {
 		return errors.New("-out is required")
+	}
+	if f.pauseBin == "" {
+		f.pauseBin = filepath.Join(filepath.Dir(f.skiffBin), "skiff-pause")
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("the benchmark must run as root (it runs containerd and pods)")
@@ -126,101 +133,86 @@ func run(f flags, log *slog.Logger) (retErr error) {
 
 	root := f.root
 	if root == "" {
-		var err error
 		if root, err = os.MkdirTemp("/tmp", "sb-"); err != nil {
 			return fmt.Errorf("root dir: %w", err)
 		}
 	}
-	log.Info("starting skiff", "root", root, "mode", cfg.mode)
-	skiff, err := startSkiff(f.skiffBin, root, f.imagesDir, f.skiffArgs)
-	if err != nil {
-		return err
+	res := &report.Results{Mode: cfg.mode, Date: began, Machine: machine(), Versions: versions(f)}
+	var merr, terr error
+	for _, rt := range runtimes {
+		run, m, t := measureOn(ctx, f, cfg, rt, filepath.Join(root, rt), log)
+		res.Runs = append(res.Runs, run)
+		merr, terr = errors.Join(merr, m), errors.Join(terr, t)
+		if m != nil || t != nil {
+			break // a runtime left behind or failed: do not start the next
+		}
 	}
-	sock := filepath.Join(root, "containerd", "containerd.sock")
-	c, err := criops.Dial(sock)
-	if err != nil {
-		_ = skiff.proc.stop()
-		return err
+	switch {
+	case f.keep:
+		log.Info("root kept", "root", root)
+	case terr != nil:
+		log.Warn("teardown failed; root kept for inspection", "root", root)
+	default:
+		if err := os.RemoveAll(root); err != nil {
+			log.Warn("removing root", "root", root, "err", err)
+		}
 	}
-	b := &bench{cfg: cfg, c: c, skiff: skiff, log: log,
-		floor: &criops.Floor{C: c, LogDir: filepath.Join(root, "floorlogs"), Poll: 10 * time.Millisecond}}
-	if f.kubeletBin != "" {
-		b.kubelet = func() (*agent, error) { return startKubelet(f.kubeletBin, root, sock) }
-	}
-	defer func() {
-		retErr = errors.Join(retErr, b.teardown(root, f.keep))
-	}()
-
-	res := &report.Results{Mode: cfg.mode, Date: began, Machine: machine()}
-	res.Versions = versions(ctx, c, f)
-	merr := b.measure(ctx, res)
 	res.DurationS = time.Since(began).Seconds()
 	res.Notes = notes(cfg)
 	if cfg.partial {
 		res.Mode += "-partial"
-		res.Notes = append(res.Notes, fmt.Sprintf("PARTIAL: only %q, density pods %d.", f.only, cfg.densityPods))
+		res.Notes = append(res.Notes, fmt.Sprintf("PARTIAL: only %q, density pods %d, runtimes %q.", f.only, cfg.densityPods, f.runtimes))
 	}
-	if merr != nil {
+	if merr != nil || terr != nil {
 		// Keep what was measured, marked incomplete, but never as latest.
-		res.Notes = append(res.Notes, "INCOMPLETE: "+merr.Error())
+		res.Notes = append(res.Notes, "INCOMPLETE: "+errors.Join(merr, terr).Error())
 		res.Mode += "-incomplete"
-		return errors.Join(merr, write(f.out, res, false))
+		return errors.Join(merr, terr, write(f.out, res, false))
 	}
 	return write(f.out, res, f.latest)
 }
 
-// measure runs the scenarios in order, filling res.
-func (b *bench) measure(ctx context.Context, res *report.Results) error {
+// measure runs the scenarios of runtime run.Runtime in order, filling run:
+// startup, density and burst on every runtime, reaction and scale on the
+// managed one only (time budget).
+func (b *bench) measure(ctx context.Context, run *report.Run) error {
 	var err error
+	rt := run.Runtime
 	if b.cfg.runs("startup") {
-		b.log.Info("scenario 1: startup latency", "pods", b.cfg.startupPods)
-		if res.Startup, err = b.startup(ctx); err != nil {
-			return fmt.Errorf("startup scenario: %w", err)
+		b.log.Info("scenario 1: startup latency", "runtime", rt, "pods", b.cfg.startupPods)
+		if run.Startup, err = b.startup(ctx); err != nil {
+			return fmt.Errorf("%s: startup scenario: %w", rt, err)
 		}
 	}
 	if b.cfg.runs("density") {
-		b.log.Info("scenario 2: density", "pods", b.cfg.densityPods)
-		if res.Density, err = b.density(ctx); err != nil {
-			return fmt.Errorf("density scenario: %w", err)
+		b.log.Info("scenario 2: density", "runtime", rt, "pods", b.cfg.densityPods)
+		if run.Density, err = b.density(ctx); err != nil {
+			return fmt.Errorf("%s: density scenario: %w", rt, err)
 		}
 	}
+	// The burst scenario (both runtimes) goes here:
+	//	if b.cfg.runs("burst") { run.Burst, err = b.burst(ctx) ... }
+	if rt != report.RuntimeManaged {
+		return nil
+	}
 	if b.cfg.runs("reaction") {
-		b.log.Info("scenario 3: reaction")
-		if res.Reaction, err = b.reaction(ctx); err != nil {
-			return fmt.Errorf("reaction scenario: %w", err)
+		b.log.Info("scenario 3: reaction", "runtime", rt)
+		if run.Reaction, err = b.reaction(ctx); err != nil {
+			return fmt.Errorf("%s: reaction scenario: %w", rt, err)
 		}
 	}
 	if b.cfg.runs("scale") {
-		b.log.Info("scenario 4: scale", "pods", b.cfg.scale)
-		if res.Scale, err = b.scale(ctx, res.Density); err != nil {
-			return fmt.Errorf("scale scenario: %w", err)
+		b.log.Info("scenario 4: scale", "runtime", rt, "pods", b.cfg.scale)
+		if run.Scale, err = b.scale(ctx, run.Density); err != nil {
+			return fmt.Errorf("%s: scale scenario: %w", rt, err)
 		}
 	}
 	return nil
 }
 
-// killStrayShims kills the containerd shims of root's containerd that
-// outlived it (see procfs.ShimsOf). Called only once every sandbox was
-// removed and containerd stopped.
-func (b *bench) killStrayShims(root string) {
-	pids, err := procfs.ShimsOf("/proc", root)
-	if err != nil {
-		b.log.Warn("looking for stray shims", "err", err)
-		return
-	}
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			b.log.Warn("killing stray shim", "pid", pid, "err", err)
-		}
-	}
-	if len(pids) > 0 {
-		b.log.Warn("killed containerd shims that outlived their containerd", "pids", pids)
-	}
-}
-
-// teardown removes every manifest and pod, stops skiff (and with it the
-// managed containerd) and removes root unless keep.
-func (b *bench) teardown(root string, keep bool) error {
+// teardown removes every manifest and pod and stops skiff (and with it a
+// managed containerd). Blocking.
+func (b *bench) teardown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var errs []error
@@ -239,20 +231,6 @@ func (b *bench) teardown(root string, keep bool) error {
 	if err := b.skiff.proc.stop(); err != nil {
 		errs = append(errs, err)
 	}
-	if len(errs) == 0 {
-		b.killStrayShims(root)
-	}
-	switch {
-	case keep:
-		b.log.Info("root kept", "root", root)
-	case len(errs) > 0:
-		// Pods may still run on the root's containerd state: keep it.
-		b.log.Warn("teardown failed; root kept for inspection", "root", root)
-	default:
-		if err := os.RemoveAll(root); err != nil {
-			b.log.Warn("removing root", "root", root, "err", err)
-		}
-	}
 	return errors.Join(errs...)
 }
 
@@ -269,6 +247,8 @@ func notes(cfg config) []string {
 	if !cfg.scaleFloor {
 		n = append(n, fmt.Sprintf("Scale: the floor column is the density scenario's best floor at %d pods; at the other points only the agents run, to keep the whole run under 20 minutes on 2 cores. The floor's own cost per pod grows with the pod count (containerd and the kernel's per-pod network setup): 0.37 s at 110 pods and 0.60 s at 250 in a run of 2026-11-23.", cfg.densityPods))
 	}
+	n = append(n, "Runtimes: each runtime runs on its own, one after the other (managed first), with its own skiff process, CRI client and, with -kubelet, its own kubelet; the floor runs on that runtime's containerd. Reaction and scale run on the managed runtime only, to keep the run within its time budget; startup and density (and the burst scenario) run on both.",
+		"External runtime: the harness starts /usr/bin/containerd itself with a plain CRI config as a kubelet user has it (runc v2 with cgroupfs, restrict_oom_score_adj, a pause image built from the Go skiff-pause binary, a CNI conflist of bridge cni-ext0 10.89.0.0/16 without masquerading + portmap + loopback) and imports the images with ctr; skiff runs with --container-runtime-endpoint.")
 	if cfg.mode == "quick" {
 		n = append(n, "Quick mode: a few pods and short windows; the figures only show that the harness works.")
 	}
@@ -290,25 +270,12 @@ func write(dir string, res *report.Results, latest bool) error {
 		return fmt.Errorf("write results: %w", err)
 	}
 	plots := report.Plots{}
-	if res.Startup != nil {
-		p, err := report.StartupPlot(res.Startup)
+	for _, run := range res.Runs {
+		p, err := writeRunPlots(dir, base, run)
 		if err != nil {
 			return err
 		}
-		plots.Startup = base + "-startup.svg"
-		if err := report.WritePlots(filepath.Join(dir, plots.Startup), 6*vg.Inch, 4*vg.Inch, p); err != nil {
-			return err
-		}
-	}
-	if len(res.Scale) > 0 {
-		ps, err := report.ScalePlots(res.Scale)
-		if err != nil {
-			return err
-		}
-		plots.Scale = base + "-scale.svg"
-		if err := report.WritePlots(filepath.Join(dir, plots.Scale), 4.5*vg.Inch, 3.5*vg.Inch, ps...); err != nil {
-			return err
-		}
+		plots[run.Runtime] = p
 	}
 	var buf bytes.Buffer
 	if err := report.Markdown(&buf, res, report.IssueLimits, plots); err != nil {
@@ -327,8 +294,61 @@ func write(dir string, res *report.Results, latest bool) error {
 	return nil
 }
 
+// writeRunPlots writes run's startup and scale plots as
+// <base>-<runtime>-startup.svg and -scale.svg into dir.
+func writeRunPlots(dir, base string, run report.Run) (report.RunPlots, error) {
+	var plots report.RunPlots
+	if run.Startup != nil {
+		p, err := report.StartupPlot(run.Startup)
+		if err != nil {
+			return plots, err
+		}
+		p.Title.Text += ", " + run.Runtime
+		plots.Startup = base + "-" + run.Runtime + "-startup.svg"
+		if err := report.WritePlots(filepath.Join(dir, plots.Startup), 6*vg.Inch, 4*vg.Inch, p); err != nil {
+			return plots, err
+		}
+	}
+	if len(run.Scale) > 0 {
+		ps, err := report.ScalePlots(run.Scale)
+		if err != nil {
+			return plots, err
+		}
+		plots.Scale = base + "-" + run.Runtime + "-scale.svg"
+		if err := report.WritePlots(filepath.Join(dir, plots.Scale), 4.5*vg.Inch, 3.5*vg.Inch, ps...); err != nil {
+			return plots, err
+		}
+	}
+	return plots, nil
+}
+
 // scenarios are the names -only accepts, in the order they run.
 var scenarios = []string{"startup", "density", "reaction", "scale"}
+
+// runtimeNames are the runtimes -runtimes accepts, in the order they run.
+var runtimeNames = []string{report.RuntimeManaged, report.RuntimeExternal}
+
+// selectRuntimes parses list (comma-separated runtimeNames) into the
+// runtimes to run, in runtimeNames' order; a subset makes the run partial.
+func (cfg *config) selectRuntimes(list string) ([]string, error) {
+	want := map[string]bool{}
+	for _, r := range strings.Split(list, ",") {
+		if !slices.Contains(runtimeNames, r) {
+			return nil, fmt.Errorf("-runtimes %q: unknown runtime %q (want %s)", list, r, strings.Join(runtimeNames, ","))
+		}
+		want[r] = true
+	}
+	var out []string
+	for _, r := range runtimeNames {
+		if want[r] {
+			out = append(out, r)
+		}
+	}
+	if len(out) < len(runtimeNames) {
+		cfg.partial = true
+	}
+	return out, nil
+}
 
 // restrict limits cfg to the scenarios in only (comma-separated; "" keeps
 // all) and overrides the density pod count when densityPods > 0; either

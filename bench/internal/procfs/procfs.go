@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -183,4 +184,44 @@ func ShimsOf(procRoot, root string) ([]int, error) {
 		}
 	}
 	return pids, nil
+}
+
+// MountsUnder returns the mount points below dir (not dir itself) listed in
+// mountinfo (the contents of /proc/<pid>/mountinfo), deepest first, so that
+// unmounting them in order never finds a busy parent. Pure.
+func MountsUnder(mountinfo, dir string) []string {
+	prefix := filepath.Clean(dir) + string(filepath.Separator)
+	var out []string
+	for line := range strings.SplitSeq(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		if strings.HasPrefix(mp, prefix) {
+			out = append(out, mp)
+		}
+	}
+	// Deepest first: a longer path is never the parent of a shorter one.
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

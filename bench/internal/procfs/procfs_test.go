@@ -166,3 +166,28 @@ func TestShimsOf(t *testing.T) {
 		t.Errorf("ShimsOf = %v, want %v (only shims whose -address is under the root)", got, want)
 	}
 }
+
+func TestMountsUnder(t *testing.T) {
+	info := strings.Join([]string{
+		`22 1 0:21 / /tmp rw - tmpfs tmpfs rw`,
+		`30 22 0:50 / /tmp/sb-1/external rw - tmpfs tmpfs rw`,
+		`31 30 0:51 / /tmp/sb-1/external/state/run/abc/rootfs rw - overlay overlay rw`,
+		`32 30 0:52 / /tmp/sb-1/external/root/sandboxes/x/shm rw - tmpfs shm rw`,
+		`33 22 0:53 / /tmp/sb-10/other rw - tmpfs tmpfs rw`,
+		`34 22 0:54 / /tmp/sb-1/a\040b rw - tmpfs tmpfs rw`,
+		`short line`,
+	}, "\n")
+	got := MountsUnder(info, "/tmp/sb-1/")
+	want := []string{
+		"/tmp/sb-1/external/state/run/abc/rootfs",
+		"/tmp/sb-1/external/root/sandboxes/x/shm",
+		"/tmp/sb-1/external",
+		"/tmp/sb-1/a b",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("MountsUnder = %q, want %q (deepest first, not /tmp/sb-10, unescaped)", got, want)
+	}
+	if got := MountsUnder(info, "/tmp/sb-1/external"); len(got) != 2 {
+		t.Errorf("MountsUnder(dir) = %q: want only the two below it, not dir itself", got)
+	}
+}

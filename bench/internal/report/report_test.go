@@ -14,12 +14,11 @@ import (
 	"github.com/skiffnode/skiff/bench/internal/procfs"
 )
 
-// sample returns results where skiff meets some targets and misses others.
-func sample() *Results {
-	return &Results{
-		Mode: "full", Date: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), DurationS: 900,
-		Machine:  Machine{CPUModel: "AMD EPYC", Cores: 2, Kernel: "6.1.0", CgroupMode: "v1 (hybrid)", MemoryGB: 24},
-		Versions: Versions{Skiff: "v0.1-3-gabc", Containerd: "1.6.20", Runc: "1.1.5"},
+// managedRun is a managed-runtime run where skiff meets some targets and
+// misses others.
+func managedRun() Run {
+	return Run{
+		Runtime: RuntimeManaged, Containerd: "containerd 1.6.20, managed by skiff",
 		Startup: &Startup{Pods: 3, Compare: Compare{
 			Skiff: NewSeries([]float64{0.55, 0.60, 0.70}), // median 0.60, p90 0.70
 			Floor: NewSeries([]float64{0.50, 0.50, 0.50}), // median 0.50, p90 0.50
@@ -42,24 +41,56 @@ func sample() *Results {
 	}
 }
 
-func TestEvaluate(t *testing.T) {
+// externalRun is an external-runtime run (startup and density only) with
+// the kubelet beside skiff.
+func externalRun() Run {
+	return Run{
+		Runtime: RuntimeExternal, Containerd: "containerd 1.6.20 at /usr/bin/containerd, CNI bridge cni-ext0",
+		Startup: &Startup{Pods: 3, Compare: Compare{
+			Skiff:   NewSeries([]float64{0.50, 0.52, 0.54}), // median 0.52
+			Floor:   NewSeries([]float64{0.50, 0.50, 0.50}),
+			Kubelet: NewSeries([]float64{1.5, 1.6, 1.7}),
+		}},
+		Density: &Density{Pods: 110, SteadyS: 60,
+			Skiff: &Agent{Pods: 110, FirstRunningS: 2.5, AllRunningS: 80, RemoveAllS: 30,
+				Steady: procfs.Window{Seconds: 60, CPUPercent: 1.2, RSSMeanMB: 41, RSSMaxMB: 46}},
+			Kubelet: &Agent{Pods: 110, FirstRunningS: 16, AllRunningS: 100, RemoveAllS: 60,
+				Steady: procfs.Window{Seconds: 60, CPUPercent: 8, RSSMeanMB: 130, RSSMaxMB: 141}},
+			Floor: []Floor{{Pods: 110, Parallelism: 8, FirstRunningS: 0.5, AllRunningS: 70, RemoveAllS: 40}}},
+	}
+}
+
+// sample returns results of both runtimes.
+func sample() *Results {
+	return &Results{
+		Mode: "full", Date: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), DurationS: 900,
+		Machine:  Machine{CPUModel: "AMD EPYC", Cores: 2, Kernel: "6.1.0", CgroupMode: "v1 (hybrid)", MemoryGB: 24},
+		Versions: Versions{Skiff: "v0.1-3-gabc", Containerd: "1.6.20", Runc: "1.1.5"},
+		Runs:     []Run{managedRun(), externalRun()},
+	}
+}
+
+// targets evaluates run and indexes the targets by name.
+func targets(t *testing.T, run Run) map[string]Target {
+	t.Helper()
 	got := map[string]Target{}
-	for _, tg := range Evaluate(sample(), IssueLimits) {
+	for _, tg := range Evaluate(run, IssueLimits) {
+		if _, dup := got[tg.Name]; dup {
+			t.Fatalf("two targets named %q", tg.Name)
+		}
 		got[tg.Name] = tg
 	}
-	tests := []struct {
-		name      string
-		want      Status
-		valuePart string
-	}{
-		{"startup median", NotMet, "1.20x"},                        // 0.60/0.50 > 1.15
-		{"startup p90", NotMet, "1.40x"},                           // 0.70/0.50 > 1.3
-		{"110 pods all running vs best floor", Met, "1.08x"},       // 26/24 (best is unbounded)
-		{"110 pods: first running", Met, "0.40 s"},                 // < 1 s
-		{"steady state, 110 pods: CPU", Met, "1.50 % of a core"},   // < 2 %
-		{"steady state, 110 pods: RSS (max)", Met, "42.0 MB"},      // < 50 MB
-		{"deleted manifest -> SIGTERM (median)", NotMet, "200 ms"}, // 200 ms >= 100 ms
-	}
+	return got
+}
+
+type wantTarget struct {
+	name      string
+	want      Status
+	valuePart string
+}
+
+func checkTargets(t *testing.T, got map[string]Target, tests []wantTarget) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tg, ok := got[tt.name]
@@ -72,33 +103,87 @@ func TestEvaluate(t *testing.T) {
 		})
 	}
 	if len(got) != len(tests) {
-		t.Errorf("got %d targets, want %d", len(got), len(tests))
+		t.Errorf("got %d targets, want %d: %v", len(got), len(tests), got)
 	}
 }
 
+func TestEvaluateManaged(t *testing.T) {
+	checkTargets(t, targets(t, managedRun()), []wantTarget{
+		{"startup median vs floor", NotMet, "1.20x"},                             // 0.60/0.50 > 1.05
+		{"110 pods all running vs kubelet", NotRun, "-"},                         // no kubelet column
+		{"110 pods all running vs best floor", Met, "1.08x"},                     // 26/24 (best is unbounded)
+		{"110 pods: first running", Met, "0.40 s"},                               // < 1 s
+		{"steady state, 110 pods: CPU", NotMet, "1.50 % of a core"},              // not < 1.5 %
+		{"steady state, 110 pods: RSS (max)", Met, "42.0 MB"},                    // < 45 MB
+		{"cost per pod flat, 10 to 50 pods", NotMet, "1.25x (300 ms at 10 pods"}, // 300 ms / 240 ms > 1.2
+	})
+}
+
+// The external runtime has no first-pod or scale targets (managed only),
+// and compares with the kubelet when it ran.
+func TestEvaluateExternal(t *testing.T) {
+	checkTargets(t, targets(t, externalRun()), []wantTarget{
+		{"startup median vs floor", Met, "1.04x"},                                 // 0.52/0.50
+		{"110 pods all running vs kubelet", Met, "0.80x (80.000 s vs 100.000 s)"}, // at least 10% sooner
+		{"110 pods all running vs best floor", NotMet, "1.14x"},                   // 80/70
+		{"steady state, 110 pods: CPU", Met, "1.20 % of a core"},
+		{"steady state, 110 pods: RSS (max)", NotMet, "46.0 MB"},
+	})
+}
+
 func TestEvaluateMissingFiguresAreUnknown(t *testing.T) {
-	for _, tg := range Evaluate(&Results{}, IssueLimits) {
-		if tg.Status != Unknown || tg.Value != "-" {
-			t.Errorf("%s = %+v, want not measured", tg.Name, tg)
+	for _, rt := range []string{RuntimeManaged, RuntimeExternal} {
+		for _, tg := range Evaluate(Run{Runtime: rt}, IssueLimits) {
+			if tg.Status != Unknown || tg.Value != "-" || strings.Contains(tg.Name, "0 pods") {
+				t.Errorf("%s: %s = %+v, want not measured (and no pod count)", rt, tg.Name, tg)
+			}
 		}
 	}
 }
 
 func TestEvaluateBoundaries(t *testing.T) {
-	r := sample()
-	r.Startup.Skiff = NewSeries([]float64{0.575, 0.575, 0.575}) // exactly 1.15x
-	r.Density.Skiff.Steady.CPUPercent = 2                       // exactly the limit: "under" fails
-	for _, tg := range Evaluate(r, IssueLimits) {
-		switch tg.Name {
-		case "startup median":
-			if tg.Status != Met {
-				t.Errorf("ratio equal to the limit: %+v, want met", tg)
-			}
-		case "steady state, 110 pods: CPU":
-			if tg.Status != NotMet {
-				t.Errorf("CPU equal to the limit: %+v, want not met", tg)
-			}
+	r := externalRun()
+	r.Startup.Skiff = NewSeries([]float64{0.525, 0.525, 0.525}) // exactly 1.05x
+	r.Density.Skiff.AllRunningS = 90                            // exactly 0.9x the kubelet's 100 s
+	r.Density.Skiff.Steady.RSSMaxMB = 45                        // exactly the limit: "under" fails
+	got := targets(t, r)
+	for name, want := range map[string]Status{
+		"startup median vs floor":           Met,
+		"110 pods all running vs kubelet":   Met,
+		"steady state, 110 pods: RSS (max)": NotMet,
+	} {
+		if got[name].Status != want {
+			t.Errorf("%s at its limit: %+v, want %s", name, got[name], want)
 		}
+	}
+	r.Density.Skiff.AllRunningS = 90.5 // only 9.5% sooner
+	if tg := targets(t, r)["110 pods all running vs kubelet"]; tg.Status != NotMet {
+		t.Errorf("9.5%% sooner than the kubelet: %+v, want not met", tg)
+	}
+}
+
+func TestFlatTarget(t *testing.T) {
+	agent := func(all float64) *Agent { return &Agent{AllRunningS: all} }
+	tests := []struct {
+		name   string
+		sc     []Scale
+		want   Status
+		target string
+	}{
+		{"one point", []Scale{{Pods: 10, Skiff: agent(5)}}, Unknown, "cost per pod flat across the scale curve"},
+		{"flat", []Scale{{Pods: 10, Skiff: agent(6)}, {Pods: 250, Skiff: agent(150)}}, Met, "cost per pod flat, 10 to 250 pods"},
+		{"20% more per pod", []Scale{{Pods: 10, Skiff: agent(5)}, {Pods: 250, Skiff: agent(150)}}, Met, "cost per pod flat, 10 to 250 pods"},
+		{"rising", []Scale{{Pods: 10, Skiff: agent(5.7)}, {Pods: 50, Skiff: agent(30.3)}, {Pods: 250, Skiff: agent(202.3)}}, NotMet, "cost per pod flat, 10 to 250 pods"},
+		{"falling", []Scale{{Pods: 10, Skiff: agent(10)}, {Pods: 110, Skiff: agent(66)}}, NotMet, "cost per pod flat, 10 to 110 pods"},
+		{"skiff missing at a point", []Scale{{Pods: 10, Skiff: agent(5)}, {Pods: 50}}, Unknown, "cost per pod flat across the scale curve"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := flatTarget(tt.sc, IssueLimits.ScaleFlatRatio)
+			if got.Status != tt.want || got.Name != tt.target {
+				t.Errorf("flatTarget = %+v, want %s named %q", got, tt.want, tt.target)
+			}
+		})
 	}
 }
 
@@ -106,7 +191,7 @@ func TestBestFloor(t *testing.T) {
 	if _, ok := BestFloor(nil); ok {
 		t.Error("BestFloor(nil): want !ok")
 	}
-	b, ok := BestFloor(sample().Density.Floor)
+	b, ok := BestFloor(managedRun().Density.Floor)
 	if !ok || b.Parallelism != 0 || b.AllRunningS != 24 {
 		t.Errorf("BestFloor = %+v, %v", b, ok)
 	}
@@ -114,7 +199,8 @@ func TestBestFloor(t *testing.T) {
 
 func TestMarkdown(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Markdown(&buf, sample(), IssueLimits, Plots{Startup: "s.svg", Scale: "c.svg"}); err != nil {
+	plots := Plots{RuntimeManaged: {Startup: "s.svg", Scale: "c.svg"}, RuntimeExternal: {Startup: "s-ext.svg"}}
+	if err := Markdown(&buf, sample(), IssueLimits, plots); err != nil {
 		t.Fatal(err)
 	}
 	md := buf.String()
@@ -123,24 +209,68 @@ func TestMarkdown(t *testing.T) {
 		"| CPU | AMD EPYC, 2 cores |",
 		"| cgroups | v1 (hybrid) |",
 		"| kubelet | not run",
-		"| startup median | <= 1.15x floor | 1.20x (0.600 s vs 0.500 s) | not met |",
+		"## The runtimes at a glance",
+		"| managed | 0.600 s / 0.500 s | 110 | 26.0 s | 24.0 s (unbounded) | - | 1.50 % / 42.0 MB |",
+		"| external | 0.520 s / 0.500 s | 110 | 80.0 s | 70.0 s (8 workers) | 100.0 s | 1.20 % / 46.0 MB |",
+		"## 1. Runtime: managed containerd (skiff starts it)\n\ncontainerd 1.6.20, managed by skiff\n",
+		"### 1.1 Targets, managed (issue 13; goals, not assertions)",
+		"| startup median vs floor | <= 1.05x floor | 1.20x (0.600 s vs 0.500 s) | not met |",
+		"| 110 pods all running vs kubelet | <= 0.90x kubelet | - | not run |",
+		"### 1.2 Startup latency, managed (3 pods",
 		"| skiff | 3 | 0.550 s | 0.600 s | 0.700 s | 0.700 s | 1.20x | 1.40x |",
 		"| CRI floor | 3 | 0.500 s | 0.500 s | 0.500 s | 0.500 s | 1.00x | 1.00x |",
+		"### 1.3 Density, managed (110 pods",
 		"| skiff | 0.400 s | 26.0 s | 1.08x | 1.50 % | 40.0 / 42.0 MB | 20.0 s |",
 		"| CRI floor, unbounded (best) | 16.7 s | 24.0 s | 1.00x | - | - | 14.0 s |",
 		"| CRI floor, 2 workers | 0.400 s | 25.0 s | 1.04x |",
+		"### 1.4 Reaction, managed",
 		"| manifest deleted -> SIGTERM in the container | 0.200 s (0.150 s-0.250 s, n=3) | - | 0.010 s (0.010 s-0.020 s, n=3) | 20.00x |",
+		"### 1.5 Scale curve, managed",
 		"| 10 | 3.000 s | 300 ms | 2.500 s | 1.20x | 0.20 % | 2.00 % | 20.0 MB |",
 		"| 50 | 12.0 s | 240 ms | - | - | 0.80 % |",
-		"![startup latency distribution](s.svg)",
-		"![scale curve](c.svg)",
+		"![startup latency distribution, managed](s.svg)",
+		"![scale curve, managed](c.svg)",
+		"## 2. Runtime: external containerd (plain CRI config, as a kubelet user has it)\n\ncontainerd 1.6.20 at /usr/bin/containerd, CNI bridge cni-ext0\n",
+		"### 2.1 Targets, external",
+		"| 110 pods all running vs kubelet | <= 0.90x kubelet | 0.80x (80.000 s vs 100.000 s) | met |",
+		"### 2.2 Startup latency, external (3 pods",
+		"| kubelet | 3 | 1.500 s | 1.600 s |",
+		"### 2.3 Density, external (110 pods",
+		"| kubelet | 16.0 s | 100.0 s | 1.43x | 8.00 % | 130.0 / 141.0 MB | 60.0 s |",
+		"| CRI floor, 8 workers (best) | 0.500 s | 70.0 s | 1.00x |",
+		"![startup latency distribution, external](s-ext.svg)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q\n%s", want, md)
 		}
 	}
+	// The external run has neither reaction nor scale sections, nor the
+	// managed-only targets.
+	ext := md[strings.Index(md, "## 2. Runtime"):]
+	for _, absent := range []string{"Reaction", "Scale curve", "pods: first running", "cost per pod flat", "NaN"} {
+		if strings.Contains(ext, absent) {
+			t.Errorf("external section contains %q:\n%s", absent, ext)
+		}
+	}
 	if strings.Contains(md, "NaN") {
 		t.Errorf("report contains NaN:\n%s", md)
+	}
+}
+
+// One runtime only (-runtimes managed): no comparison table.
+func TestMarkdownOneRuntime(t *testing.T) {
+	r := sample()
+	r.Runs = r.Runs[:1]
+	var buf bytes.Buffer
+	if err := Markdown(&buf, r, IssueLimits, nil); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	if strings.Contains(md, "at a glance") || strings.Contains(md, "## 2. Runtime") || !strings.Contains(md, "## 1. Runtime: managed") {
+		t.Errorf("one-runtime report:\n%s", md)
+	}
+	if strings.Contains(md, "![") {
+		t.Errorf("report links plots it was not given:\n%s", md)
 	}
 }
 
@@ -153,7 +283,8 @@ func TestResultsJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Density.Skiff.Steady.CPUPercent != 1.5 || back.Startup.Skiff.Summary.P90 != 0.7 {
+	if len(back.Runs) != 2 || back.Runs[0].Density.Skiff.Steady.CPUPercent != 1.5 || back.Runs[0].Startup.Skiff.Summary.P90 != 0.7 ||
+		back.Runs[1].Runtime != RuntimeExternal || back.Runs[1].Density.Kubelet.AllRunningS != 100 {
 		t.Errorf("round trip lost data: %s", data)
 	}
 	if NewSeries(nil) != nil {
@@ -163,7 +294,7 @@ func TestResultsJSONRoundTrip(t *testing.T) {
 
 func TestPlotsWritePlots(t *testing.T) {
 	dir := t.TempDir()
-	r := sample()
+	r := managedRun()
 	sp, err := StartupPlot(r.Startup)
 	if err != nil {
 		t.Fatal(err)

@@ -19,11 +19,34 @@ type Results struct {
 	DurationS float64   `json:"duration_s"`
 	Machine   Machine   `json:"machine"`
 	Versions  Versions  `json:"versions"`
-	Startup   *Startup  `json:"startup,omitempty"`
-	Density   *Density  `json:"density,omitempty"`
-	Reaction  *Reaction `json:"reaction,omitempty"`
-	Scale     []Scale   `json:"scale,omitempty"`
-	Notes     []string  `json:"notes,omitempty"`
+	// Runs are the scenarios measured on each container runtime, in the
+	// order they ran (managed first).
+	Runs  []Run    `json:"runs,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Runtime names (Run.Runtime).
+const (
+	// RuntimeManaged is skiff's managed containerd (skiff starts it).
+	RuntimeManaged = "managed"
+	// RuntimeExternal is a containerd the harness starts with a plain CRI
+	// config, as a kubelet user has it; skiff and the kubelet dial it.
+	RuntimeExternal = "external"
+)
+
+// Run is what one container runtime measured: skiff, the CRI floor and,
+// optionally, the kubelet, all on that runtime's containerd.
+type Run struct {
+	Runtime string `json:"runtime"` // RuntimeManaged or RuntimeExternal
+	// Containerd describes the runtime: version and a summary of its
+	// configuration (CNI network, pause image, runc options).
+	Containerd string    `json:"containerd"`
+	Startup    *Startup  `json:"startup,omitempty"`
+	Density    *Density  `json:"density,omitempty"`
+	Reaction   *Reaction `json:"reaction,omitempty"`
+	Scale      []Scale   `json:"scale,omitempty"`
+	// The burst scenario (issue 13) adds its figures here:
+	// Burst *Burst `json:"burst,omitempty"`.
 }
 
 // Machine describes the host.
@@ -35,7 +58,8 @@ type Machine struct {
 	MemoryGB   float64 `json:"memory_gb"`
 }
 
-// Versions of the software under test; empty when not run.
+// Versions of the software under test; empty when not run. Containerd is
+// the binary's version; each Run says how its containerd was configured.
 type Versions struct {
 	Skiff      string `json:"skiff"`
 	Containerd string `json:"containerd"`

@@ -15,6 +15,8 @@ const (
 	Met     Status = "met"
 	NotMet  Status = "not met"
 	Unknown Status = "not measured"
+	// NotRun: the comparison needs the kubelet, which did not run.
+	NotRun Status = "not run"
 )
 
 // Target is one of the issue's goals, evaluated.
@@ -28,66 +30,111 @@ type Target struct {
 // Limits are the issue's targets. Goals, reported, never asserted.
 type Limits struct {
 	StartupMedianRatio float64 // skiff median / floor median
-	StartupP90Ratio    float64 // skiff p90 / floor p90
 	DensityAllRatio    float64 // skiff all running / best floor all running
-	DensityFirstS      float64 // skiff first pod running
-	SteadyCPUPercent   float64 // % of one core
-	SteadyRSSMB        float64 // max RSS over the window
-	SigtermS           float64 // median manifest deleted -> SIGTERM
+	// DensityKubeletRatio: skiff all running / the kubelet's all running
+	// (0.9: at least 10% sooner).
+	DensityKubeletRatio float64
+	DensityFirstS       float64 // skiff first pod running (managed runtime)
+	SteadyCPUPercent    float64 // % of one core
+	SteadyRSSMB         float64 // max RSS over the window
+	// ScaleFlatRatio: the highest over the lowest time per pod (all
+	// running / pods) across the scale curve's points (managed runtime).
+	ScaleFlatRatio float64
 }
 
-// IssueLimits are the targets of issue 5.
+// IssueLimits are the targets of issue 13 (issue 5's, tightened, on both
+// runtimes).
 var IssueLimits = Limits{
-	StartupMedianRatio: 1.15,
-	StartupP90Ratio:    1.3,
-	DensityAllRatio:    1.1,
-	DensityFirstS:      1,
-	SteadyCPUPercent:   2,
-	SteadyRSSMB:        50,
-	SigtermS:           0.1,
+	StartupMedianRatio:  1.05,
+	DensityAllRatio:     1.1,
+	DensityKubeletRatio: 0.9,
+	DensityFirstS:       1,
+	SteadyCPUPercent:    1.5,
+	SteadyRSSMB:         45,
+	ScaleFlatRatio:      1.2,
 }
 
-// Evaluate checks r against l; a figure that was not measured gives
-// Unknown.
-func Evaluate(r *Results, l Limits) []Target {
+// Evaluate checks run r against l; a figure that was not measured gives
+// Unknown, a comparison with the kubelet that did not run NotRun. The
+// first-pod and scale targets are the managed runtime's only. Pure.
+func Evaluate(r Run, l Limits) []Target {
 	var out []Target
-	var smed, fmed, sp90, fp90 = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	smed, fmed := math.NaN(), math.NaN()
 	if s := r.Startup; s != nil && s.Skiff != nil && s.Floor != nil {
 		smed, fmed = s.Skiff.Summary.Median, s.Floor.Summary.Median
-		sp90, fp90 = s.Skiff.Summary.P90, s.Floor.Summary.P90
 	}
-	out = append(out,
-		ratioTarget("startup median", l.StartupMedianRatio, smed, fmed),
-		ratioTarget("startup p90", l.StartupP90Ratio, sp90, fp90))
+	out = append(out, ratioTarget("startup median vs floor", "floor", l.StartupMedianRatio, smed, fmed))
 
-	all, best, first := math.NaN(), math.NaN(), math.NaN()
+	all, best, kube, first := math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	cpu, rss := math.NaN(), math.NaN()
-	pods := 0
+	pods, kubeletRan := "density", false
 	if d := r.Density; d != nil && d.Skiff != nil {
-		pods = d.Pods
+		pods = fmt.Sprintf("%d pods", d.Pods)
 		all, first = d.Skiff.AllRunningS, d.Skiff.FirstRunningS
 		cpu, rss = d.Skiff.Steady.CPUPercent, d.Skiff.Steady.RSSMaxMB
 		if b, ok := BestFloor(d.Floor); ok {
 			best = b.AllRunningS
 		}
+		if d.Kubelet != nil {
+			kube, kubeletRan = d.Kubelet.AllRunningS, true
+		}
+	}
+	vsKubelet := ratioTarget(pods+" all running vs kubelet", "kubelet", l.DensityKubeletRatio, all, kube)
+	if !kubeletRan && !math.IsNaN(all) {
+		vsKubelet.Status = NotRun
+	}
+	out = append(out, vsKubelet,
+		ratioTarget(pods+" all running vs best floor", "floor", l.DensityAllRatio, all, best))
+	if r.Runtime == RuntimeManaged {
+		out = append(out, maxTarget(pods+": first running", l.DensityFirstS, first, "s"))
 	}
 	out = append(out,
-		ratioTarget(fmt.Sprintf("%d pods all running vs best floor", pods), l.DensityAllRatio, all, best),
-		maxTarget(fmt.Sprintf("%d pods: first running", pods), l.DensityFirstS, first, "s"),
-		maxTarget(fmt.Sprintf("steady state, %d pods: CPU", pods), l.SteadyCPUPercent, cpu, "% of a core"),
-		maxTarget(fmt.Sprintf("steady state, %d pods: RSS (max)", pods), l.SteadyRSSMB, rss, "MB"))
-
-	sig := math.NaN()
-	if rc := r.Reaction; rc != nil && rc.Sigterm.Skiff != nil {
-		sig = rc.Sigterm.Skiff.Summary.Median
+		maxTarget("steady state, "+pods+": CPU", l.SteadyCPUPercent, cpu, "% of a core"),
+		maxTarget("steady state, "+pods+": RSS (max)", l.SteadyRSSMB, rss, "MB"))
+	if r.Runtime == RuntimeManaged {
+		out = append(out, flatTarget(r.Scale, l.ScaleFlatRatio))
 	}
-	out = append(out, maxTarget("deleted manifest -> SIGTERM (median)", l.SigtermS*1000, sig*1000, "ms"))
 	return out
 }
 
-// ratioTarget: a/b must be at most limit.
-func ratioTarget(name string, limit, a, b float64) Target {
-	t := Target{Name: name, Goal: fmt.Sprintf("<= %.2fx floor", limit)}
+// flatTarget: the highest time per pod across the scale points must be at
+// most limit times the lowest.
+func flatTarget(sc []Scale, limit float64) Target {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var loPods, hiPods, minPods, maxPods int
+	points := 0
+	for _, s := range sc {
+		if s.Skiff == nil || s.Pods <= 0 {
+			continue
+		}
+		if points == 0 || s.Pods < minPods {
+			minPods = s.Pods
+		}
+		maxPods = max(maxPods, s.Pods)
+		points++
+		per := PerPodMs(s.Skiff.AllRunningS, s.Pods)
+		if per < lo {
+			lo, loPods = per, s.Pods
+		}
+		if per > hi {
+			hi, hiPods = per, s.Pods
+		}
+	}
+	t := Target{Name: "cost per pod flat across the scale curve", Goal: fmt.Sprintf("highest <= %.2fx lowest", limit)}
+	if points < 2 {
+		t.Value, t.Status = "-", Unknown
+		return t
+	}
+	t.Name = fmt.Sprintf("cost per pod flat, %d to %d pods", minPods, maxPods)
+	r := hi / lo
+	t.Value = fmt.Sprintf("%.2fx (%.0f ms at %d pods vs %.0f ms at %d)", r, hi, hiPods, lo, loPods)
+	t.Status = status(r <= limit)
+	return t
+}
+
+// ratioTarget: a/b must be at most limit; of names b in the goal.
+func ratioTarget(name, of string, limit, a, b float64) Target {
+	t := Target{Name: name, Goal: fmt.Sprintf("<= %.2fx %s", limit, of)}
 	r := stats.Ratio(a, b)
 	if math.IsNaN(r) {
 		t.Value, t.Status = "-", Unknown
