@@ -30,6 +30,7 @@ func sample() *Results {
 			Floor: []Floor{
 				{Pods: 110, Parallelism: 2, FirstRunningS: 0.4, AllRunningS: 25, RemoveAllS: 15},
 				{Pods: 110, Parallelism: 0, FirstRunningS: 16.7, AllRunningS: 24, RemoveAllS: 14},
+				{Pods: 110, Parallelism: 0, Probes: true, ProbeExecs: 330, ProbeFails: 1, FirstRunningS: 17, AllRunningS: 32.5, RemoveAllS: 15},
 			}},
 		Reaction: &Reaction{LivenessPeriodS: 1, Sigterm: Compare{
 			Skiff: NewSeries([]float64{0.15, 0.2, 0.25}),
@@ -107,8 +108,19 @@ func TestBestFloor(t *testing.T) {
 		t.Error("BestFloor(nil): want !ok")
 	}
 	b, ok := BestFloor(sample().Density.Floor)
-	if !ok || b.Parallelism != 0 || b.AllRunningS != 24 {
+	if !ok || b.Parallelism != 0 || b.AllRunningS != 24 || b.Probes {
 		t.Errorf("BestFloor = %+v, %v", b, ok)
+	}
+	// A probe floor is never the best plain floor, however fast.
+	fs := []Floor{{Parallelism: 2, AllRunningS: 5}, {Parallelism: 2, Probes: true, AllRunningS: 1}}
+	if b, ok := BestFloor(fs); !ok || b.Probes || b.AllRunningS != 5 {
+		t.Errorf("BestFloor with a faster probe floor = %+v, %v", b, ok)
+	}
+	if p, ok := ProbeFloor(fs); !ok || !p.Probes || p.AllRunningS != 1 {
+		t.Errorf("ProbeFloor = %+v, %v", p, ok)
+	}
+	if _, ok := ProbeFloor(fs[:1]); ok {
+		t.Error("ProbeFloor without one: want !ok")
 	}
 }
 
@@ -126,9 +138,10 @@ func TestMarkdown(t *testing.T) {
 		"| startup median | <= 1.15x floor | 1.20x (0.600 s vs 0.500 s) | not met |",
 		"| skiff | 3 | 0.550 s | 0.600 s | 0.700 s | 0.700 s | 1.20x | 1.40x |",
 		"| CRI floor | 3 | 0.500 s | 0.500 s | 0.500 s | 0.500 s | 1.00x | 1.00x |",
-		"| skiff | 0.400 s | 26.0 s | 1.08x | 1.50 % | 40.0 / 42.0 MB | 20.0 s |",
-		"| CRI floor, unbounded (best) | 16.7 s | 24.0 s | 1.00x | - | - | 14.0 s |",
-		"| CRI floor, 2 workers | 0.400 s | 25.0 s | 1.04x |",
+		"| skiff | 0.400 s | 26.0 s | 1.08x | 0.80x | 1.50 % | 40.0 / 42.0 MB | 20.0 s |",
+		"| CRI floor, unbounded (best) | 16.7 s | 24.0 s | 1.00x | 0.74x | - | - | 14.0 s |",
+		"| CRI floor, 2 workers | 0.400 s | 25.0 s | 1.04x | 0.77x |",
+		"| CRI floor + probes, unbounded (330 execs, 1 failed) | 17.0 s | 32.5 s | 1.35x | 1.00x | - | - | 15.0 s |",
 		"| manifest deleted -> SIGTERM in the container | 0.200 s (0.150 s-0.250 s, n=3) | - | 0.010 s (0.010 s-0.020 s, n=3) | 20.00x |",
 		"| 10 | 3.000 s | 300 ms | 2.500 s | 1.20x | 0.20 % | 2.00 % | 20.0 MB |",
 		"| 50 | 12.0 s | 240 ms | - | - | 0.80 % |",
