@@ -2,6 +2,7 @@ package criops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -42,6 +43,9 @@ func (r *fakeRT) RunPodSandbox(_ context.Context, _ *runtimeapi.RunPodSandboxReq
 }
 
 func (r *fakeRT) CreateContainer(_ context.Context, req *runtimeapi.CreateContainerRequest, _ ...grpc.CallOption) (*runtimeapi.CreateContainerResponse, error) {
+	if req.Config.Labels[LabelPodName] == "bad" {
+		return nil, errors.New("create failed")
+	}
 	return &runtimeapi.CreateContainerResponse{ContainerId: r.record("CreateContainer " + req.Config.Metadata.Name)}, nil
 }
 
@@ -194,5 +198,23 @@ func TestRunProbesEndsWithItsContext(t *testing.T) {
 	recv(t, done, "return after cancel")
 	if calls != 1 {
 		t.Errorf("%d probes, want 1", calls)
+	}
+}
+
+// TestStartAllStopsProbesOnError: when one pod fails, StartAll stops the
+// probe loops of those it started before returning.
+func TestStartAllStopsProbesOnError(t *testing.T) {
+	f, rt, _ := newFakeFloor(t)
+	probe := &ExecProbe{Command: []string{"true"}, Period: 10 * time.Second}
+	pods := []Pod{{Name: "good", App: Container{Name: "app", Probe: probe}}, {Name: "bad", App: Container{Name: "app", Probe: probe}}}
+	res, err := f.StartAll(context.Background(), pods, 1)
+	if err == nil {
+		t.Fatal("want the bad pod's error")
+	}
+	recv(t, rt.execs, "the good pod's first probe")
+	select {
+	case <-res.Started[0].probes.done:
+	default:
+		t.Error("the good pod's probe loop still runs after StartAll failed")
 	}
 }
