@@ -85,7 +85,7 @@ func main() {
 	flag.StringVar(&f.skiffVersion, "skiff-version", "", "skiff version for the report (default: skiff's git describe)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the root directory (logs) afterwards")
 	flag.BoolVar(&f.latest, "latest", false, "also copy the report to <out>/latest.md")
-	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,reaction,scale; default all); a partial run is never latest")
+	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,burst,reaction,scale; default all); a partial run is never latest")
 	flag.StringVar(&f.floorPar, "floor-parallelism", "", "override the floor's parallelisms in the density scenario: comma-separated, 0 = unbounded, \"none\" (a partial run)")
 	flag.Var(&f.skiffArgs, "skiff-arg", "an extra argument for skiff agent (repeatable; a partial run)")
 	flag.IntVar(&f.densityPods, "density-pods", 0, "override the density scenario's pod count (a partial run, never latest)")
@@ -190,8 +190,12 @@ func (b *bench) measure(ctx context.Context, run *report.Run) error {
 			return fmt.Errorf("%s: density scenario: %w", rt, err)
 		}
 	}
-	// The burst scenario (both runtimes) goes here:
-	//	if b.cfg.runs("burst") { run.Burst, err = b.burst(ctx) ... }
+	if b.cfg.runs("burst") {
+		b.log.Info("scenario 2b: burst", "runtime", rt, "pods", len(burstPods()))
+		if run.Burst, err = b.burst(ctx); err != nil {
+			return fmt.Errorf("%s: burst scenario: %w", rt, err)
+		}
+	}
 	if rt != report.RuntimeManaged {
 		return nil
 	}
@@ -239,7 +243,8 @@ func notes(cfg config) []string {
 		"Startup: skiff and the kubelet are timed from the manifest's rename into the watched directory to the app container's CRI StartedAt; the floor from its RunPodSandbox call. The floor polls its init container's exit every 10 ms.",
 		"Density: first/all running from the write of all manifests (floor: the first CRI call) to the earliest/latest app StartedAt; remove all: manifests deleted -> no running container and no ready sandbox (floor: StopContainer+StopPodSandbox for every pod). After that the harness waits, untimed, until skiff has also removed the pods' containers and sandboxes, so that its clean-up never overlaps the next measurement.",
 		"Density pods request 10m cpu and 16Mi memory; where n x 10m exceeds the node's cpu capacity (250 pods on 2 cores) they request capacity/n instead, since an agent rejects the rest with OutOfcpu, as the kubelet does.",
-		"The floor makes no probe calls: it is the CRI work of starting and stopping the pods. skiff and the kubelet also run each density pod's exec readiness probe (a runc exec, ~0.1-0.2 s of CPU here) every 10 s: with 110 pods those execs alone keep a 2-core node near saturation, so density times include them.",
+		"The plain floor makes no probe calls: it is the CRI work of starting and stopping the pods. skiff and the kubelet also run each density pod's exec readiness probe (a runc exec, ~0.1-0.2 s of CPU here) every 10 s: with 110 pods those execs alone keep a 2-core node near saturation, so density times include them. The \"CRI floor + probes\" row, run at the best plain floor's parallelism, also makes that probe (one ExecSync of `true` every 10 s from each app's start until its stop, the first at once): the agents' figures are given against both.",
+		"Burst: 12 different pods (inits, a sidecar, exec/httpGet/tcpSocket/grpc/startup probes, a crash loop, an OOM, plain ones) written at once; timed from the manifests' write to each pod's first container's CRI StartedAt (init or app; a crash loop's or OOM's first run). The gRPC probe targets the test server's grpc.health.v1 service.",
 		"CPU and RSS are the agent process only (/proc/<pid>/stat utime+stime, VmRSS sampled once a second), not containerd, shims or pods.",
 		"The kubelet kills pods it does not know, so its runs are not interleaved with the others: it is started for its part of each scenario and stopped afterwards.",
 		"Benchmarks are noisy on a shared 2-core machine: other work running beside the harness shifts every figure; compare ratios taken in the same run.",
@@ -323,7 +328,7 @@ func writeRunPlots(dir, base string, run report.Run) (report.RunPlots, error) {
 }
 
 // scenarios are the names -only accepts, in the order they run.
-var scenarios = []string{"startup", "density", "reaction", "scale"}
+var scenarios = []string{"startup", "density", "burst", "reaction", "scale"}
 
 // runtimeNames are the runtimes -runtimes accepts, in the order they run.
 var runtimeNames = []string{report.RuntimeManaged, report.RuntimeExternal}

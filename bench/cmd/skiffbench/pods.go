@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -114,6 +115,15 @@ func appContainer(kind podKind) v1.Container {
 		}
 	}
 	return c
+}
+
+// densityFloorProbe is the density pod's readiness probe as the
+// probe-making floor makes it: the same command and period, from
+// appContainer so that the two cannot drift apart.
+func densityFloorProbe() *criops.ExecProbe {
+	rp := appContainer(kindDensity).ReadinessProbe
+	return &criops.ExecProbe{Command: rp.Exec.Command, Period: time.Duration(rp.PeriodSeconds) * time.Second,
+		Timeout: time.Duration(max(1, rp.TimeoutSeconds)) * time.Second}
 }
 
 // floorPod is the floor's equivalent of kind: the same containers, without

@@ -255,12 +255,20 @@ func sampleSteady(ctx context.Context, pid int, d time.Duration) (procfs.Window,
 }
 
 // floorDensity starts n density pods with the given parallelism and stops
-// them again with the same parallelism.
-func (b *bench) floorDensity(ctx context.Context, n, parallelism int) (report.Floor, error) {
+// them again with the same parallelism; with probes each pod also makes
+// its readiness probe from its app's start until its stop.
+func (b *bench) floorDensity(ctx context.Context, n, parallelism int, probes bool) (report.Floor, error) {
 	pods := make([]criops.Pod, n)
 	for i := range pods {
-		pods[i] = floorPod(fmt.Sprintf("f-d%d-p%d-%d", n, parallelism, i), kindDensity, 1)
+		name := fmt.Sprintf("f-d%d-p%d-%d", n, parallelism, i)
+		if probes {
+			name = fmt.Sprintf("f-d%d-p%d-probe-%d", n, parallelism, i)
+		}
+		pods[i] = floorPod(name, kindDensity, 1)
 		pods[i].App.CPUShares = max(2, densityCPUMilli(n, goruntime.NumCPU())*1024/1000)
+		if probes {
+			pods[i].App.Probe = densityFloorProbe()
+		}
 	}
 	start, err := b.floor.StartAll(ctx, pods, parallelism)
 	if err != nil {
@@ -271,10 +279,14 @@ func (b *bench) floorDensity(ctx context.Context, n, parallelism int) (report.Fl
 	if err != nil {
 		return report.Floor{}, err
 	}
-	res := report.Floor{Pods: n, Parallelism: parallelism,
+	res := report.Floor{Pods: n, Parallelism: parallelism, Probes: probes,
 		FirstRunningS: start.First.Sub(start.Began).Seconds(), AllRunningS: start.Last.Sub(start.Began).Seconds(),
 		RemoveAllS: stop.Last.Sub(stop.Began).Seconds()}
-	b.log.Info("floor density", "pods", n, "parallelism", parallelism, "first_s", res.FirstRunningS, "all_s", res.AllRunningS, "remove_s", res.RemoveAllS)
+	for _, s := range start.Started {
+		c, f := s.ProbeCalls()
+		res.ProbeExecs, res.ProbeFails = res.ProbeExecs+c, res.ProbeFails+f
+	}
+	b.log.Info("floor density", "pods", n, "parallelism", parallelism, "probes", res.ProbeExecs, "first_s", res.FirstRunningS, "all_s", res.AllRunningS, "remove_s", res.RemoveAllS)
 	return res, b.cleanFloor(ctx)
 }
 
@@ -287,7 +299,16 @@ func (b *bench) density(ctx context.Context) (*report.Density, error) {
 		return nil, err
 	}
 	for _, p := range b.cfg.floorParallelism {
-		f, err := b.floorDensity(ctx, n, p)
+		f, err := b.floorDensity(ctx, n, p, false)
+		if err != nil {
+			return nil, err
+		}
+		d.Floor = append(d.Floor, f)
+	}
+	// The probe-making floor only at the best plain parallelism: a fair
+	// comparison for the agents' probing, without doubling the floor's time.
+	if best, ok := report.BestFloor(d.Floor); ok {
+		f, err := b.floorDensity(ctx, n, best.Parallelism, true)
 		if err != nil {
 			return nil, err
 		}
@@ -312,7 +333,7 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 		if density != nil && n == density.Pods {
 			s := report.Scale{Pods: n, Skiff: density.Skiff, Kubelet: density.Kubelet}
 			for _, f := range density.Floor {
-				if f.Parallelism == bestPar {
+				if f.Parallelism == bestPar && !f.Probes {
 					s.Floor = &f
 				}
 			}
@@ -325,7 +346,7 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 			return out, err
 		}
 		if b.cfg.scaleFloor {
-			f, err := b.floorDensity(ctx, n, bestPar)
+			f, err := b.floorDensity(ctx, n, bestPar, false)
 			if err != nil {
 				return out, err
 			}

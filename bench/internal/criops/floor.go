@@ -19,6 +19,9 @@ type Container struct {
 	// CPUShares and MemoryRequest only mirror the kubelet's mapping of
 	// requests (shares = milliCPU*1024/1000, no memory limit); 0: unset.
 	CPUShares int64
+	// Probe, when set on an app container, is made on it from its start
+	// until the pod is stopped (see ExecProbe).
+	Probe *ExecProbe
 }
 
 // Pod is a floor pod: an optional init container run to completion, then
@@ -37,6 +40,7 @@ type Started struct {
 	AppID     string
 	Config    *runtimeapi.PodSandboxConfig
 	StartedAt time.Time // the app container's CRI StartedAt
+	probes    *prober   // the app's probe loop; nil without App.Probe
 }
 
 // Floor runs pods with the minimal CRI calls: RunPodSandbox, then for the
@@ -47,10 +51,21 @@ type Floor struct {
 	C      *Client
 	LogDir string        // root of the pods' CRI log directories
 	Poll   time.Duration // how often an init container's exit is polled
+	// After is the probe loops' clock; nil: time.After.
+	After func(time.Duration) <-chan time.Time
 }
 
-// StartPod runs p and returns once the app container is started. On error
-// the sandbox is left for Cleanup.
+func (f *Floor) after() func(time.Duration) <-chan time.Time {
+	if f.After != nil {
+		return f.After
+	}
+	return time.After
+}
+
+// StartPod runs p and returns once the app container is started; with
+// App.Probe its probe loop then runs, under ctx, until StopPod or
+// StopProbes (the caller owns it: call one of them, also after an error).
+// On error the sandbox is left for Cleanup.
 func (f *Floor) StartPod(ctx context.Context, p Pod) (*Started, error) {
 	logDir := filepath.Join(f.LogDir, p.Namespace+"_"+p.Name+"_"+p.UID)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -82,6 +97,9 @@ func (f *Floor) StartPod(ctx context.Context, p Pod) (*Started, error) {
 	if s.AppID, err = f.createStart(ctx, s, p.App, 0); err != nil {
 		return s, err
 	}
+	if p.App.Probe != nil {
+		s.probes = f.startProbes(ctx, s.AppID, *p.App.Probe, f.after())
+	}
 	st, err := f.C.RT.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: s.AppID})
 	if err != nil {
 		return s, fmt.Errorf("floor pod %s: app status: %w", p.Name, err)
@@ -92,8 +110,10 @@ func (f *Floor) StartPod(ctx context.Context, p Pod) (*Started, error) {
 
 // RestartApp stops the app container (SIGTERM, grace seconds) and creates
 // and starts it again with the next attempt number: what an agent does on
-// a liveness failure, minus the detection. Returns the new StartedAt.
+// a liveness failure, minus the detection. Returns the new StartedAt. A
+// probe loop is stopped first and started again on the new container.
 func (f *Floor) RestartApp(ctx context.Context, s *Started, grace int64) (time.Time, error) {
+	s.StopProbes()
 	if _, err := f.C.RT.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: s.AppID, Timeout: grace}); err != nil {
 		return time.Time{}, fmt.Errorf("floor pod %s: stop app: %w", s.Pod.Name, err)
 	}
@@ -102,6 +122,9 @@ func (f *Floor) RestartApp(ctx context.Context, s *Started, grace int64) (time.T
 		return time.Time{}, err
 	}
 	s.AppID = id
+	if s.Pod.App.Probe != nil {
+		s.probes = f.startProbes(ctx, id, *s.Pod.App.Probe, f.after())
+	}
 	st, err := f.C.RT.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("floor pod %s: app status: %w", s.Pod.Name, err)
@@ -109,10 +132,11 @@ func (f *Floor) RestartApp(ctx context.Context, s *Started, grace int64) (time.T
 	return time.Unix(0, st.Status.GetStartedAt()), nil
 }
 
-// StopPod stops the app container (SIGTERM, then SIGKILL after grace
-// seconds) and the sandbox; removal is left to Cleanup, like an agent that
-// keeps stopped pods for their logs.
+// StopPod stops the probe loop (waiting for it), the app container
+// (SIGTERM, then SIGKILL after grace seconds) and the sandbox; removal is
+// left to Cleanup, like an agent that keeps stopped pods for their logs.
 func (f *Floor) StopPod(ctx context.Context, s *Started, grace int64) error {
+	s.StopProbes()
 	if s.AppID != "" {
 		if _, err := f.C.RT.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: s.AppID, Timeout: grace}); err != nil {
 			return fmt.Errorf("floor pod %s: stop app: %w", s.Pod.Name, err)
@@ -176,7 +200,8 @@ type BatchResult struct {
 }
 
 // StartAll starts pods with parallelism workers (<= 0: one goroutine per
-// pod) and returns when all are running, or the first error.
+// pod) and returns when all are running, or the first error; on an error
+// every probe loop started is stopped again.
 func (f *Floor) StartAll(ctx context.Context, pods []Pod, parallelism int) (BatchResult, error) {
 	res := BatchResult{Began: time.Now(), Started: make([]*Started, len(pods))}
 	err := forEach(len(pods), parallelism, func(i int) error {
@@ -185,6 +210,9 @@ func (f *Floor) StartAll(ctx context.Context, pods []Pod, parallelism int) (Batc
 		return err
 	})
 	if err != nil {
+		for _, s := range res.Started {
+			s.StopProbes()
+		}
 		return res, err
 	}
 	for i, s := range res.Started {

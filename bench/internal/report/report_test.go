@@ -29,6 +29,7 @@ func managedRun() Run {
 			Floor: []Floor{
 				{Pods: 110, Parallelism: 2, FirstRunningS: 0.4, AllRunningS: 25, RemoveAllS: 15},
 				{Pods: 110, Parallelism: 0, FirstRunningS: 16.7, AllRunningS: 24, RemoveAllS: 14},
+				{Pods: 110, Parallelism: 0, Probes: true, ProbeExecs: 330, ProbeFails: 1, FirstRunningS: 17, AllRunningS: 32.5, RemoveAllS: 15},
 			}},
 		Reaction: &Reaction{LivenessPeriodS: 1, Sigterm: Compare{
 			Skiff: NewSeries([]float64{0.15, 0.2, 0.25}),
@@ -56,7 +57,8 @@ func externalRun() Run {
 				Steady: procfs.Window{Seconds: 60, CPUPercent: 1.2, RSSMeanMB: 41, RSSMaxMB: 46}},
 			Kubelet: &Agent{Pods: 110, FirstRunningS: 16, AllRunningS: 100, RemoveAllS: 60,
 				Steady: procfs.Window{Seconds: 60, CPUPercent: 8, RSSMeanMB: 130, RSSMaxMB: 141}},
-			Floor: []Floor{{Pods: 110, Parallelism: 8, FirstRunningS: 0.5, AllRunningS: 70, RemoveAllS: 40}}},
+			Floor: []Floor{{Pods: 110, Parallelism: 8, FirstRunningS: 0.5, AllRunningS: 70, RemoveAllS: 40},
+				{Pods: 110, Parallelism: 8, Probes: true, ProbeExecs: 800, FirstRunningS: 0.6, AllRunningS: 75, RemoveAllS: 41}}},
 	}
 }
 
@@ -111,7 +113,7 @@ func TestEvaluateManaged(t *testing.T) {
 	checkTargets(t, targets(t, managedRun()), []wantTarget{
 		{"startup median vs floor", NotMet, "1.20x"},                             // 0.60/0.50 > 1.05
 		{"110 pods all running vs kubelet", NotRun, "-"},                         // no kubelet column
-		{"110 pods all running vs best floor", Met, "1.08x"},                     // 26/24 (best is unbounded)
+		{"110 pods all running vs floor + probes", Met, "0.80x"},                 // 26/32.5
 		{"110 pods: first running", Met, "0.40 s"},                               // < 1 s
 		{"steady state, 110 pods: CPU", NotMet, "1.50 % of a core"},              // not < 1.5 %
 		{"steady state, 110 pods: RSS (max)", Met, "42.0 MB"},                    // < 45 MB
@@ -125,7 +127,7 @@ func TestEvaluateExternal(t *testing.T) {
 	checkTargets(t, targets(t, externalRun()), []wantTarget{
 		{"startup median vs floor", Met, "1.04x"},                                 // 0.52/0.50
 		{"110 pods all running vs kubelet", Met, "0.80x (80.000 s vs 100.000 s)"}, // at least 10% sooner
-		{"110 pods all running vs best floor", NotMet, "1.14x"},                   // 80/70
+		{"110 pods all running vs floor + probes", Met, "1.07x"},                  // 80/75
 		{"steady state, 110 pods: CPU", Met, "1.20 % of a core"},
 		{"steady state, 110 pods: RSS (max)", NotMet, "46.0 MB"},
 	})
@@ -192,8 +194,19 @@ func TestBestFloor(t *testing.T) {
 		t.Error("BestFloor(nil): want !ok")
 	}
 	b, ok := BestFloor(managedRun().Density.Floor)
-	if !ok || b.Parallelism != 0 || b.AllRunningS != 24 {
+	if !ok || b.Parallelism != 0 || b.AllRunningS != 24 || b.Probes {
 		t.Errorf("BestFloor = %+v, %v", b, ok)
+	}
+	// A probe floor is never the best plain floor, however fast.
+	fs := []Floor{{Parallelism: 2, AllRunningS: 5}, {Parallelism: 2, Probes: true, AllRunningS: 1}}
+	if b, ok := BestFloor(fs); !ok || b.Probes || b.AllRunningS != 5 {
+		t.Errorf("BestFloor with a faster probe floor = %+v, %v", b, ok)
+	}
+	if p, ok := ProbeFloor(fs); !ok || !p.Probes || p.AllRunningS != 1 {
+		t.Errorf("ProbeFloor = %+v, %v", p, ok)
+	}
+	if _, ok := ProbeFloor(fs[:1]); ok {
+		t.Error("ProbeFloor without one: want !ok")
 	}
 }
 
@@ -220,9 +233,10 @@ func TestMarkdown(t *testing.T) {
 		"| skiff | 3 | 0.550 s | 0.600 s | 0.700 s | 0.700 s | 1.20x | 1.40x |",
 		"| CRI floor | 3 | 0.500 s | 0.500 s | 0.500 s | 0.500 s | 1.00x | 1.00x |",
 		"### 1.3 Density, managed (110 pods",
-		"| skiff | 0.400 s | 26.0 s | 1.08x | 1.50 % | 40.0 / 42.0 MB | 20.0 s |",
-		"| CRI floor, unbounded (best) | 16.7 s | 24.0 s | 1.00x | - | - | 14.0 s |",
-		"| CRI floor, 2 workers | 0.400 s | 25.0 s | 1.04x |",
+		"| skiff | 0.400 s | 26.0 s | 1.08x | 0.80x | 1.50 % | 40.0 / 42.0 MB | 20.0 s |",
+		"| CRI floor, unbounded (best) | 16.7 s | 24.0 s | 1.00x | 0.74x | - | - | 14.0 s |",
+		"| CRI floor, 2 workers | 0.400 s | 25.0 s | 1.04x | 0.77x |",
+		"| CRI floor + probes, unbounded (330 execs, 1 failed) | 17.0 s | 32.5 s | 1.35x | 1.00x | - | - | 15.0 s |",
 		"### 1.4 Reaction, managed",
 		"| manifest deleted -> SIGTERM in the container | 0.200 s (0.150 s-0.250 s, n=3) | - | 0.010 s (0.010 s-0.020 s, n=3) | 20.00x |",
 		"### 1.5 Scale curve, managed",
@@ -236,7 +250,7 @@ func TestMarkdown(t *testing.T) {
 		"### 2.2 Startup latency, external (3 pods",
 		"| kubelet | 3 | 1.500 s | 1.600 s |",
 		"### 2.3 Density, external (110 pods",
-		"| kubelet | 16.0 s | 100.0 s | 1.43x | 8.00 % | 130.0 / 141.0 MB | 60.0 s |",
+		"| kubelet | 16.0 s | 100.0 s | 1.43x | 1.33x | 8.00 % | 130.0 / 141.0 MB | 60.0 s |",
 		"| CRI floor, 8 workers (best) | 0.500 s | 70.0 s | 1.00x |",
 		"![startup latency distribution, external](s-ext.svg)",
 	} {

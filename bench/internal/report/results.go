@@ -45,8 +45,7 @@ type Run struct {
 	Density    *Density  `json:"density,omitempty"`
 	Reaction   *Reaction `json:"reaction,omitempty"`
 	Scale      []Scale   `json:"scale,omitempty"`
-	// The burst scenario (issue 13) adds its figures here:
-	// Burst *Burst `json:"burst,omitempty"`.
+	Burst      *Burst    `json:"burst,omitempty"`
 }
 
 // Machine describes the host.
@@ -108,8 +107,14 @@ type Agent struct {
 
 // Floor is a density run of the raw CRI floor at one parallelism.
 type Floor struct {
-	Pods          int     `json:"pods"`
-	Parallelism   int     `json:"parallelism"` // 0: unbounded
+	Pods        int `json:"pods"`
+	Parallelism int `json:"parallelism"` // 0: unbounded
+	// Probes: the floor also made each pod's exec readiness probe (one
+	// ExecSync every 10 s from the app's start until its stop), as the
+	// agents do; ProbeExecs is how many it made, ProbeFails how many failed.
+	Probes        bool    `json:"probes,omitempty"`
+	ProbeExecs    int64   `json:"probe_execs,omitempty"`
+	ProbeFails    int64   `json:"probe_fails,omitempty"`
 	FirstRunningS float64 `json:"first_running_s"`
 	AllRunningS   float64 `json:"all_running_s"`
 	RemoveAllS    float64 `json:"remove_all_s"`
@@ -124,15 +129,29 @@ type Density struct {
 	Floor   []Floor `json:"floor,omitempty"`
 }
 
-// BestFloor returns the floor run with the shortest time to all running;
-// ok is false when there is none.
+// BestFloor returns the plain (probe-less) floor run with the shortest
+// time to all running; ok is false when there is none.
 func BestFloor(fs []Floor) (best Floor, ok bool) {
 	for _, f := range fs {
+		if f.Probes {
+			continue
+		}
 		if !ok || f.AllRunningS < best.AllRunningS {
 			best, ok = f, true
 		}
 	}
 	return best, ok
+}
+
+// ProbeFloor returns the probe-making floor run (the first, if several);
+// ok is false when there is none.
+func ProbeFloor(fs []Floor) (Floor, bool) {
+	for _, f := range fs {
+		if f.Probes {
+			return f, true
+		}
+	}
+	return Floor{}, false
 }
 
 // Reaction is scenario 3.

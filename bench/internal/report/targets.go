@@ -30,7 +30,7 @@ type Target struct {
 // Limits are the targets. Goals, reported, never asserted.
 type Limits struct {
 	StartupMedianRatio float64 // skiff median / floor median
-	DensityAllRatio    float64 // skiff all running / best floor all running
+	DensityAllRatio    float64 // skiff all running / the probe-making floor's all running
 	// DensityKubeletRatio: skiff all running / the kubelet's all running
 	// (0.9: at least 10% sooner).
 	DensityKubeletRatio float64
@@ -72,8 +72,8 @@ func Evaluate(r Run, l Limits) []Target {
 		pods = fmt.Sprintf("%d pods", d.Pods)
 		all, first = d.Skiff.AllRunningS, d.Skiff.FirstRunningS
 		cpu, rss = d.Skiff.Steady.CPUPercent, d.Skiff.Steady.RSSMaxMB
-		if b, ok := BestFloor(d.Floor); ok {
-			best = b.AllRunningS
+		if p, ok := ProbeFloor(d.Floor); ok {
+			best = p.AllRunningS
 		}
 		if d.Kubelet != nil {
 			kube, kubeletRan = d.Kubelet.AllRunningS, true
@@ -84,13 +84,16 @@ func Evaluate(r Run, l Limits) []Target {
 		vsKubelet.Status = NotRun
 	}
 	out = append(out, vsKubelet,
-		ratioTarget(pods+" all running vs best floor", "floor", l.DensityAllRatio, all, best))
+		ratioTarget(pods+" all running vs floor + probes", "floor + probes", l.DensityAllRatio, all, best))
 	if r.Runtime == RuntimeManaged {
 		out = append(out, maxTarget(pods+": first running", l.DensityFirstS, first, "s"))
 	}
 	out = append(out,
 		maxTarget("steady state, "+pods+": CPU", l.SteadyCPUPercent, cpu, "% of a core"),
 		maxTarget("steady state, "+pods+": RSS (max)", l.SteadyRSSMB, rss, "MB"))
+	if r.Burst != nil {
+		out = append(out, burstTarget(r.Burst))
+	}
 	if r.Runtime == RuntimeManaged {
 		out = append(out, flatTarget(r.Scale, l.ScaleFlatRatio))
 	}
