@@ -246,7 +246,7 @@ func notes(cfg config) []string {
 		"The plain floor makes no probe calls: it is the CRI work of starting and stopping the pods. skiff and the kubelet also run each density pod's exec readiness probe (a runc exec, ~0.1-0.2 s of CPU here) every 10 s: with 110 pods those execs alone keep a 2-core node near saturation, so density times include them. The \"CRI floor + probes\" row, run at the best plain floor's parallelism, also makes that probe (one ExecSync of `true` every 10 s from each app's start until its stop, the first at once): the agents' figures are given against both.",
 		"Burst: 12 different pods (inits, a sidecar, exec/httpGet/tcpSocket/grpc/startup probes, a crash loop, an OOM, plain ones) written at once; timed from the manifests' write to each pod's first container's CRI StartedAt (init or app; a crash loop's or OOM's first run). The gRPC probe targets the test server's grpc.health.v1 service.",
 		"CPU and RSS are the agent process only (/proc/<pid>/stat utime+stime, VmRSS sampled once a second), not containerd, shims or pods.",
-		"The kubelet kills pods it does not know, so its runs are not interleaved with the others: it is started for its part of each scenario and stopped afterwards.",
+		"The kubelet kills pods it does not know, so its runs are not interleaved with the others: it is started for its part of each scenario (and given 10 s after its healthz answers before pods are written, so its start-up housekeeping is not counted) and stopped afterwards.",
 		"Benchmarks are noisy on a shared 2-core machine: other work running beside the harness shifts every figure; compare ratios taken in the same run.",
 	}
 	if !cfg.scaleFloor {

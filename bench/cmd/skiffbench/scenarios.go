@@ -40,6 +40,10 @@ type bench struct {
 	log     *slog.Logger
 }
 
+// kubeletSettle is how long the kubelet runs before a scenario writes its
+// pods (see withKubelet).
+const kubeletSettle = 10 * time.Second
+
 // runTimeout bounds waiting for n pods to start or stop (a failure guard).
 func runTimeout(n int) time.Duration { return 2*time.Minute + time.Duration(n)*2*time.Second }
 
@@ -54,7 +58,16 @@ func (b *bench) withKubelet(ctx context.Context, fn func(*agent) error) error {
 	if err != nil {
 		return err
 	}
-	err = fn(k)
+	// The kubelet answers healthz before its housekeeping after start
+	// (image and container GC, node status, the first relists) is done;
+	// pods written into that found it busy. Let it settle, as skiff (which
+	// runs from the start of the runtime's part) has.
+	select {
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-time.After(kubeletSettle):
+		err = fn(k)
+	}
 	if serr := stopKubelet(ctx, k, b.c); serr != nil && err == nil {
 		err = serr
 	}
