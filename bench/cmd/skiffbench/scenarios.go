@@ -365,12 +365,14 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 			}
 			s.Floor = &f
 		}
-		err = b.withKubelet(ctx, func(k *agent) error {
-			s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady)
-			return err
-		})
-		if err != nil {
-			return out, err
+		if b.cfg.scaleKubelet {
+			err = b.withKubelet(ctx, func(k *agent) error {
+				s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady)
+				return err
+			})
+			if err != nil {
+				return out, err
+			}
 		}
 		out = append(out, s)
 	}
