@@ -88,12 +88,29 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 		return 0, err
 	}
 	d := exits.settle(r.live, a.clock.Now())
+	kept := 0
 	for uid, fp := range r.cur {
-		if old, ok := r.prev[uid]; !ok || old != fp {
-			a.wakeUID(uid)
+		old, ok := r.prev[uid]
+		if ok {
+			kept++
+		}
+		if !ok || old != fp {
+			a.relistSaw(uid, true)
+		}
+	}
+	if kept < len(r.prev) {
+		// A pod that is gone wakes nobody (its worker learns of it from
+		// its own calls, at its next sync), but its next resync is full.
+		for uid := range r.prev {
+			if _, ok := r.cur[uid]; !ok {
+				a.relistSaw(uid, false)
+			}
 		}
 	}
 	r.prev, r.cur = r.cur, r.prev
+	// After relistSaw: a worker that sees this listing counted also sees
+	// the changes it found.
+	a.relisted.Add(1)
 	a.killOrphans(ctx, r.sandboxes)
 	// Off the relist path: removing a cgroup that still holds
 	// processes retries for seconds, and pod changes must not wait.
@@ -122,8 +139,8 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 // ID, state): the sum does not depend on the order of the lists, needs no
 // per-pod strings, sorting or joining (that was 813 allocations and 113 kB
 // per relist at 110 pods), and two different states of a pod collide with
-// a probability of about 2^-64 (a worker also resyncs by itself every
-// ResyncPeriod).
+// a probability of about 2^-64 (a worker also makes a full resync by
+// itself at least every 5 ResyncPeriods, see canSkipResync).
 func (a *Agent) relist(ctx context.Context, r *relister) error {
 	rt := a.cfg.Runtime
 	sbs, err := rt.ListSandboxes(ctx, r.selector)
