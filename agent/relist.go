@@ -68,6 +68,8 @@ type relister struct {
 	// and ready sandboxes by ID, both of the current listing.
 	sandboxes map[types.UID]*runtime.Sandbox
 	live      map[string]bool
+	// refs is the container listing, reused (see runtime.ListContainerRefs).
+	refs []runtime.ContainerRef
 }
 
 func newRelister() *relister {
@@ -147,10 +149,11 @@ func (a *Agent) relist(ctx context.Context, r *relister) error {
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
 	}
-	cs, err := rt.ListContainers(ctx, runtime.ContainerFilter{Labels: r.selector})
+	cs, err := runtime.ListContainerRefs(ctx, rt, r.selector, labelPodUID, r.refs)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
+	r.refs = cs
 	clear(r.cur)
 	clear(r.sandboxes)
 	clear(r.live)
@@ -161,7 +164,7 @@ func (a *Agent) relist(ctx context.Context, r *relister) error {
 		r.live[sb.ID] = sb.State == runtime.SandboxReady
 	}
 	for _, c := range cs {
-		uid := types.UID(c.Labels[labelPodUID])
+		uid := types.UID(c.Label)
 		r.cur[uid] += r.objectHash('c', c.ID, int(c.State))
 		r.live[c.ID] = c.State == runtime.ContainerRunning
 	}
