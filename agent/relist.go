@@ -64,19 +64,21 @@ type relister struct {
 	// prev and cur are each pod's fingerprint (see relist) at the previous
 	// and the current listing; swapped after each listing.
 	prev, cur map[types.UID]uint64
-	// sandboxes is one sandbox per pod UID, live the running containers
-	// and ready sandboxes by ID, both of the current listing.
-	sandboxes map[types.UID]*runtime.Sandbox
-	live      map[string]bool
-	// refs is the container listing, reused (see runtime.ListContainerRefs).
-	refs []runtime.ContainerRef
+	// pods are the UIDs of the pods with a sandbox, live the running
+	// containers and ready sandboxes by ID, both of the current listing.
+	pods map[types.UID]bool
+	live map[string]bool
+	// sbRefs and ctrRefs are the listings, reused (see
+	// runtime.ListContainerRefs).
+	sbRefs  []runtime.SandboxRef
+	ctrRefs []runtime.ContainerRef
 }
 
 func newRelister() *relister {
 	return &relister{
 		seed: maphash.MakeSeed(), selector: managedSelector(),
 		prev: map[types.UID]uint64{}, cur: map[types.UID]uint64{},
-		sandboxes: map[types.UID]*runtime.Sandbox{}, live: map[string]bool{},
+		pods: map[types.UID]bool{}, live: map[string]bool{},
 	}
 }
 
@@ -113,19 +115,19 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 	// After relistSaw: a worker that sees this listing counted also sees
 	// the changes it found.
 	a.relisted.Add(1)
-	a.killOrphans(ctx, r.sandboxes)
+	a.killOrphans(ctx, r.pods)
 	// Off the relist path: removing a cgroup that still holds
 	// processes retries for seconds, and pod changes must not wait.
 	a.mu.Lock()
 	due := a.cfg.Cgroups != nil && a.sourcesReady && !a.staleCgroupsCleaned
 	a.mu.Unlock()
 	if due {
-		// A copy: r.sandboxes is refilled by the next listing.
-		sandboxes := maps.Clone(r.sandboxes)
+		// A copy: r.pods is refilled by the next listing.
+		pods := maps.Clone(r.pods)
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			a.cleanStaleCgroups(ctx, sandboxes)
+			a.cleanStaleCgroups(ctx, pods)
 		}()
 	}
 	return d, nil
@@ -133,7 +135,7 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 
 // relist lists the runtime into r: r.cur gets a fingerprint of each pod's
 // runtime state (its sandboxes' and containers' IDs and states, in any
-// order), r.sandboxes one sandbox per pod UID, r.live the IDs of the running
+// order), r.pods the UIDs of the pods with sandboxes, r.live the IDs of the running
 // containers and ready sandboxes. On error r's current maps are
 // unspecified (r.prev is untouched).
 //
@@ -145,22 +147,23 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 // itself at least every 5 ResyncPeriods, see canSkipResync).
 func (a *Agent) relist(ctx context.Context, r *relister) error {
 	rt := a.cfg.Runtime
-	sbs, err := rt.ListSandboxes(ctx, r.selector)
+	sbs, err := runtime.ListSandboxRefs(ctx, rt, r.selector, labelPodUID, r.sbRefs)
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
 	}
-	cs, err := runtime.ListContainerRefs(ctx, rt, r.selector, labelPodUID, r.refs)
+	r.sbRefs = sbs
+	cs, err := runtime.ListContainerRefs(ctx, rt, r.selector, labelPodUID, r.ctrRefs)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
-	r.refs = cs
+	r.ctrRefs = cs
 	clear(r.cur)
-	clear(r.sandboxes)
+	clear(r.pods)
 	clear(r.live)
 	for _, sb := range sbs {
-		uid := types.UID(sb.Labels[labelPodUID])
+		uid := types.UID(sb.Label)
 		r.cur[uid] += r.objectHash('s', sb.ID, int(sb.State))
-		r.sandboxes[uid] = sb
+		r.pods[uid] = true
 		r.live[sb.ID] = sb.State == runtime.SandboxReady
 	}
 	for _, c := range cs {
@@ -182,20 +185,45 @@ func (r *relister) objectHash(kind byte, id string, state int) uint64 {
 }
 
 // killOrphans terminates pods that have sandboxes but that no source wants,
-// once every source has delivered its first full list.
-func (a *Agent) killOrphans(ctx context.Context, sandboxes map[types.UID]*runtime.Sandbox) {
+// once every source has delivered its first full list. The listing holds
+// only refs, so an orphan's sandboxes are listed in full to rebuild it (one
+// more CRI call per orphan, outside a.mu).
+func (a *Agent) killOrphans(ctx context.Context, pods map[types.UID]bool) {
+	var orphans []types.UID
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.sourcesReady {
-		return
+	if a.sourcesReady {
+		for uid := range pods {
+			if _, ok := a.workers[uid]; !ok && uid != "" {
+				orphans = append(orphans, uid)
+			}
+		}
 	}
-	for uid, sb := range sandboxes {
-		if _, ok := a.workers[uid]; ok || uid == "" {
+	a.mu.Unlock()
+	for _, uid := range orphans {
+		sbs, err := a.cfg.Runtime.ListSandboxes(ctx, podSelector(string(uid)))
+		if err != nil {
+			if ctx.Err() == nil {
+				a.log.Warn("listing sandboxes of orphan", "uid", uid, "err", err)
+			}
 			continue
 		}
-		pod := orphanPod(sb)
-		a.log.Info("terminating pod that no source wants", "pod", pod.Namespace+"/"+pod.Name, "uid", uid)
-		a.startWorkerLocked(ctx, pod, true)
+		var sb *runtime.Sandbox
+		for _, s := range sbs {
+			if types.UID(s.Labels[labelPodUID]) == uid {
+				sb = s
+			}
+		}
+		if sb == nil {
+			continue // gone meanwhile
+		}
+		a.mu.Lock()
+		// Checked again: a source may have delivered the pod meanwhile.
+		if _, ok := a.workers[uid]; !ok {
+			pod := orphanPod(sb)
+			a.log.Info("terminating pod that no source wants", "pod", pod.Namespace+"/"+pod.Name, "uid", uid)
+			a.startWorkerLocked(ctx, pod, true)
+		}
+		a.mu.Unlock()
 	}
 }
 

@@ -220,8 +220,8 @@ func TestRelistForgetsObjectsGoneFromTheListing(t *testing.T) {
 	if _, err := a.relistOnce(ctx, r, exits); err != nil {
 		t.Fatal(err)
 	}
-	if r.sandboxes["x"] == nil || !r.live["cx"] {
-		t.Fatalf("first listing: sandboxes %v live %v", r.sandboxes, r.live)
+	if !r.pods["x"] || !r.live["cx"] {
+		t.Fatalf("first listing: pods %v live %v", r.pods, r.live)
 	}
 	rt.set([]*runtime.Sandbox{listedSandbox("a", "sa", runtime.SandboxReady)},
 		[]*runtime.Container{listedContainer("a", "ca", runtime.ContainerRunning)})
@@ -233,8 +233,8 @@ func TestRelistForgetsObjectsGoneFromTheListing(t *testing.T) {
 	if d != 0 {
 		t.Errorf("exit of a container gone from the listing: recheck in %v, want none", d)
 	}
-	if _, ok := r.sandboxes["x"]; ok || len(r.sandboxes) != 1 {
-		t.Errorf("sandboxes after x is gone: %v", r.sandboxes)
+	if _, ok := r.pods["x"]; ok || len(r.pods) != 1 {
+		t.Errorf("pods after x is gone: %v", r.pods)
 	}
 	if _, ok := r.live["cx"]; ok || !r.live["ca"] || !r.live["sa"] {
 		t.Errorf("live after x is gone: %v", r.live)

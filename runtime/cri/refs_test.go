@@ -84,6 +84,51 @@ func TestListContainerRefsMatchesListContainers(t *testing.T) {
 	}
 }
 
+// ListSandboxRefs against a CRI server gives the refs of a full
+// ListSandboxes: READY (proto3's zero, off the wire) and NOTREADY, the
+// key's label among others or missing, metadata and annotations skipped.
+func TestListSandboxRefsMatchesListSandboxes(t *testing.T) {
+	f := newFakeCRI()
+	const key = "io.kubernetes.pod.uid"
+	add := func(id string, st runtimeapi.PodSandboxState, labels map[string]string) {
+		f.sandboxes[id] = &runtimeapi.PodSandboxStatus{
+			Id: id, State: st, CreatedAt: 7,
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: "p-" + id, Namespace: "ns", Uid: "meta-uid", Attempt: 2},
+			Labels:   labels, Annotations: map[string]string{key: "not-a-label", "io.kubernetes.pod.terminationGracePeriod": "30"},
+		}
+	}
+	add("sb1", runtimeapi.PodSandboxState_SANDBOX_READY, map[string]string{"io.skiff.managed": "true", key: "u1", "app": "x"})
+	add("sb2", runtimeapi.PodSandboxState_SANDBOX_NOTREADY, map[string]string{key: "u2"})
+	add("sb3", runtimeapi.PodSandboxState_SANDBOX_READY, nil)
+	r := newTestRuntime(t, f, time.Second)
+	ctx := context.Background()
+	sel := map[string]string{"io.skiff.managed": "true"}
+	full, err := r.ListSandboxes(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []runtime.SandboxRef
+	for _, sb := range full {
+		want = append(want, runtime.SandboxRef{ID: sb.ID, State: sb.State, Label: sb.Labels[key]})
+	}
+	got, err := r.ListSandboxRefs(ctx, sel, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f.lastListSb.Filter.GetLabelSelector(), sel) {
+		t.Errorf("label selector sent = %v, want %v", f.lastListSb.Filter.GetLabelSelector(), sel)
+	}
+	byID := func(a, b runtime.SandboxRef) int { return strings.Compare(a.ID, b.ID) }
+	slices.SortFunc(got, byID)
+	slices.SortFunc(want, byID)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("refs:\n got %+v\nwant %+v", got, want)
+	}
+	if want[1].State != runtime.SandboxNotReady || want[0].State != runtime.SandboxReady {
+		t.Errorf("fixture states %+v", want)
+	}
+}
+
 // decodeContainerRefs skips fields it does not know (a newer CRI) and
 // rejects malformed input instead of panicking.
 func TestDecodeContainerRefsWire(t *testing.T) {
