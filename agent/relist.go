@@ -64,17 +64,21 @@ type relister struct {
 	// prev and cur are each pod's fingerprint (see relist) at the previous
 	// and the current listing; swapped after each listing.
 	prev, cur map[types.UID]uint64
-	// sandboxes is one sandbox per pod UID, live the running containers
-	// and ready sandboxes by ID, both of the current listing.
-	sandboxes map[types.UID]*runtime.Sandbox
-	live      map[string]bool
+	// pods are the UIDs of the pods with a sandbox, live the running
+	// containers and ready sandboxes by ID, both of the current listing.
+	pods map[types.UID]bool
+	live map[string]bool
+	// sbRefs and ctrRefs are the listings, reused (see
+	// runtime.ListContainerRefs).
+	sbRefs  []runtime.SandboxRef
+	ctrRefs []runtime.ContainerRef
 }
 
 func newRelister() *relister {
 	return &relister{
 		seed: maphash.MakeSeed(), selector: managedSelector(),
 		prev: map[types.UID]uint64{}, cur: map[types.UID]uint64{},
-		sandboxes: map[types.UID]*runtime.Sandbox{}, live: map[string]bool{},
+		pods: map[types.UID]bool{}, live: map[string]bool{},
 	}
 }
 
@@ -88,25 +92,42 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 		return 0, err
 	}
 	d := exits.settle(r.live, a.clock.Now())
+	kept := 0
 	for uid, fp := range r.cur {
-		if old, ok := r.prev[uid]; !ok || old != fp {
-			a.wakeUID(uid)
+		old, ok := r.prev[uid]
+		if ok {
+			kept++
+		}
+		if !ok || old != fp {
+			a.relistSaw(uid, true)
+		}
+	}
+	if kept < len(r.prev) {
+		// A pod that is gone wakes nobody (its worker learns of it from
+		// its own calls, at its next sync), but its next resync is full.
+		for uid := range r.prev {
+			if _, ok := r.cur[uid]; !ok {
+				a.relistSaw(uid, false)
+			}
 		}
 	}
 	r.prev, r.cur = r.cur, r.prev
-	a.killOrphans(ctx, r.sandboxes)
+	// After relistSaw: a worker that sees this listing counted also sees
+	// the changes it found.
+	a.relisted.Add(1)
+	a.killOrphans(ctx, r.pods)
 	// Off the relist path: removing a cgroup that still holds
 	// processes retries for seconds, and pod changes must not wait.
 	a.mu.Lock()
 	due := a.cfg.Cgroups != nil && a.sourcesReady && !a.staleCgroupsCleaned
 	a.mu.Unlock()
 	if due {
-		// A copy: r.sandboxes is refilled by the next listing.
-		sandboxes := maps.Clone(r.sandboxes)
+		// A copy: r.pods is refilled by the next listing.
+		pods := maps.Clone(r.pods)
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			a.cleanStaleCgroups(ctx, sandboxes)
+			a.cleanStaleCgroups(ctx, pods)
 		}()
 	}
 	return d, nil
@@ -114,7 +135,7 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 
 // relist lists the runtime into r: r.cur gets a fingerprint of each pod's
 // runtime state (its sandboxes' and containers' IDs and states, in any
-// order), r.sandboxes one sandbox per pod UID, r.live the IDs of the running
+// order), r.pods the UIDs of the pods with sandboxes, r.live the IDs of the running
 // containers and ready sandboxes. On error r's current maps are
 // unspecified (r.prev is untouched).
 //
@@ -122,29 +143,31 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 // ID, state): the sum does not depend on the order of the lists, needs no
 // per-pod strings, sorting or joining (that was 813 allocations and 113 kB
 // per relist at 110 pods), and two different states of a pod collide with
-// a probability of about 2^-64 (a worker also resyncs by itself every
-// ResyncPeriod).
+// a probability of about 2^-64 (a worker also makes a full resync by
+// itself at least every 5 ResyncPeriods, see canSkipResync).
 func (a *Agent) relist(ctx context.Context, r *relister) error {
 	rt := a.cfg.Runtime
-	sbs, err := rt.ListSandboxes(ctx, r.selector)
+	sbs, err := runtime.ListSandboxRefs(ctx, rt, r.selector, labelPodUID, r.sbRefs)
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
 	}
-	cs, err := rt.ListContainers(ctx, runtime.ContainerFilter{Labels: r.selector})
+	r.sbRefs = sbs
+	cs, err := runtime.ListContainerRefs(ctx, rt, r.selector, labelPodUID, r.ctrRefs)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
+	r.ctrRefs = cs
 	clear(r.cur)
-	clear(r.sandboxes)
+	clear(r.pods)
 	clear(r.live)
 	for _, sb := range sbs {
-		uid := types.UID(sb.Labels[labelPodUID])
+		uid := types.UID(sb.Label)
 		r.cur[uid] += r.objectHash('s', sb.ID, int(sb.State))
-		r.sandboxes[uid] = sb
+		r.pods[uid] = true
 		r.live[sb.ID] = sb.State == runtime.SandboxReady
 	}
 	for _, c := range cs {
-		uid := types.UID(c.Labels[labelPodUID])
+		uid := types.UID(c.Label)
 		r.cur[uid] += r.objectHash('c', c.ID, int(c.State))
 		r.live[c.ID] = c.State == runtime.ContainerRunning
 	}
@@ -162,20 +185,45 @@ func (r *relister) objectHash(kind byte, id string, state int) uint64 {
 }
 
 // killOrphans terminates pods that have sandboxes but that no source wants,
-// once every source has delivered its first full list.
-func (a *Agent) killOrphans(ctx context.Context, sandboxes map[types.UID]*runtime.Sandbox) {
+// once every source has delivered its first full list. The listing holds
+// only refs, so an orphan's sandboxes are listed in full to rebuild it (one
+// more CRI call per orphan, outside a.mu).
+func (a *Agent) killOrphans(ctx context.Context, pods map[types.UID]bool) {
+	var orphans []types.UID
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.sourcesReady {
-		return
+	if a.sourcesReady {
+		for uid := range pods {
+			if _, ok := a.workers[uid]; !ok && uid != "" {
+				orphans = append(orphans, uid)
+			}
+		}
 	}
-	for uid, sb := range sandboxes {
-		if _, ok := a.workers[uid]; ok || uid == "" {
+	a.mu.Unlock()
+	for _, uid := range orphans {
+		sbs, err := a.cfg.Runtime.ListSandboxes(ctx, podSelector(string(uid)))
+		if err != nil {
+			if ctx.Err() == nil {
+				a.log.Warn("listing sandboxes of orphan", "uid", uid, "err", err)
+			}
 			continue
 		}
-		pod := orphanPod(sb)
-		a.log.Info("terminating pod that no source wants", "pod", pod.Namespace+"/"+pod.Name, "uid", uid)
-		a.startWorkerLocked(ctx, pod, true)
+		var sb *runtime.Sandbox
+		for _, s := range sbs {
+			if types.UID(s.Labels[labelPodUID]) == uid {
+				sb = s
+			}
+		}
+		if sb == nil {
+			continue // gone meanwhile
+		}
+		a.mu.Lock()
+		// Checked again: a source may have delivered the pod meanwhile.
+		if _, ok := a.workers[uid]; !ok {
+			pod := orphanPod(sb)
+			a.log.Info("terminating pod that no source wants", "pod", pod.Namespace+"/"+pod.Name, "uid", uid)
+			a.startWorkerLocked(ctx, pod, true)
+		}
+		a.mu.Unlock()
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/runtime"
@@ -220,8 +222,8 @@ func TestRelistForgetsObjectsGoneFromTheListing(t *testing.T) {
 	if _, err := a.relistOnce(ctx, r, exits); err != nil {
 		t.Fatal(err)
 	}
-	if r.sandboxes["x"] == nil || !r.live["cx"] {
-		t.Fatalf("first listing: sandboxes %v live %v", r.sandboxes, r.live)
+	if !r.pods["x"] || !r.live["cx"] {
+		t.Fatalf("first listing: pods %v live %v", r.pods, r.live)
 	}
 	rt.set([]*runtime.Sandbox{listedSandbox("a", "sa", runtime.SandboxReady)},
 		[]*runtime.Container{listedContainer("a", "ca", runtime.ContainerRunning)})
@@ -233,10 +235,34 @@ func TestRelistForgetsObjectsGoneFromTheListing(t *testing.T) {
 	if d != 0 {
 		t.Errorf("exit of a container gone from the listing: recheck in %v, want none", d)
 	}
-	if _, ok := r.sandboxes["x"]; ok || len(r.sandboxes) != 1 {
-		t.Errorf("sandboxes after x is gone: %v", r.sandboxes)
+	if _, ok := r.pods["x"]; ok || len(r.pods) != 1 {
+		t.Errorf("pods after x is gone: %v", r.pods)
 	}
 	if _, ok := r.live["cx"]; ok || !r.live["ca"] || !r.live["sa"] {
 		t.Errorf("live after x is gone: %v", r.live)
+	}
+}
+
+// The relist lists refs only; an orphan (a listed pod no source wants) is
+// rebuilt from its own sandbox, listed in full, and terminated.
+func TestRelistRebuildsOrphanFromItsSandbox(t *testing.T) {
+	a, rt := relistAgent(t, "a")
+	rt.set([]*runtime.Sandbox{listedSandbox("a", "sa", runtime.SandboxReady), listedSandbox("x", "sx", runtime.SandboxReady), listedSandbox("b", "sb", runtime.SandboxReady)},
+		[]*runtime.Container{listedContainer("a", "ca", runtime.ContainerRunning)})
+	a.workers["b"] = &podWorker{uid: "b", wakeCh: make(chan struct{}, 1)}
+	for uid, w := range a.workers {
+		w.pod = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + string(uid), Namespace: "default", UID: uid}}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := a.relistOnce(ctx, newRelister(), newExitQueue()); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	w := a.workers["x"]
+	a.mu.Unlock()
+	cancel()
+	a.wg.Wait()
+	if w == nil || !w.orphan || w.pod.Name != "p-x" || w.pod.UID != "x" {
+		t.Fatalf("orphan worker = %+v", w)
 	}
 }

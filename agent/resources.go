@@ -73,7 +73,7 @@ func (a *Agent) updateQoSLocked(ctx context.Context, want map[types.UID]*v1.Pod)
 // full lists, the pod cgroups of pods that neither a source nor the
 // runtime knows (left by a crash). Pods with sandboxes are terminated as
 // orphans and remove their cgroup themselves.
-func (a *Agent) cleanStaleCgroups(ctx context.Context, sandboxes map[types.UID]*runtime.Sandbox) {
+func (a *Agent) cleanStaleCgroups(ctx context.Context, withSandbox map[types.UID]bool) {
 	a.mu.Lock()
 	if a.cfg.Cgroups == nil || !a.sourcesReady || a.staleCgroupsCleaned {
 		a.mu.Unlock()
@@ -91,7 +91,7 @@ func (a *Agent) cleanStaleCgroups(ctx context.Context, sandboxes map[types.UID]*
 		return
 	}
 	for _, uid := range uids {
-		if known[uid] || sandboxes[uid] != nil {
+		if known[uid] || withSandbox[uid] {
 			continue
 		}
 		// Each removal of a cgroup that still holds processes retries for

@@ -44,6 +44,10 @@ type podWorker struct {
 	// Pending placeholder once observing it fails (worker goroutine only).
 	placeholderDue bool
 
+	// relistChanges counts the listings that found the pod's runtime
+	// state changed or gone (see Agent.relistSaw, canSkipResync).
+	relistChanges atomic.Uint64
+
 	// stopped: the pod is terminating and its containers and sandboxes
 	// are stopped; only removal is left, so it no longer counts for
 	// admission (the kubelet's IsPodKnownTerminated).
@@ -74,6 +78,8 @@ type podWorker struct {
 	oomChecked map[string]bool
 	// rejected: admission refused the pod (set before the worker runs).
 	rejected bool
+	// resync decides whether a due resync may skip its runtime calls.
+	resync resyncState
 }
 
 // workerDeps are a pod worker's dependencies, shared by all workers of an
@@ -97,6 +103,9 @@ type workerDeps struct {
 	podLogsDir string
 	// resync is the safety resync period (Config.ResyncPeriod).
 	resync time.Duration
+	// relisted counts the relist's successful listings (Agent.relisted);
+	// nil: no relist runs, and every resync is full (see canSkipResync).
+	relisted *atomic.Uint64
 	// runtimeName names the runtime in container IDs ("containerd"); set
 	// by Agent.Run before any worker starts.
 	runtimeName string
@@ -186,6 +195,7 @@ func (w *podWorker) run(ctx context.Context) {
 			return
 		}
 	}
+	timedOut := false
 	for {
 		if term, grace := w.isTerminating(); term {
 			if w.terminate(ctx, grace) {
@@ -193,43 +203,58 @@ func (w *podWorker) run(ctx context.Context) {
 				return
 			}
 		} else {
-			next := w.sync(ctx)
-			if !w.waitForWork(ctx, next) {
+			next := w.d.resync
+			// Only the resync timer may be skipped: a wake or any other
+			// timer (retry, back-off, deadline) has idle false.
+			if timedOut && canSkipResync(w.resync, w.relistMark()) {
+				w.resync.skipped++
+			} else {
+				next = w.sync(ctx)
+			}
+			var ok bool
+			if ok, timedOut = w.waitForWork(ctx, next); !ok {
 				return
 			}
 			continue
 		}
-		if !w.waitForWork(ctx, time.Second) {
+		if ok, _ := w.waitForWork(ctx, time.Second); !ok {
 			return
 		}
 	}
 }
 
-// waitForWork blocks until a wake, the timer, or ctx; false on ctx done.
-func (w *podWorker) waitForWork(ctx context.Context, d time.Duration) bool {
+// waitForWork blocks until a wake, the timer, or ctx; ok is false on ctx
+// done, timedOut true when the timer (not a wake) ended the wait.
+func (w *podWorker) waitForWork(ctx context.Context, d time.Duration) (ok, timedOut bool) {
 	if d <= 0 {
 		select {
 		case <-ctx.Done():
-			return false
+			return false, false
 		default:
-			return true
+			return true, false
 		}
 	}
 	t := w.d.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return false
+		return false, false
 	case <-w.wakeCh:
+		return true, false
 	case <-t.C():
+		return true, true
 	}
-	return true
 }
 
 // sync observes, plans, applies and publishes status. It returns when to
 // sync again (0: at once, because it made progress).
+//
+// It also sets w.resync: a sync that leaves nothing pending lets the
+// resyncs after it be skipped while the relist sees no change (see
+// canSkipResync).
 func (w *podWorker) sync(ctx context.Context) time.Duration {
 	rt := w.d.rt
+	w.resync = resyncState{mark: w.relistMark()}
 	st, err := observe(ctx, rt, string(w.uid))
 	if err != nil {
 		w.log.Warn("cannot observe pod", "err", err)
@@ -282,6 +307,9 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	if deadline > 0 && deadline < next {
 		next = deadline
 	}
+	// Only when the resync is all that is pending may it be skipped; a
+	// deadline further than the resync still needs its time checked.
+	w.resync.idle = retry == 0 && acts.RequeueAfter == 0 && deadline == 0
 	return next
 }
 

@@ -57,6 +57,17 @@ func New(ctx context.Context, endpoint string, timeout time.Duration) (*Runtime,
 // reconnectMaxDelay.
 const reconnectMaxDelay = time.Second
 
+// criWindow is the connection's and each stream's static HTTP/2 flow
+// control window. With gRPC's default dynamic windows the client sends a
+// BDP-estimation PING (and a WINDOW_UPDATE) after nearly every response
+// that carries data, and reads the server's PING ack: on a local socket,
+// where the bandwidth-delay product is tiny, that is pure overhead, about
+// a third more frames, writes, reads and wakeups per CRI call (issue 13:
+// 11 exec probes and 2 listings a second at 110 pods). 4 MiB is more than
+// any steady reply; a larger one (a big ExecSync output, up to maxMsgSize)
+// just takes a few window updates.
+const criWindow = 4 << 20
+
 var connectParams = grpc.ConnectParams{
 	Backoff: backoff.Config{
 		BaseDelay:  100 * time.Millisecond,
@@ -79,6 +90,8 @@ func newRuntime(ctx context.Context, endpoint string, timeout time.Duration, ext
 	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(connectParams),
+		grpc.WithStaticStreamWindowSize(criWindow),
+		grpc.WithStaticConnWindowSize(criWindow),
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(maxMsgSize),
 			grpc.MaxCallSendMsgSize(maxMsgSize),
