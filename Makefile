@@ -106,7 +106,7 @@ KUBELET_CACHE ?= $(HOME)/.cache/skiff/kubelet
 bench-harness:
 	cd bench && CGO_ENABLED=0 $(GO) build -trimpath -o ../$(BENCH_BIN) ./cmd/skiffbench
 
-## bench: full benchmark on both runtimes (root, ~31-34 min estimated): report, JSON and plots under bench/results (latest.md)
+## bench: full benchmark on both runtimes (root, ~35 min, ~50 with KUBELET): report, JSON and plots under bench/results (latest.md)
 bench: setup-runtime build images bench-harness
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: must run as root" >&2; exit 1; }
 	$(BENCH_BIN) -mode full -skiff $(BIN) -images $(IMAGES_DIR) -out $(BENCH_RESULTS) -latest \
