@@ -87,26 +87,8 @@ func TestWorkerSkipsQuietResyncs(t *testing.T) {
 		relisted: &relisted, owner: owner,
 	}
 	w := newPodWorker(d, testPod("Always", nil, "a"), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	runWorker(t, w)
+	wait := func(what string, cond func() bool) { t.Helper(); waitUntil(t, what, cond) }
 	published := func() int {
 		owner.mu.Lock()
 		defer owner.mu.Unlock()
@@ -265,26 +247,8 @@ func TestWorkerNeverSkipsResyncWithDeadline_A9(t *testing.T) {
 	ads := int64(90)
 	pod.Spec.ActiveDeadlineSeconds = &ads
 	w := newPodWorker(d, pod, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	runWorker(t, w)
+	wait := func(what string, cond func() bool) { t.Helper(); waitUntil(t, what, cond) }
 	failed := func() bool {
 		owner.mu.Lock()
 		defer owner.mu.Unlock()
@@ -299,4 +263,31 @@ func TestWorkerNeverSkipsResyncWithDeadline_A9(t *testing.T) {
 	relisted.Add(2)
 	clk.Step(30 * time.Second)
 	wait("pod failed at its deadline", failed)
+}
+
+// runWorker runs w until the test ends (its cleanup cancels and waits).
+func runWorker(t *testing.T, w *podWorker) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// waitUntil polls cond every millisecond and fails the test after 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
