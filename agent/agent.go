@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 )
@@ -89,6 +90,10 @@ type Config struct {
 	// Allocatable is what pods may request in total (cpu, memory, pods);
 	// nil: every pod is admitted.
 	Allocatable v1.ResourceList
+	// Objects are the ConfigMaps and Secrets pods may reference (volumes,
+	// env); nil: none exist, and a pod referencing one fails as in the
+	// kubelet when the object is missing.
+	Objects objects.Getter
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -175,7 +180,7 @@ func New(cfg Config) (*Agent, error) {
 		starts: a.starts, teardowns: a.teardowns, events: a.events, hooks: a.hooks,
 		cgroups: cfg.Cgroups, dns: cfg.DNS, hostIPs: cfg.HostIPs,
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
-		relisted: &a.relisted, owner: a,
+		relisted: &a.relisted, owner: a, objects: cfg.Objects,
 	}
 	return a, nil
 }

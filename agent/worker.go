@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 )
@@ -110,6 +111,8 @@ type workerDeps struct {
 	// by Agent.Run before any worker starts.
 	runtimeName string
 	owner       workerOwner
+	// objects: the ConfigMaps and Secrets pods may reference; nil: none.
+	objects objects.Getter
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Both

@@ -23,6 +23,7 @@ import (
 	"github.com/skiffnode/skiff/agent"
 	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/network"
+	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/probes"
 	"github.com/skiffnode/skiff/runtime"
@@ -173,6 +174,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	// pod UIDs on changes, which agent.Run drains. The prober stops after
 	// everything under the errgroup below returned, before the runtime.
 	starts := agent.NewStartGate(o.maxParallelStarts)
+	// store holds the ConfigMaps and Secrets that pods may use; the
+	// static-pod source fills it.
+	store := objects.NewStore()
 	events := agent.NewEventRecorder(clock.RealClock{}, node)
 	changes := make(chan types.UID, 64)
 	prober := probes.NewManager(probes.Config{
@@ -197,6 +201,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		ProbeChanges:      changes,
 		Cgroups:           podCgroups,
 		Allocatable:       allocatable,
+		Objects:           store,
 	})
 	if err != nil {
 		return err
