@@ -31,6 +31,8 @@ type harnessOpts struct {
 	startsIdle func() <-chan struct{}
 	// checkpoint is Config.CheckpointPath.
 	checkpoint string
+	// tickGrid is Config.TickGrid.
+	tickGrid time.Duration
 }
 
 func newHarness(t *testing.T, opts harnessOpts) *harness {
@@ -47,6 +49,7 @@ func newHarness(t *testing.T, opts harnessOpts) *harness {
 		StartsIdle:     opts.startsIdle,
 		Changes:        h.changeCh,
 		CheckpointPath: opts.checkpoint,
+		TickGrid:       opts.tickGrid,
 		Events: func(_ *v1.Pod, container, eventType, reason, message string) {
 			if container != "app" || eventType != v1.EventTypeWarning {
 				t.Errorf("event for %q of type %q, want app/Warning", container, eventType)

@@ -46,6 +46,14 @@ type Config struct {
 	// status quo (liveness, or readiness of a ready container) waits for
 	// it, at most one period. See worker.yieldToStarts. It must not block.
 	StartsIdle func() <-chan struct{}
+	// TickGrid, if positive, aligns each worker's period ticks to the
+	// multiples of TickGrid on the clock (after its first round), so that
+	// probes of whole-second periods fire together in one tick per second
+	// instead of spread over it: at 110 pods with a 10 s exec probe, one
+	// timer wake-up a second instead of 11, and the gRPC writer flushes
+	// the requests together (issue 13). A round moves by less than
+	// TickGrid once; 0: ticks run from each worker's first round.
+	TickGrid time.Duration
 	// CheckpointPath, if set, is the file where the Manager keeps the
 	// readiness and startup results across agent restarts (see
 	// checkpoint.go). Its directory must exist.
@@ -199,6 +207,7 @@ func (m *Manager) newWorker(pod *v1.Pod, key probeKey, spec *v1.Probe, t target,
 		target:         t,
 		startedAt:      startedAt,
 		jitter:         m.jitter(timingOf(spec).period),
+		tickGrid:       m.cfg.TickGrid,
 		clock:          m.clock,
 		handlers:       m.handlers,
 		owner:          m,

@@ -40,10 +40,12 @@ type workerParams struct {
 	target    target
 	startedAt time.Time
 	jitter    time.Duration
-	clock     clock.WithTicker
-	handlers  *handlers
-	owner     workerOwner
-	log       *slog.Logger
+	// tickGrid: see Config.TickGrid.
+	tickGrid time.Duration
+	clock    clock.WithTicker
+	handlers *handlers
+	owner    workerOwner
+	log      *slog.Logger
 	// startsIdle: see Config.StartsIdle; nil: rounds never yield.
 	startsIdle func() <-chan struct{}
 	// afterIteration, if set, is called after every probe round (tests).
@@ -119,8 +121,15 @@ func (w *worker) run() {
 	if w.jitter > 0 && !w.sleep(w.jitter) {
 		return
 	}
-	ticker := w.clock.NewTicker(w.timing.period)
-	defer ticker.Stop()
+	var ticker clock.Ticker
+	if w.tickGrid <= 0 {
+		ticker = w.clock.NewTicker(w.timing.period)
+	}
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
 	for {
 		keepGoing := w.round()
 		if w.afterIteration != nil {
@@ -128,6 +137,12 @@ func (w *worker) run() {
 		}
 		if !keepGoing {
 			return
+		}
+		if ticker == nil { // on the grid, after the first round
+			if d := untilGrid(w.clock.Now(), w.tickGrid); d > 0 && !w.sleep(d) {
+				return
+			}
+			ticker = w.clock.NewTicker(w.timing.period)
 		}
 		select {
 		case <-w.ctx.Done():
@@ -139,6 +154,16 @@ func (w *worker) run() {
 		case <-w.trigger:
 		}
 	}
+}
+
+// untilGrid returns how long from now until the next multiple of grid
+// (time.Truncate's: since the zero time, so the same instants for every
+// worker); 0 when now is on one. Pure.
+func untilGrid(now time.Time, grid time.Duration) time.Duration {
+	if d := now.Sub(now.Truncate(grid)); d > 0 {
+		return grid - d
+	}
+	return 0
 }
 
 // yieldToStarts delays a round that yields (see yields) while the node

@@ -183,6 +183,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		Exec: rt, Logger: log, Changes: changes, Events: events.ContainerEvent, StartsIdle: starts.Idle,
 		MaxConcurrentExec: parallelExecProbes(o.maxParallelProbes),
 		CheckpointPath:    filepath.Join(o.rootDir, "probes.json"),
+		TickGrid:          time.Second,
 	})
 	defer prober.Stop()
 	a, err := agent.New(agent.Config{
