@@ -235,6 +235,13 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 			a.drainProbeChanges(ctx)
 		}()
 	}
+	if a.cfg.Volumes != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.sizeLimitLoop(ctx)
+		}()
+	}
 	if a.cfg.ObjectChanges != nil && a.cfg.Volumes != nil {
 		wg.Add(1)
 		go func() {

@@ -27,6 +27,9 @@ type VolumeManager interface {
 	CleanOrphans(ctx context.Context, keep map[types.UID]bool) error
 	// Refresh rewrites the object-backed volumes whose content changed.
 	Refresh(ctx context.Context) error
+	// CheckSizeLimits returns a disk emptyDir of pod over its sizeLimit,
+	// or nil.
+	CheckSizeLimits(pod *v1.Pod) (*volumes.SizeViolation, error)
 }
 
 // EventFailedMount is the kubelet's event for a volume that failed to set up.
@@ -242,4 +245,76 @@ func (a *Agent) refreshVolumes(ctx context.Context) {
 		}
 		a.WakeAll()
 	}
+}
+
+// EventEvicted is the kubelet's event for an evicted pod.
+const EventEvicted = "Evicted"
+
+// sizeLimitPeriod is how often emptyDir usage is measured (the kubelet's
+// eviction manager's monitoring period).
+const sizeLimitPeriod = 10 * time.Second
+
+// sizeLimitLoop evicts, every sizeLimitPeriod, the pods whose disk
+// emptyDir uses more than its sizeLimit, as the kubelet's eviction manager
+// does, until ctx is done. The measuring (a directory walk) runs here, off
+// the pod workers.
+func (a *Agent) sizeLimitLoop(ctx context.Context) {
+	t := a.clock.NewTicker(sizeLimitPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			a.checkSizeLimits()
+		}
+	}
+}
+
+// checkSizeLimits measures the pods that have size-limited emptyDirs once.
+func (a *Agent) checkSizeLimits() {
+	a.mu.Lock()
+	var ws []*podWorker
+	for _, w := range a.workers {
+		if term, _ := w.isTerminating(); !term && !w.orphan && volumes.HasSizeLimits(w.pod) {
+			ws = append(ws, w)
+		}
+	}
+	a.mu.Unlock()
+	for _, w := range ws {
+		v, err := a.cfg.Volumes.CheckSizeLimits(w.pod)
+		if err != nil {
+			w.log.Warn("measuring emptyDir usage", "err", err)
+			continue
+		}
+		if v != nil {
+			w.evict(v.Message())
+		}
+	}
+}
+
+// evict asks the worker to fail the pod with reason Evicted and msg (the
+// first request wins). Non-blocking, safe for concurrent use.
+func (w *podWorker) evict(msg string) {
+	w.mu.Lock()
+	if w.evictMsg == "" {
+		w.evictMsg = msg
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+// takeEviction turns a pending eviction into the pod's failure, with the
+// kubelet's Evicted event (worker goroutine only). The failure stops the
+// pod's containers and makes it Failed.
+func (w *podWorker) takeEviction() {
+	w.mu.Lock()
+	msg := w.evictMsg
+	w.mu.Unlock()
+	if msg == "" || w.failure != nil {
+		return
+	}
+	w.failure = &podFailure{Reason: EventEvicted, Message: msg}
+	w.event("", v1.EventTypeWarning, EventEvicted, msg)
+	w.log.Info("pod evicted", "reason", msg)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -212,5 +213,33 @@ func TestContainerMounts_G1(t *testing.T) {
 	missing := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/x", SubPathExpr: "$(UNSET)"}}}
 	if _, err := containerMounts(missing, vols, env, false); err == nil || !strings.Contains(err.Error(), "missing value for UNSET") {
 		t.Errorf("unset variable: %v", err)
+	}
+}
+
+// TestAgentEvictsOverSizeLimit_G14: a pod whose disk emptyDir exceeds its
+// sizeLimit is failed with the kubelet's Evicted reason, message and event.
+func TestAgentEvictsOverSizeLimit_G14(t *testing.T) {
+	h, podsDir, _ := startVolumeAgent(t, objects.NewStore())
+	pod := testPod("Always", nil, "app")
+	limit := resource.MustParse("64Ki")
+	pod.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &limit}}}}
+	h.src.ch <- []*v1.Pod{pod}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	h.agent.checkSizeLimits()
+	if p := h.pod("uid1"); p.Status.Phase != v1.PodRunning {
+		t.Fatalf("evicted under the limit: %s %s", p.Status.Reason, p.Status.Message)
+	}
+	dir := filepath.Join(podsDir, "uid1", "volumes", volumes.PluginEmptyDir, "cache")
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 128<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.agent.checkSizeLimits()
+	const msg = `Usage of EmptyDir volume "cache" exceeds the limit "64Ki". `
+	h.eventually("pod Failed", func() bool { return h.phase("uid1") == v1.PodFailed })
+	if p := h.pod("uid1"); p.Status.Reason != "Evicted" || p.Status.Message != msg {
+		t.Errorf("status reason %q message %q, want Evicted %q", p.Status.Reason, p.Status.Message, msg)
+	}
+	if !h.hasEvent(EventEvicted, msg) {
+		t.Errorf("no Evicted event: %+v", h.agent.Events())
 	}
 }

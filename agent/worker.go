@@ -57,6 +57,8 @@ type podWorker struct {
 	mu          sync.Mutex
 	terminating bool
 	graceOver   *int64
+	// evictMsg: an eviction is requested (see evict).
+	evictMsg string
 
 	// Owned by the worker goroutine.
 	backoff   *backoff
@@ -282,6 +284,7 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	}
 	w.fillTerminationMessages(ctx, st)
 	w.settleOOM(st)
+	w.takeEviction()
 	deadline := w.checkDeadline(now)
 	w.pruneProbeKilled(st)
 	w.backoff.prune(now)

@@ -315,3 +315,37 @@ func TestCleanOrphans_G1(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestCheckSizeLimits_G14: a disk emptyDir over its sizeLimit is reported
+// with the kubelet's eviction message; under it, or without a limit, not.
+func TestCheckSizeLimits_G14(t *testing.T) {
+	m := newTestManager(t, nil)
+	limited := v1.Volume{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("64Ki"))}}}
+	free := v1.Volume{Name: "free", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
+	pod := volPod("uid-size", free, limited)
+	if !HasSizeLimits(pod) || HasSizeLimits(volPod("x", free)) {
+		t.Fatal("HasSizeLimits")
+	}
+	vols, err := m.SetUp(context.Background(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(vol, name string, n int) {
+		if err := os.WriteFile(filepath.Join(vols[vol].HostPath, name), make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("free", "big", 1<<20)
+	write("cache", "a", 32<<10)
+	if v, err := m.CheckSizeLimits(pod); err != nil || v != nil {
+		t.Fatalf("under the limit: %+v, %v", v, err)
+	}
+	write("cache", "b", 64<<10)
+	v, err := m.CheckSizeLimits(pod)
+	if err != nil || v == nil {
+		t.Fatalf("over the limit: %+v, %v", v, err)
+	}
+	if want := `Usage of EmptyDir volume "cache" exceeds the limit "64Ki". `; v.Message() != want || v.Used < 96<<10 {
+		t.Errorf("violation %q (used %d), want %q", v.Message(), v.Used, want)
+	}
+}

@@ -187,6 +187,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := vols.EnsureShared(); err != nil {
+		log.Warn("volume mounts with mountPropagation HostToContainer or Bidirectional will fail", "err", err)
+	}
 	changes := make(chan types.UID, 64)
 	prober := probes.NewManager(probes.Config{
 		Exec: rt, Logger: log, Changes: changes, Events: events.ContainerEvent, StartsIdle: starts.Idle,

@@ -31,7 +31,7 @@ func TestVolumes_G1_G14(t *testing.T) {
 			` {name: info, downwardAPI: {items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]}}]`,
 	}, nil, []string{
 		container("writer", busyboxImage, []string{"sh", "-c", writer}, nil,
-			`volumeMounts: [{name: shared, mountPath: /shared}, {name: host, mountPath: /host}, {name: hostfile, mountPath: /hostfile}, {name: mem, mountPath: /mem}]`),
+			`volumeMounts: [{name: shared, mountPath: /shared}, {name: host, mountPath: /host}, {name: shared, mountPath: /prop, mountPropagation: HostToContainer}, {name: hostfile, mountPath: /hostfile}, {name: mem, mountPath: /mem}]`),
 		sleeper("reader", `volumeMounts: [{name: shared, mountPath: /shared, readOnly: true}, {name: info, mountPath: /etc/podinfo}, {name: shared, mountPath: /sub, subPath: nested/dir}]`),
 	}))
 	// A second pod's hostPath Directory does not exist: FailedMount.
