@@ -89,11 +89,11 @@ func ExpandSubPathExpr(expr string, env map[string]string) (string, error) {
 			b.WriteByte(c)
 			continue
 		}
-		switch next := expr[i+1]; {
-		case next == '$':
+		switch expr[i+1] {
+		case '$':
 			b.WriteByte('$')
 			i++
-		case next == '(':
+		case '(':
 			end := strings.IndexByte(expr[i+2:], ')')
 			if end < 0 {
 				b.WriteString(expr[i:])

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,7 +90,7 @@ func TestVolumes_G1_G14(t *testing.T) {
 		if strings.Contains(string(mountinfo), dir) {
 			t.Errorf("mounts of pod %s remain:\n%s", uid, mountinfo)
 		}
-		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("pod directory %s remains (%v)", dir, err)
 		}
 	}
