@@ -243,3 +243,22 @@ func TestAgentEvictsOverSizeLimit_G14(t *testing.T) {
 		t.Errorf("no Evicted event: %+v", h.agent.Events())
 	}
 }
+
+// TestAgentRefreshesVolumesOnObjectChange_G13: an edit of a ConfigMap
+// reaches the mounted volume (the ..data swap) without any pod change.
+func TestAgentRefreshesVolumesOnObjectChange_G13(t *testing.T) {
+	store := objects.NewStore()
+	cm := func(v string) []*v1.ConfigMap {
+		return []*v1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app-config"}, Data: map[string]string{"k": v}}}
+	}
+	store.Replace(cm("v1"), nil)
+	h, podsDir, _ := startVolumeAgent(t, store)
+	h.src.ch <- []*v1.Pod{volumePod()}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	file := filepath.Join(podsDir, "uid1", "volumes", volumes.PluginConfigMap, "cfg", "k")
+	store.Replace(cm("v2"), nil)
+	h.eventually("the edit in the volume", func() bool {
+		b, _ := os.ReadFile(file)
+		return string(b) == "v2"
+	})
+}
