@@ -98,3 +98,60 @@ func TestVolumes_G1_G14(t *testing.T) {
 		t.Errorf("hostPath data must outlive the pod: %v", err)
 	}
 }
+
+// TestVolumesLeak_G14 creates pods with every volume type skiff sets up
+// without API objects (disk and Memory emptyDir, hostPath, downwardAPI,
+// projected downwardAPI, subPath), deletes them, and checks that nothing
+// of them is left mounted or under <root-dir>/pods.
+func TestVolumesLeak_G14(t *testing.T) {
+	const n = 12
+	e := NewEnv(t)
+	e.StartAgent(t, AgentOptions{})
+	host := filepath.Join(e.Dir, "host")
+	for i := range n {
+		e.WriteManifest(t, fmt.Sprintf("leak%d.yaml", i), podSpec(fmt.Sprintf("leak%d", i), []string{
+			"terminationGracePeriodSeconds: 1",
+			`volumes: [{name: disk, emptyDir: {sizeLimit: 1Mi}}, {name: mem, emptyDir: {medium: Memory}},` +
+				fmt.Sprintf(` {name: host, hostPath: {path: %q, type: DirectoryOrCreate}},`, host) +
+				` {name: info, downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}},` +
+				` {name: proj, projected: {sources: [{downwardAPI: {items: [{path: uid, fieldRef: {fieldPath: metadata.uid}}]}}]}}]`,
+		}, nil, []string{
+			sleeper("app", `volumeMounts: [{name: disk, mountPath: /disk}, {name: mem, mountPath: /mem}, {name: host, mountPath: /host, subPathExpr: "$(POD)"},`+
+				` {name: info, mountPath: /info}, {name: proj, mountPath: /proj}]`,
+				`env: [{name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]`),
+		}))
+	}
+	var uids []types.UID
+	for i := range n {
+		p := e.WaitForPod(t, PodName(fmt.Sprintf("leak%d", i)), runningAndReady, podStartTimeout)
+		uids = append(uids, p.UID)
+	}
+	for i := range n {
+		e.RemoveManifest(t, fmt.Sprintf("leak%d.yaml", i))
+	}
+	for i := range n {
+		e.WaitForPodGone(t, PodName(fmt.Sprintf("leak%d", i)), podGoneTimeout)
+	}
+	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	podsDir := filepath.Join(e.s.Root, "pods")
+	for _, uid := range uids {
+		if strings.Contains(string(mountinfo), filepath.Join(podsDir, string(uid))) {
+			t.Errorf("mounts of pod %s remain", uid)
+		}
+	}
+	entries, err := os.ReadDir(podsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range entries {
+		t.Errorf("left in %s: %s", podsDir, ent.Name())
+	}
+	for i := range n {
+		if _, err := os.Stat(filepath.Join(host, PodName(fmt.Sprintf("leak%d", i)))); err != nil {
+			t.Errorf("hostPath subPathExpr directory of leak%d: %v", i, err)
+		}
+	}
+}
