@@ -94,6 +94,13 @@ type Config struct {
 	// env); nil: none exist, and a pod referencing one fails as in the
 	// kubelet when the object is missing.
 	Objects objects.Getter
+	// Volumes sets up and tears down pod volumes; nil: a pod with volumes
+	// fails to start (FailedMount), pods without run as before.
+	Volumes VolumeManager
+	// ObjectChanges fires when the ConfigMaps and Secrets changed (e.g.
+	// objects.Store.Subscribe): Run refreshes the volumes and wakes the
+	// workers. nil: volumes keep the content they were set up with.
+	ObjectChanges <-chan struct{}
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -129,7 +136,12 @@ type Agent struct {
 	running map[types.UID]bool
 	// staleCgroupsCleaned: the one-off cleanup of stale pod cgroups ran.
 	staleCgroupsCleaned bool
-	samples             cpuSamples
+	// orphanVolumesCleaned: the one-off cleanup of orphaned pod
+	// directories ran (see maybeCleanOrphanVolumes).
+	orphanVolumesCleaned bool
+	// objectsChanged counts ObjectChanges (shared with the workers).
+	objectsChanged atomic.Uint64
+	samples        cpuSamples
 }
 
 // New checks cfg and returns an Agent.
@@ -181,6 +193,7 @@ func New(cfg Config) (*Agent, error) {
 		cgroups: cfg.Cgroups, dns: cfg.DNS, hostIPs: cfg.HostIPs,
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
 		relisted: &a.relisted, owner: a, objects: cfg.Objects,
+		volumes: cfg.Volumes, objectsChanged: &a.objectsChanged,
 	}
 	return a, nil
 }
@@ -220,6 +233,20 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 		go func() {
 			defer wg.Done()
 			a.drainProbeChanges(ctx)
+		}()
+	}
+	if a.cfg.Volumes != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.sizeLimitLoop(ctx)
+		}()
+	}
+	if a.cfg.ObjectChanges != nil && a.cfg.Volumes != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.refreshVolumes(ctx)
 		}()
 	}
 	for {

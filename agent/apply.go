@@ -20,6 +20,11 @@ const cleanupTimeout = 30 * time.Second
 // apply executes one plan step. It reports whether it changed the runtime
 // (so the worker syncs again at once) and, on failure, when to retry.
 func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (progressed bool, retry time.Duration) {
+	if needsVolumes(acts) {
+		if ok, retry := w.setUpVolumes(ctx); !ok {
+			return false, retry
+		}
+	}
 	switch {
 	case acts.Terminal:
 		if acts.StopSandbox {
@@ -184,6 +189,9 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	spec, err := containerSpec(w.pod, c, attempt, image, sb, hostIP, init)
 	if err != nil {
 		return "", fmt.Errorf("container %q: %w", c.Name, err)
+	}
+	if err := w.addVolumeMounts(ctx, c, spec); err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Join(sbSpec.LogDirectory, c.Name), 0o755); err != nil {
 		return "", fmt.Errorf("container log directory: %w", err)

@@ -116,6 +116,7 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 	// the changes it found.
 	a.relisted.Add(1)
 	a.killOrphans(ctx, r.pods)
+	a.maybeCleanOrphanVolumes(ctx, r.pods)
 	// Off the relist path: removing a cgroup that still holds
 	// processes retries for seconds, and pod changes must not wait.
 	a.mu.Lock()

@@ -57,6 +57,8 @@ type podWorker struct {
 	mu          sync.Mutex
 	terminating bool
 	graceOver   *int64
+	// evictMsg: an eviction is requested (see evict).
+	evictMsg string
 
 	// Owned by the worker goroutine.
 	backoff   *backoff
@@ -81,6 +83,8 @@ type podWorker struct {
 	rejected bool
 	// resync decides whether a due resync may skip its runtime calls.
 	resync resyncState
+	// volumeRetry backs off failed volume set-ups.
+	volumeRetry volumeRetry
 }
 
 // workerDeps are a pod worker's dependencies, shared by all workers of an
@@ -113,6 +117,10 @@ type workerDeps struct {
 	owner       workerOwner
 	// objects: the ConfigMaps and Secrets pods may reference; nil: none.
 	objects objects.Getter
+	// volumes: nil, no volume manager (see Config.Volumes).
+	volumes VolumeManager
+	// objectsChanged counts object changes (Agent.objectsChanged).
+	objectsChanged *atomic.Uint64
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Both
@@ -276,6 +284,7 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	}
 	w.fillTerminationMessages(ctx, st)
 	w.settleOOM(st)
+	w.takeEviction()
 	deadline := w.checkDeadline(now)
 	w.pruneProbeKilled(st)
 	w.backoff.prune(now)
@@ -422,6 +431,10 @@ func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
 	}
 	w.d.prober.RemovePod(w.uid)
 	w.removePodCgroup(ctx)
+	if err := w.tearDownVolumes(ctx); err != nil {
+		w.log.Warn("tearing down volumes", "err", err)
+		return false
+	}
 	dir := podlogs.PodDir(w.d.podLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
 	if err := os.RemoveAll(dir); err != nil {
 		w.log.Warn("removing pod logs", "dir", dir, "err", err)

@@ -14,8 +14,9 @@ import (
 // SetDefaults_ObjectFieldSelector, SetDefaults_ResourceList) plus the
 // namespace "default" the kubelet gives manifest pods (checklist A.55, B.15).
 // Only unset fields are filled, so SetDefaults is idempotent. It only
-// touches fields skiff may support; defaults for volumes and ephemeral
-// containers are left out because those are rejected by Validate. A nil pod
+// touches fields skiff may support (volumes: see setVolumeDefaults);
+// defaults for ephemeral containers are left out because those are
+// rejected by Validate. A nil pod
 // is ignored.
 func SetDefaults(pod *v1.Pod) {
 	if pod == nil {
@@ -28,6 +29,9 @@ func SetDefaults(pod *v1.Pod) {
 	if pod.Spec.EnableServiceLinks == nil {
 		enable := v1.DefaultEnableServiceLinks
 		pod.Spec.EnableServiceLinks = &enable
+	}
+	for i := range pod.Spec.Volumes {
+		setVolumeDefaults(&pod.Spec.Volumes[i])
 	}
 	for i := range pod.Spec.InitContainers {
 		setContainerDefaults(&pod.Spec.InitContainers[i], pod.Spec.HostNetwork)

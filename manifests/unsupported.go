@@ -52,6 +52,8 @@ func supportedFieldPaths() []string {
 		"livenessProbe", "readinessProbe", "startupProbe",
 		"lifecycle.postStart", "lifecycle.preStop", "restartPolicy",
 	}
+	paths = append(paths, volumeFieldPaths()...)
+	containerFields = append(containerFields, volumeMountFieldPaths()...)
 	for _, list := range []string{"spec.containers[*].", "spec.initContainers[*]."} {
 		for _, f := range containerFields {
 			paths = append(paths, list+f)

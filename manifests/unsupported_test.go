@@ -18,8 +18,31 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 		mutate func(p *v1.Pod)
 		path   string
 	}{
-		{"volumes", func(p *v1.Pod) { p.Spec.Volumes = []v1.Volume{{Name: "v"}} }, "spec.volumes"},
-		{"volumeMounts", func(p *v1.Pod) { p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: "/v"}} }, "spec.containers[0].volumeMounts"},
+		{"G.1 persistentVolumeClaim volume", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
+		}, "spec.volumes[0].persistentVolumeClaim"},
+		{"G.1 ephemeral volume", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{}}}}}
+		}, "spec.volumes[0].ephemeral"},
+		{"G.1 ephemeral volume with a template", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{
+				Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}}}}}}}
+		}, "spec.volumes[0].ephemeral"},
+		{"G.1 nfs volume", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}}}
+		}, "spec.volumes[0].nfs"},
+		{"G.1 projected serviceAccountToken", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+				Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}}}
+		}, "spec.volumes[0].projected.sources[0].serviceAccountToken"},
+		{"G.1 recursiveReadOnly", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+			rro := v1.RecursiveReadOnlyEnabled
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: "/v", ReadOnly: true, RecursiveReadOnly: &rro}}
+		}, "spec.containers[0].volumeMounts[0].recursiveReadOnly"},
+		{"G.1 emptyDir on huge pages", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages}}}}
+		}, "spec.volumes[0].emptyDir.medium"},
 		{"volumeDevices", func(p *v1.Pod) { p.Spec.Containers[0].VolumeDevices = []v1.VolumeDevice{{Name: "v"}} }, "spec.containers[0].volumeDevices"},
 		{"lifecycle stopSignal", func(p *v1.Pod) {
 			sig := v1.SIGTERM

@@ -186,7 +186,20 @@ type KeyValue struct{ Key, Value string }
 type Mount struct {
 	HostPath, ContainerPath string
 	ReadOnly                bool
+	// Propagation is the mount's propagation (zero: private).
+	Propagation MountPropagation
 }
+
+// MountPropagation is a mount's propagation mode (a volumeMount's
+// mountPropagation: None, HostToContainer, Bidirectional).
+type MountPropagation int
+
+// Mount propagation modes, as CRI has them.
+const (
+	PropagationPrivate         MountPropagation = iota // None: rprivate
+	PropagationHostToContainer                         // rslave
+	PropagationBidirectional                           // rshared
+)
 
 // Resources are the Linux resources of a container, already converted from
 // Kubernetes quantities. Zero means "not set".

@@ -31,6 +31,7 @@ import (
 	"github.com/skiffnode/skiff/runtime/cri"
 	"github.com/skiffnode/skiff/server"
 	"github.com/skiffnode/skiff/staticpods"
+	"github.com/skiffnode/skiff/volumes"
 )
 
 // agentOptions are `skiff agent` flags; names follow the kubelet's.
@@ -178,6 +179,17 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	// static-pod source fills it.
 	store := objects.NewStore()
 	events := agent.NewEventRecorder(clock.RealClock{}, node)
+	// vols owns the pods' volumes under <root-dir>/pods; it reads the
+	// store, and rewrites object-backed volumes when the store changes.
+	vols, err := volumes.New(volumes.Config{
+		PodsDir: filepath.Join(o.rootDir, "pods"), Objects: store, Allocatable: allocatable, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := vols.EnsureShared(); err != nil {
+		log.Warn("volume mounts with mountPropagation HostToContainer or Bidirectional will fail", "err", err)
+	}
 	changes := make(chan types.UID, 64)
 	prober := probes.NewManager(probes.Config{
 		Exec: rt, Logger: log, Changes: changes, Events: events.ContainerEvent, StartsIdle: starts.Idle,
@@ -203,6 +215,8 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		Cgroups:           podCgroups,
 		Allocatable:       allocatable,
 		Objects:           store,
+		Volumes:           vols,
+		ObjectChanges:     store.Subscribe(),
 	})
 	if err != nil {
 		return err

@@ -179,9 +179,21 @@ func containerConfig(spec *runtime.ContainerSpec, sandbox *runtime.SandboxSpec) 
 			HostPath:      m.HostPath,
 			ContainerPath: m.ContainerPath,
 			Readonly:      m.ReadOnly,
+			Propagation:   propagationToCRI(m.Propagation),
 		})
 	}
 	return cfg
+}
+
+func propagationToCRI(p runtime.MountPropagation) runtimeapi.MountPropagation {
+	switch p {
+	case runtime.PropagationHostToContainer:
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+	case runtime.PropagationBidirectional:
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+	default:
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+	}
 }
 
 func int64Value(v *int64) *runtimeapi.Int64Value {

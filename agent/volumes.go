@@ -1,0 +1,320 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/volumes"
+)
+
+// VolumeManager is the agent's port to the pod volume manager
+// (volumes.Manager). All methods are safe for concurrent use and block on
+// file system calls.
+type VolumeManager interface {
+	// SetUp makes pod's volumes ready and returns them by name; idempotent
+	// and cheap once done. Errors are *volumes.SetUpError for a volume.
+	SetUp(ctx context.Context, pod *v1.Pod) (map[string]volumes.Volume, error)
+	// TearDown unmounts and removes the pod's volumes; idempotent.
+	TearDown(ctx context.Context, uid types.UID) error
+	// CleanOrphans removes the pod directories of UIDs not in keep.
+	CleanOrphans(ctx context.Context, keep map[types.UID]bool) error
+	// Refresh rewrites the object-backed volumes whose content changed.
+	Refresh(ctx context.Context) error
+	// CheckSizeLimits returns a disk emptyDir of pod over its sizeLimit,
+	// or nil.
+	CheckSizeLimits(pod *v1.Pod) (*volumes.SizeViolation, error)
+}
+
+// EventFailedMount is the kubelet's event for a volume that failed to set up.
+const EventFailedMount = "FailedMount"
+
+// Volume set-up retries back off as the kubelet's operation executor does:
+// from 500ms, doubling, to 2m2s.
+const (
+	volumeRetryInitial = 500 * time.Millisecond
+	volumeRetryMax     = 2*time.Minute + 2*time.Second
+)
+
+// volumeRetry is a pod worker's volume set-up back-off (worker goroutine
+// only).
+type volumeRetry struct {
+	failures int
+	next     time.Time
+	// objectsGen is the agent's object change count at the failure: a
+	// change of the ConfigMaps and Secrets retries at once.
+	objectsGen uint64
+}
+
+// errNoVolumeManager fails the volumes of a pod on an agent without a
+// volume manager.
+var errNoVolumeManager = errors.New("volumes are not supported: this agent runs without a volume manager")
+
+// needsVolumes reports whether acts create a sandbox or start a container:
+// the pod's volumes must be set up first.
+func needsVolumes(acts podActions) bool {
+	return !acts.Terminal && (acts.CreateSandbox || acts.StartInit >= 0 || len(acts.StartApp) > 0 || len(acts.RestartSidecars) > 0)
+}
+
+// setUpVolumes sets the pod's volumes up (cheap once done). On failure it
+// records a FailedMount event, as the kubelet does, and returns when to
+// retry; the pod stays Pending with its containers ContainerCreating.
+func (w *podWorker) setUpVolumes(ctx context.Context) (ok bool, retry time.Duration) {
+	if w.d.volumes == nil && len(w.pod.Spec.Volumes) == 0 {
+		return true, 0
+	}
+	now := w.d.clock.Now()
+	r := &w.volumeRetry
+	if r.failures > 0 && now.Before(r.next) && w.objectsGen() == r.objectsGen {
+		return false, r.next.Sub(now)
+	}
+	err := errNoVolumeManager
+	if w.d.volumes != nil {
+		_, err = w.d.volumes.SetUp(ctx, w.pod)
+	}
+	if err == nil {
+		*r = volumeRetry{}
+		return true, 0
+	}
+	if ctx.Err() != nil {
+		return false, time.Second
+	}
+	msg := err.Error()
+	var se *volumes.SetUpError
+	if !errors.As(err, &se) {
+		msg = "MountVolume.SetUp failed : " + msg
+	}
+	w.log.Warn("setting up volumes", "err", err)
+	w.event("", v1.EventTypeWarning, EventFailedMount, msg)
+	delay := volumeRetryInitial << min(r.failures, 8)
+	delay = min(delay, volumeRetryMax)
+	r.failures++
+	r.next = now.Add(delay)
+	r.objectsGen = w.objectsGen()
+	return false, delay
+}
+
+func (w *podWorker) objectsGen() uint64 {
+	if w.d.objectsChanged == nil {
+		return 0
+	}
+	return w.d.objectsChanged.Load()
+}
+
+// addVolumeMounts adds c's volumeMounts to spec's mounts, before the
+// agent's own (termination message file).
+func (w *podWorker) addVolumeMounts(ctx context.Context, c *v1.Container, spec *runtime.ContainerSpec) error {
+	if len(c.VolumeMounts) == 0 {
+		return nil
+	}
+	if w.d.volumes == nil {
+		return errNoVolumeManager
+	}
+	vols, err := w.d.volumes.SetUp(ctx, w.pod)
+	if err != nil {
+		return err
+	}
+	mounts, err := containerMounts(c, vols, spec.Env, spec.Privileged)
+	if err != nil {
+		return err
+	}
+	spec.Mounts = append(mounts, spec.Mounts...)
+	return nil
+}
+
+// containerMounts turns c's volumeMounts into runtime mounts over the
+// set-up vols, as the kubelet's makeMounts does: subPathExpr expanded from
+// env, subPath created inside the volume, read-only if the mount or the
+// volume type says so, propagation translated.
+func containerMounts(c *v1.Container, vols map[string]volumes.Volume, env []runtime.KeyValue, privileged bool) ([]runtime.Mount, error) {
+	var envMap map[string]string
+	out := make([]runtime.Mount, 0, len(c.VolumeMounts))
+	for _, vm := range c.VolumeMounts {
+		vol, ok := vols[vm.Name]
+		if !ok {
+			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, c.Name)
+		}
+		host := vol.HostPath
+		sub := vm.SubPath
+		if vm.SubPathExpr != "" {
+			if envMap == nil {
+				envMap = make(map[string]string, len(env))
+				for _, kv := range env {
+					envMap[kv.Key] = kv.Value
+				}
+			}
+			var err error
+			if sub, err = volumes.ExpandSubPathExpr(vm.SubPathExpr, envMap); err != nil {
+				return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
+			}
+		}
+		if sub != "" {
+			var err error
+			if host, err = volumes.SubPath(host, sub); err != nil {
+				return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
+			}
+		}
+		prop, err := mountPropagation(vm.MountPropagation, privileged)
+		if err != nil {
+			return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
+		}
+		out = append(out, runtime.Mount{
+			HostPath: host, ContainerPath: vm.MountPath,
+			ReadOnly: vm.ReadOnly || vol.ReadOnly, Propagation: prop,
+		})
+	}
+	return out, nil
+}
+
+// mountPropagation is the kubelet's translateMountPropagation.
+func mountPropagation(mode *v1.MountPropagationMode, privileged bool) (runtime.MountPropagation, error) {
+	if mode == nil {
+		return runtime.PropagationPrivate, nil
+	}
+	switch *mode {
+	case v1.MountPropagationNone:
+		return runtime.PropagationPrivate, nil
+	case v1.MountPropagationHostToContainer:
+		return runtime.PropagationHostToContainer, nil
+	case v1.MountPropagationBidirectional:
+		if !privileged {
+			return 0, errors.New("requested bidirectional mount propagation but container is not privileged")
+		}
+		return runtime.PropagationBidirectional, nil
+	}
+	return 0, fmt.Errorf("invalid MountPropagation mode: %q", *mode)
+}
+
+// tearDownVolumes unmounts and removes the pod's volumes once its
+// containers and sandboxes are gone.
+func (w *podWorker) tearDownVolumes(ctx context.Context) error {
+	if w.d.volumes == nil {
+		return nil
+	}
+	return w.d.volumes.TearDown(ctx, w.uid)
+}
+
+// maybeCleanOrphanVolumes removes, once after the sources delivered their
+// first full lists, the pod directories of pods that neither a source nor
+// the runtime knows (withSandbox: the UIDs the relist found), off the
+// relist path. Orphans with sandboxes are terminated as orphans and tear
+// their volumes down themselves.
+func (a *Agent) maybeCleanOrphanVolumes(ctx context.Context, withSandbox map[types.UID]bool) {
+	a.mu.Lock()
+	if a.cfg.Volumes == nil || !a.sourcesReady || a.orphanVolumesCleaned {
+		a.mu.Unlock()
+		return
+	}
+	a.orphanVolumesCleaned = true
+	keep := maps.Clone(withSandbox)
+	if keep == nil {
+		keep = map[types.UID]bool{}
+	}
+	for uid := range a.workers {
+		keep[uid] = true
+	}
+	a.mu.Unlock()
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		if err := a.cfg.Volumes.CleanOrphans(ctx, keep); err != nil && ctx.Err() == nil {
+			a.log.Warn("cleaning orphaned pod volumes", "err", err)
+		}
+	}()
+}
+
+// refreshVolumes rewrites object-backed volumes each time the ConfigMaps
+// and Secrets change, and wakes the workers (a pod waiting for a missing
+// object retries at once), until ctx is done.
+func (a *Agent) refreshVolumes(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.cfg.ObjectChanges:
+		}
+		a.objectsChanged.Add(1)
+		if err := a.cfg.Volumes.Refresh(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("refreshing volumes", "err", err)
+		}
+		a.WakeAll()
+	}
+}
+
+// EventEvicted is the kubelet's event for an evicted pod.
+const EventEvicted = "Evicted"
+
+// sizeLimitPeriod is how often emptyDir usage is measured (the kubelet's
+// eviction manager's monitoring period).
+const sizeLimitPeriod = 10 * time.Second
+
+// sizeLimitLoop evicts, every sizeLimitPeriod, the pods whose disk
+// emptyDir uses more than its sizeLimit, as the kubelet's eviction manager
+// does, until ctx is done. The measuring (a directory walk) runs here, off
+// the pod workers.
+func (a *Agent) sizeLimitLoop(ctx context.Context) {
+	t := a.clock.NewTicker(sizeLimitPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			a.checkSizeLimits()
+		}
+	}
+}
+
+// checkSizeLimits measures the pods that have size-limited emptyDirs once.
+func (a *Agent) checkSizeLimits() {
+	a.mu.Lock()
+	var ws []*podWorker
+	for _, w := range a.workers {
+		if term, _ := w.isTerminating(); !term && !w.orphan && volumes.HasSizeLimits(w.pod) {
+			ws = append(ws, w)
+		}
+	}
+	a.mu.Unlock()
+	for _, w := range ws {
+		v, err := a.cfg.Volumes.CheckSizeLimits(w.pod)
+		if err != nil {
+			w.log.Warn("measuring emptyDir usage", "err", err)
+			continue
+		}
+		if v != nil {
+			w.evict(v.Message())
+		}
+	}
+}
+
+// evict asks the worker to fail the pod with reason Evicted and msg (the
+// first request wins). Non-blocking, safe for concurrent use.
+func (w *podWorker) evict(msg string) {
+	w.mu.Lock()
+	if w.evictMsg == "" {
+		w.evictMsg = msg
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+// takeEviction turns a pending eviction into the pod's failure, with the
+// kubelet's Evicted event (worker goroutine only). The failure stops the
+// pod's containers and makes it Failed.
+func (w *podWorker) takeEviction() {
+	w.mu.Lock()
+	msg := w.evictMsg
+	w.mu.Unlock()
+	if msg == "" || w.failure != nil {
+		return
+	}
+	w.failure = &podFailure{Reason: EventEvicted, Message: msg}
+	w.event("", v1.EventTypeWarning, EventEvicted, msg)
+	w.log.Info("pod evicted", "reason", msg)
+}

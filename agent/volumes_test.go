@@ -1,0 +1,264 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/skiffnode/skiff/objects"
+	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/volumes"
+)
+
+// tearDownRecorder is a VolumeManager that records TearDown calls.
+type tearDownRecorder struct {
+	VolumeManager
+	mu   sync.Mutex
+	torn []types.UID
+}
+
+func (r *tearDownRecorder) TearDown(ctx context.Context, uid types.UID) error {
+	r.mu.Lock()
+	r.torn = append(r.torn, uid)
+	r.mu.Unlock()
+	return r.VolumeManager.TearDown(ctx, uid)
+}
+
+func (r *tearDownRecorder) tornDown(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.torn, uid)
+}
+
+// startVolumeAgent runs an agent whose volume manager (a real one, on a
+// temporary pods directory) reads store.
+func startVolumeAgent(t *testing.T, store *objects.Store) (*harness, string, *tearDownRecorder) {
+	t.Helper()
+	rt := newFakeRuntime()
+	cfg := testConfig(t, rt)
+	cfg.PodsDir = filepath.Join(t.TempDir(), "pods")
+	vm, err := volumes.New(volumes.Config{PodsDir: cfg.PodsDir, Objects: store, Logger: cfg.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &tearDownRecorder{VolumeManager: vm}
+	cfg.Objects, cfg.Volumes, cfg.ObjectChanges = store, rec, store.Subscribe()
+	return runTestAgent(t, cfg), cfg.PodsDir, rec
+}
+
+func volumePod() *v1.Pod {
+	pod := testPod("Always", nil, "app")
+	pod.Spec.Volumes = []v1.Volume{
+		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "app-config"}}}},
+	}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+		{Name: "scratch", MountPath: "/scratch"},
+		{Name: "scratch", MountPath: "/logs", SubPath: "logs", ReadOnly: true},
+		{Name: "cfg", MountPath: "/etc/app"},
+	}
+	return pod
+}
+
+func appSpec(t *testing.T, h *harness) runtime.ContainerSpec {
+	t.Helper()
+	cs, err := h.rt.ListContainers(context.Background(), runtime.ContainerFilter{})
+	if err != nil || len(cs) == 0 {
+		t.Fatalf("ListContainers = %v, %v", cs, err)
+	}
+	spec, ok := h.rt.ContainerSpecOf(cs[0].ID)
+	if !ok {
+		t.Fatal("no spec")
+	}
+	return spec
+}
+
+// TestAgentMountsPodVolumes_G1: the pod's volumes are set up before its
+// containers and passed as mounts (subPath created, object volumes
+// read-only); removing the pod tears them down.
+func TestAgentMountsPodVolumes_G1(t *testing.T) {
+	store := objects.NewStore()
+	store.Replace([]*v1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app-config"}, Data: map[string]string{"k": "v"}}}, nil)
+	h, podsDir, rec := startVolumeAgent(t, store)
+	h.src.ch <- []*v1.Pod{volumePod()}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	vols := filepath.Join(podsDir, "uid1", "volumes")
+	scratch := filepath.Join(vols, volumes.PluginEmptyDir, "scratch")
+	want := map[string]runtime.Mount{
+		"/scratch": {HostPath: scratch, ContainerPath: "/scratch"},
+		"/logs":    {HostPath: filepath.Join(scratch, "logs"), ContainerPath: "/logs", ReadOnly: true},
+		"/etc/app": {HostPath: filepath.Join(vols, volumes.PluginConfigMap, "cfg"), ContainerPath: "/etc/app", ReadOnly: true},
+	}
+	got := map[string]runtime.Mount{}
+	for _, m := range appSpec(t, h).Mounts {
+		got[m.ContainerPath] = m
+	}
+	for path, w := range want {
+		if got[path] != w {
+			t.Errorf("mount %s = %+v, want %+v", path, got[path], w)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(vols, volumes.PluginConfigMap, "cfg", "k")); err != nil || string(b) != "v" {
+		t.Errorf("configMap file = %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(scratch, "logs")); err != nil {
+		t.Errorf("subPath directory: %v", err)
+	}
+
+	h.src.ch <- nil
+	h.eventually("pod gone", func() bool { return h.pod("uid1") == nil })
+	if _, err := os.Stat(filepath.Join(podsDir, "uid1")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("pod directory after removal: %v, want gone", err)
+	}
+	if !rec.tornDown("uid1") {
+		t.Error("the removed pod's volumes were not torn down")
+	}
+}
+
+// TestAgentVolumeFailureIsFailedMount_G1: a volume that cannot be set up
+// keeps the pod Pending (ContainerCreating, no sandbox) with the kubelet's
+// FailedMount event; once the object appears the pod starts.
+func TestAgentVolumeFailureIsFailedMount_G1(t *testing.T) {
+	store := objects.NewStore()
+	h, _, _ := startVolumeAgent(t, store)
+	h.src.ch <- []*v1.Pod{volumePod()}
+	const msg = `MountVolume.SetUp failed for volume "cfg" : configmap "app-config" not found`
+	h.eventually("FailedMount event", func() bool { return h.hasEvent(EventFailedMount, msg) })
+	p := h.pod("uid1")
+	if p.Status.Phase != v1.PodPending {
+		t.Errorf("phase %s, want Pending", p.Status.Phase)
+	}
+	if w := containerWaiting(p, "app"); w == nil || w.Reason != "ContainerCreating" {
+		t.Errorf("app waiting = %+v, want ContainerCreating", w)
+	}
+	for _, c := range h.rt.Calls() {
+		if strings.HasPrefix(c, "RunSandbox") || strings.HasPrefix(c, "CreateContainer") {
+			t.Errorf("%s before the volumes were set up", c)
+		}
+	}
+	store.Replace([]*v1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app-config"}, Data: map[string]string{"k": "v"}}}, nil)
+	h.eventually("pod Running once the ConfigMap exists", func() bool { return h.phase("uid1") == v1.PodRunning })
+}
+
+// TestAgentCleansOrphanedPodDirs_G1: once the sources listed, pod
+// directories of pods nobody knows are removed; a running pod's stays.
+func TestAgentCleansOrphanedPodDirs_G1(t *testing.T) {
+	store := objects.NewStore()
+	store.Replace([]*v1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app-config"}}}, nil)
+	rt := newFakeRuntime()
+	cfg := testConfig(t, rt)
+	cfg.PodsDir = filepath.Join(t.TempDir(), "pods")
+	stale := filepath.Join(cfg.PodsDir, "stale-uid", "volumes", volumes.PluginEmptyDir, "x")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	vm, _ := volumes.New(volumes.Config{PodsDir: cfg.PodsDir, Objects: store, Logger: cfg.Logger})
+	cfg.Volumes = vm
+	h := runTestAgent(t, cfg)
+	h.src.ch <- []*v1.Pod{volumePod()}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	h.eventually("stale pod directory removed", func() bool {
+		_, err := os.Stat(filepath.Join(cfg.PodsDir, "stale-uid"))
+		return errors.Is(err, fs.ErrNotExist)
+	})
+	if _, err := os.Stat(filepath.Join(cfg.PodsDir, "uid1", "volumes")); err != nil {
+		t.Errorf("running pod's volumes: %v", err)
+	}
+}
+
+// TestContainerMounts_G1: subPathExpr from the env, propagation modes,
+// a mount of an unknown volume.
+func TestContainerMounts_G1(t *testing.T) {
+	vol := t.TempDir()
+	vols := map[string]volumes.Volume{"v": {HostPath: vol}, "cm": {HostPath: vol, ReadOnly: true}}
+	env := []runtime.KeyValue{{Key: "POD_NAME", Value: "web-1"}}
+	prop := func(m v1.MountPropagationMode) *v1.MountPropagationMode { return &m }
+	c := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{
+		{Name: "v", MountPath: "/a", SubPathExpr: "logs/$(POD_NAME)", MountPropagation: prop(v1.MountPropagationHostToContainer)},
+		{Name: "cm", MountPath: "/b", MountPropagation: prop(v1.MountPropagationNone)},
+		{Name: "v", MountPath: "/c", MountPropagation: prop(v1.MountPropagationBidirectional)},
+	}}
+	got, err := containerMounts(c, vols, env, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []runtime.Mount{
+		{HostPath: filepath.Join(vol, "logs/web-1"), ContainerPath: "/a", Propagation: runtime.PropagationHostToContainer},
+		{HostPath: vol, ContainerPath: "/b", ReadOnly: true},
+		{HostPath: vol, ContainerPath: "/c", Propagation: runtime.PropagationBidirectional},
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("mount %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if _, err := containerMounts(c, vols, env, false); err == nil || !strings.Contains(err.Error(), "bidirectional mount propagation") {
+		t.Errorf("Bidirectional in an unprivileged container: %v", err)
+	}
+	bad := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "nope", MountPath: "/x"}}}
+	if _, err := containerMounts(bad, vols, env, false); err == nil || err.Error() != `cannot find volume "nope" to mount into container "app"` {
+		t.Errorf("unknown volume: %v", err)
+	}
+	missing := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/x", SubPathExpr: "$(UNSET)"}}}
+	if _, err := containerMounts(missing, vols, env, false); err == nil || !strings.Contains(err.Error(), "missing value for UNSET") {
+		t.Errorf("unset variable: %v", err)
+	}
+}
+
+// TestAgentEvictsOverSizeLimit_G14: a pod whose disk emptyDir exceeds its
+// sizeLimit is failed with the kubelet's Evicted reason, message and event.
+func TestAgentEvictsOverSizeLimit_G14(t *testing.T) {
+	h, podsDir, _ := startVolumeAgent(t, objects.NewStore())
+	pod := testPod("Always", nil, "app")
+	limit := resource.MustParse("64Ki")
+	pod.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &limit}}}}
+	h.src.ch <- []*v1.Pod{pod}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	h.agent.checkSizeLimits()
+	if p := h.pod("uid1"); p.Status.Phase != v1.PodRunning {
+		t.Fatalf("evicted under the limit: %s %s", p.Status.Reason, p.Status.Message)
+	}
+	dir := filepath.Join(podsDir, "uid1", "volumes", volumes.PluginEmptyDir, "cache")
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 128<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.agent.checkSizeLimits()
+	const msg = `Usage of EmptyDir volume "cache" exceeds the limit "64Ki". `
+	h.eventually("pod Failed", func() bool { return h.phase("uid1") == v1.PodFailed })
+	if p := h.pod("uid1"); p.Status.Reason != "Evicted" || p.Status.Message != msg {
+		t.Errorf("status reason %q message %q, want Evicted %q", p.Status.Reason, p.Status.Message, msg)
+	}
+	if !h.hasEvent(EventEvicted, msg) {
+		t.Errorf("no Evicted event: %+v", h.agent.Events())
+	}
+}
+
+// TestAgentRefreshesVolumesOnObjectChange_G13: an edit of a ConfigMap
+// reaches the mounted volume (the ..data swap) without any pod change.
+func TestAgentRefreshesVolumesOnObjectChange_G13(t *testing.T) {
+	store := objects.NewStore()
+	cm := func(v string) []*v1.ConfigMap {
+		return []*v1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app-config"}, Data: map[string]string{"k": v}}}
+	}
+	store.Replace(cm("v1"), nil)
+	h, podsDir, _ := startVolumeAgent(t, store)
+	h.src.ch <- []*v1.Pod{volumePod()}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	file := filepath.Join(podsDir, "uid1", "volumes", volumes.PluginConfigMap, "cfg", "k")
+	store.Replace(cm("v2"), nil)
+	h.eventually("the edit in the volume", func() bool {
+		b, _ := os.ReadFile(file)
+		return string(b) == "v2"
+	})
+}

@@ -1,0 +1,150 @@
+package volumes
+
+import (
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/objects"
+)
+
+// defaultFileMode is the mode of projected files when the volume sets no
+// defaultMode (the API server's default).
+const defaultFileMode int32 = 0o644
+
+// errNoObjects stands for the object store of an agent that has none.
+type noObjects struct{}
+
+func (noObjects) ConfigMap(ns, name string) (*v1.ConfigMap, error) {
+	return nil, fmt.Errorf("configmap %q in namespace %q: %w", name, ns, objects.ErrNotFound)
+}
+
+func (noObjects) Secret(ns, name string) (*v1.Secret, error) {
+	return nil, fmt.Errorf("secret %q in namespace %q: %w", name, ns, objects.ErrNotFound)
+}
+
+func modeOr(m *int32, def int32) int32 {
+	if m != nil {
+		return *m
+	}
+	return def
+}
+
+// keyPayload is the kubelet's configmap/secret MakePayload: every key (no
+// items) or the listed items; a missing key fails unless optional. kind
+// names the object in the error ("config" or "secret").
+func keyPayload(data map[string][]byte, items []v1.KeyToPath, defaultMode int32, optional bool, kind string) (map[string]file, error) {
+	out := make(map[string]file, len(data))
+	if len(items) == 0 {
+		for k, v := range data {
+			out[k] = file{Data: v, Mode: defaultMode}
+		}
+		return out, nil
+	}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			if optional {
+				continue
+			}
+			if kind == "secret" {
+				return nil, fmt.Errorf("references non-existent secret key: %s", it.Key)
+			}
+			return nil, fmt.Errorf("configmap references non-existent config key: %s", it.Key)
+		}
+		out[it.Path] = file{Data: v, Mode: modeOr(it.Mode, defaultMode)}
+	}
+	return out, nil
+}
+
+// configMapData merges a ConfigMap's data and binaryData.
+func configMapData(cm *v1.ConfigMap) map[string][]byte {
+	out := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for k, v := range cm.Data {
+		out[k] = []byte(v)
+	}
+	for k, v := range cm.BinaryData {
+		out[k] = v
+	}
+	return out
+}
+
+// secretData merges a Secret's data and stringData (stringData wins, as
+// the API server's conversion does).
+func secretData(s *v1.Secret) map[string][]byte {
+	out := make(map[string][]byte, len(s.Data)+len(s.StringData))
+	for k, v := range s.Data {
+		out[k] = v
+	}
+	for k, v := range s.StringData {
+		out[k] = []byte(v)
+	}
+	return out
+}
+
+// configMapPayload reads the ConfigMap and builds the files; a missing
+// object fails as in the kubelet (`configmap "x" not found`) unless
+// optional, which gives an empty volume.
+func configMapPayload(get objects.Getter, ns, name string, items []v1.KeyToPath, defaultMode int32, optional bool) (map[string]file, error) {
+	cm, err := get.ConfigMap(ns, name)
+	if err != nil {
+		if errors.Is(err, objects.ErrNotFound) {
+			if optional {
+				return map[string]file{}, nil
+			}
+			return nil, fmt.Errorf("configmap %q not found", name)
+		}
+		return nil, err
+	}
+	return keyPayload(configMapData(cm), items, defaultMode, optional, "config")
+}
+
+// secretPayload is configMapPayload for a Secret.
+func secretPayload(get objects.Getter, ns, name string, items []v1.KeyToPath, defaultMode int32, optional bool) (map[string]file, error) {
+	s, err := get.Secret(ns, name)
+	if err != nil {
+		if errors.Is(err, objects.ErrNotFound) {
+			if optional {
+				return map[string]file{}, nil
+			}
+			return nil, fmt.Errorf("secret %q not found", name)
+		}
+		return nil, err
+	}
+	return keyPayload(secretData(s), items, defaultMode, optional, "secret")
+}
+
+// projectedPayload merges the sources of a projected volume in order, as
+// the kubelet's projected plugin does (a later source's path wins).
+func (m *Manager) projectedPayload(pod *v1.Pod, src *v1.ProjectedVolumeSource) (map[string]file, error) {
+	def := modeOr(src.DefaultMode, defaultFileMode)
+	out := map[string]file{}
+	for i, s := range src.Sources {
+		var (
+			part map[string]file
+			err  error
+		)
+		switch {
+		case s.ConfigMap != nil:
+			part, err = configMapPayload(m.objects, pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, def, isTrue(s.ConfigMap.Optional))
+		case s.Secret != nil:
+			part, err = secretPayload(m.objects, pod.Namespace, s.Secret.Name, s.Secret.Items, def, isTrue(s.Secret.Optional))
+		case s.DownwardAPI != nil:
+			part, err = downwardAPIPayload(pod, s.DownwardAPI.Items, def, m.cfg.Allocatable)
+		case s.ServiceAccountToken != nil:
+			err = fmt.Errorf("projected source %d: serviceAccountToken is not supported by skiff yet (no API server issues tokens)", i)
+		default:
+			err = fmt.Errorf("projected source %d: this source type is not supported by skiff yet", i)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for p, f := range part {
+			out[p] = f
+		}
+	}
+	return out, nil
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
