@@ -94,6 +94,9 @@ type Config struct {
 	// env); nil: none exist, and a pod referencing one fails as in the
 	// kubelet when the object is missing.
 	Objects objects.Getter
+	// Security is the node's security settings: seccomp profiles, unsafe
+	// sysctls, AppArmor (zero: the kubelet's defaults).
+	Security SecurityConfig
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -161,6 +164,10 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Prober == nil {
 		cfg.Prober = noProber{}
 	}
+	security, err := newSecurityPolicy(cfg.Security)
+	if err != nil {
+		return nil, err
+	}
 	a := &Agent{
 		cfg:       cfg,
 		log:       cfg.Logger,
@@ -181,6 +188,7 @@ func New(cfg Config) (*Agent, error) {
 		cgroups: cfg.Cgroups, dns: cfg.DNS, hostIPs: cfg.HostIPs,
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
 		relisted: &a.relisted, owner: a, objects: cfg.Objects,
+		security: security,
 	}
 	return a, nil
 }

@@ -141,7 +141,7 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 	if err != nil {
 		w.log.Warn("starting container", "container", c.Name, "err", err)
 		w.event(c.Name, v1.EventTypeWarning, EventFailed, "Error: "+err.Error())
-		w.waiting[c.Name] = waitingState{Reason: "RunContainerError", Message: err.Error()}
+		w.waiting[c.Name] = waitingState{Reason: waitingReasonFor(err), Message: err.Error()}
 		return false
 	}
 	w.event(c.Name, v1.EventTypeNormal, EventStarted, "Started container "+c.Name)
@@ -184,6 +184,9 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	spec, err := containerSpec(w.pod, c, attempt, image, sb, hostIP, init)
 	if err != nil {
 		return "", fmt.Errorf("container %q: %w", c.Name, err)
+	}
+	if err := w.d.security.completeContainerSpec(ctx, rt, w.pod, c, spec); err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Join(sbSpec.LogDirectory, c.Name), 0o755); err != nil {
 		return "", fmt.Errorf("container log directory: %w", err)

@@ -113,6 +113,8 @@ type workerDeps struct {
 	owner       workerOwner
 	// objects: the ConfigMaps and Secrets pods may reference; nil: none.
 	objects objects.Getter
+	// security is the node's security settings (nil: the defaults).
+	security *securityPolicy
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Both
