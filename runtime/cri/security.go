@@ -62,7 +62,7 @@ func applyContainerSecurity(sc *runtimeapi.LinuxContainerSecurityContext, sec *r
 	sc.ReadonlyPaths = sec.ReadonlyPaths
 	sc.Seccomp = profileToCRI(sec.Seccomp)
 	sc.Apparmor = profileToCRI(sec.AppArmor)
-	sc.ApparmorProfile = deprecatedAppArmorName(sec.AppArmor)
+	sc.ApparmorProfile = deprecatedAppArmorName(sec.AppArmor) //nolint:staticcheck // sent beside Apparmor for older runtimes, as the kubelet does
 	sc.SelinuxOptions = selinuxToCRI(sec.SELinux)
 }
 

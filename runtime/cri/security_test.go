@@ -91,7 +91,7 @@ func TestContainerSecurityToCRI_G15(t *testing.T) {
 		MaskedPaths:        []string{"/proc/kcore"}, ReadonlyPaths: []string{"/proc/sys"},
 		Seccomp:         &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "/var/lib/skiff/seccomp/p.json"},
 		Apparmor:        &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
-		ApparmorProfile: "runtime/default",
+		ApparmorProfile: "runtime/default", //nolint:staticcheck // the deprecated form is sent too
 		SelinuxOptions:  &runtimeapi.SELinuxOption{User: "u", Role: "r", Type: "t", Level: "l"},
 	}
 	if !proto.Equal(got, want) {
