@@ -140,7 +140,14 @@ func (a *Agent) admitLocked(w *podWorker) {
 		}
 		admitted = append(admitted, o.pod)
 	}
-	f := admissionFailure(w.pod, admitted, a.cfg.Allocatable)
+	// The kubelet's order: sysctls, resources, AppArmor.
+	f := a.deps.security.sysctlFailure(w.pod)
+	if f == nil {
+		f = admissionFailure(w.pod, admitted, a.cfg.Allocatable)
+	}
+	if f == nil {
+		f = a.deps.security.appArmorFailure(w.pod)
+	}
 	if f == nil {
 		return
 	}

@@ -101,6 +101,9 @@ type Config struct {
 	// objects.Store.Subscribe): Run refreshes the volumes and wakes the
 	// workers. nil: volumes keep the content they were set up with.
 	ObjectChanges <-chan struct{}
+	// Security is the node's security settings: seccomp profiles, unsafe
+	// sysctls, AppArmor (zero: the kubelet's defaults).
+	Security SecurityConfig
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -173,6 +176,10 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Prober == nil {
 		cfg.Prober = noProber{}
 	}
+	security, err := newSecurityPolicy(cfg.Security)
+	if err != nil {
+		return nil, err
+	}
 	a := &Agent{
 		cfg:       cfg,
 		log:       cfg.Logger,
@@ -194,6 +201,7 @@ func New(cfg Config) (*Agent, error) {
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
 		relisted: &a.relisted, owner: a, objects: cfg.Objects,
 		volumes: cfg.Volumes, objectsChanged: &a.objectsChanged,
+		security: security,
 	}
 	return a, nil
 }

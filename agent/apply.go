@@ -146,7 +146,7 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 	if err != nil {
 		w.log.Warn("starting container", "container", c.Name, "err", err)
 		w.event(c.Name, v1.EventTypeWarning, EventFailed, "Error: "+err.Error())
-		w.waiting[c.Name] = waitingState{Reason: "RunContainerError", Message: err.Error()}
+		w.waiting[c.Name] = waitingState{Reason: waitingReasonFor(err), Message: err.Error()}
 		return false
 	}
 	w.event(c.Name, v1.EventTypeNormal, EventStarted, "Started container "+c.Name)
@@ -191,6 +191,9 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 		return "", fmt.Errorf("container %q: %w", c.Name, err)
 	}
 	if err := w.addVolumeMounts(ctx, c, spec); err != nil {
+		return "", err
+	}
+	if err := w.d.security.completeContainerSpec(ctx, rt, w.pod, c, spec); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(filepath.Join(sbSpec.LogDirectory, c.Name), 0o755); err != nil {

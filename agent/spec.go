@@ -24,6 +24,7 @@ func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxS
 		Labels:       sandboxLabels(pod),
 		Annotations:  sandboxAnnotations(pod),
 		Privileged:   anyPrivileged(pod),
+		Security:     sandboxSecurity(pod),
 	}
 	if d.cgroups != nil {
 		spec.CgroupParent = d.cgroups.CgroupParent(pod)

@@ -121,6 +121,8 @@ type workerDeps struct {
 	volumes VolumeManager
 	// objectsChanged counts object changes (Agent.objectsChanged).
 	objectsChanged *atomic.Uint64
+	// security is the node's security settings (nil: the defaults).
+	security *securityPolicy
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Both

@@ -41,6 +41,12 @@ func supportedFieldPaths() []string {
 		"spec.automountServiceAccountToken",
 		"spec.securityContext.runAsUser", "spec.securityContext.runAsGroup",
 		"spec.securityContext.runAsNonRoot",
+		// Security context (issue 14; validate_security.go).
+		"spec.hostPID", "spec.hostIPC", "spec.shareProcessNamespace", "spec.hostUsers",
+		"spec.securityContext.fsGroup", "spec.securityContext.supplementalGroups",
+		"spec.securityContext.supplementalGroupsPolicy", "spec.securityContext.sysctls",
+		"spec.securityContext.seccompProfile", "spec.securityContext.appArmorProfile",
+		"spec.securityContext.seLinuxOptions",
 	}
 	containerFields := []string{
 		"name", "image", "command", "args", "workingDir",
@@ -51,6 +57,10 @@ func supportedFieldPaths() []string {
 		"securityContext.runAsGroup", "securityContext.runAsNonRoot",
 		"livenessProbe", "readinessProbe", "startupProbe",
 		"lifecycle.postStart", "lifecycle.preStop", "restartPolicy",
+		"securityContext.capabilities", "securityContext.readOnlyRootFilesystem",
+		"securityContext.allowPrivilegeEscalation", "securityContext.procMount",
+		"securityContext.seccompProfile", "securityContext.appArmorProfile",
+		"securityContext.seLinuxOptions",
 	}
 	paths = append(paths, volumeFieldPaths()...)
 	containerFields = append(containerFields, volumeMountFieldPaths()...)

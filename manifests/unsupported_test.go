@@ -51,8 +51,6 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 		{"ephemeralContainers", func(p *v1.Pod) {
 			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "e"}}}
 		}, "spec.ephemeralContainers"},
-		{"hostPID", func(p *v1.Pod) { p.Spec.HostPID = true }, "spec.hostPID"},
-		{"hostIPC", func(p *v1.Pod) { p.Spec.HostIPC = true }, "spec.hostIPC"},
 		{"hostUsers false", func(p *v1.Pod) { p.Spec.HostUsers = ptr(false) }, "spec.hostUsers"},
 		{"affinity", func(p *v1.Pod) {
 			p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{}}}}}
@@ -67,19 +65,20 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 		{"resources claims", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "c"}} }, "spec.containers[0].resources.claims"},
 		{"stdin", func(p *v1.Pod) { p.Spec.Containers[0].Stdin = true }, "spec.containers[0].stdin"},
 		{"tty", func(p *v1.Pod) { p.Spec.InitContainers[0].TTY = true }, "spec.initContainers[0].tty"},
-		{"capabilities", func(p *v1.Pod) {
-			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Capabilities: &v1.Capabilities{Add: []v1.Capability{"NET_ADMIN"}}}
-		}, "spec.containers[0].securityContext.capabilities"},
-		{"readOnlyRootFilesystem false is still a choice", func(p *v1.Pod) {
-			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ReadOnlyRootFilesystem: ptr(false)}
-		}, "spec.containers[0].securityContext.readOnlyRootFilesystem"},
-		{"pod fsGroup", func(p *v1.Pod) { p.Spec.SecurityContext.FSGroup = ptr(int64(1)) }, "spec.securityContext.fsGroup"},
+		{"windowsOptions", func(p *v1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{WindowsOptions: &v1.WindowsSecurityContextOptions{RunAsUserName: ptr("u")}}
+		}, "spec.containers[0].securityContext.windowsOptions"},
+		{"windowsOptions false is still a choice", func(p *v1.Pod) {
+			p.Spec.SecurityContext.WindowsOptions = &v1.WindowsSecurityContextOptions{HostProcess: ptr(false)}
+		}, "spec.securityContext.windowsOptions"},
+		{"seLinuxChangePolicy", func(p *v1.Pod) {
+			p.Spec.SecurityContext.SELinuxChangePolicy = ptr(v1.SELinuxChangePolicyRecursive)
+		}, "spec.securityContext.seLinuxChangePolicy"},
 		{"generateName", func(p *v1.Pod) { p.GenerateName = "web-" }, "metadata.generateName"},
 		{"ownerReferences", func(p *v1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Name: "o"}} }, "metadata.ownerReferences"},
 		{"finalizers", func(p *v1.Pod) { p.Finalizers = []string{"example.com/f"} }, "metadata.finalizers"},
 		{"spec.volumes on init image pull secrets", func(p *v1.Pod) { p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "s"}} }, "spec.imagePullSecrets"},
 		{"topologySpreadConstraints", func(p *v1.Pod) { p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1}} }, "spec.topologySpreadConstraints"},
-		{"shareProcessNamespace", func(p *v1.Pod) { p.Spec.ShareProcessNamespace = ptr(true) }, "spec.shareProcessNamespace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

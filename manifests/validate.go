@@ -60,6 +60,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	if sc := spec.SecurityContext; sc != nil {
 		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, path.Child("securityContext"))...)
 	}
+	errs = append(errs, validatePodSecurity(spec, path)...)
 	errs = append(errs, validateHostPorts(spec, path)...)
 	errs = append(errs, validatePodVolumes(spec, path)...)
 	return errs

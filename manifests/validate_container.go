@@ -39,9 +39,7 @@ func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork bo
 	errs = append(errs, validatePorts(c.Ports, path.Child("ports"))...)
 	errs = append(errs, validateEnv(c.Env, path.Child("env"))...)
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
-	if sc := c.SecurityContext; sc != nil {
-		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, path.Child("securityContext"))...)
-	}
+	errs = append(errs, validateContainerSecurity(c.SecurityContext, path.Child("securityContext"))...)
 	if isInit && (c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways) {
 		errs = append(errs, forbidOnInit(c, path)...)
 	}

@@ -143,6 +143,9 @@ type SandboxSpec struct {
 	RuntimeHandler string
 	// Privileged allows privileged containers in this sandbox.
 	Privileged bool
+	// Security is the pod-level security context; nil: the defaults (own
+	// PID namespace per container, the pod's IPC namespace).
+	Security *SandboxSecurity
 }
 
 // DNSConfig is the content of a pod's resolv.conf.
@@ -232,6 +235,9 @@ type ContainerSpec struct {
 	RunAsUser   *int64
 	RunAsGroup  *int64
 	Resources   *Resources
+	// Security is the rest of the container's security context; nil: the
+	// runtime's defaults.
+	Security *ContainerSecurity
 }
 
 // ContainerFilter selects containers; zero fields match everything.

@@ -52,6 +52,7 @@ type agentOptions struct {
 	maxParallelStarts int
 	maxParallelProbes int
 	resources         resourceOptions
+	security          securityOptions
 }
 
 func newAgentCmd() *cobra.Command {
@@ -87,6 +88,7 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&r.evictionHard, "eviction-hard", "memory.available<100Mi", "hard eviction threshold subtracted from allocatable (memory.available only)")
 	f.Int64Var(&r.maxPods, "max-pods", agent.DefaultMaxPods, "number of pods this node admits")
 	f.Int64Var(&r.podMaxPids, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
+	addSecurityFlags(f, &o.security)
 	return cmd
 }
 
@@ -217,6 +219,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		Objects:           store,
 		Volumes:           vols,
 		ObjectChanges:     store.Subscribe(),
+		Security:          o.security.config(o.rootDir),
 	})
 	if err != nil {
 		return err

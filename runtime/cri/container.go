@@ -171,6 +171,7 @@ func containerConfig(spec *runtime.ContainerSpec, sandbox *runtime.SandboxSpec) 
 			},
 		},
 	}
+	applyContainerSecurity(cfg.Linux.SecurityContext, spec.Security)
 	for _, kv := range spec.Env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: kv.Key, Value: kv.Value})
 	}

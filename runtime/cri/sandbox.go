@@ -91,14 +91,14 @@ func networkMode(spec *runtime.SandboxSpec) runtimeapi.NamespaceMode {
 	return runtimeapi.NamespaceMode_POD
 }
 
-// namespaceOptions are the kubelet's defaults for a pod without hostPID,
-// hostIPC or shareProcessNamespace: its own PID namespace per container,
-// the pod's IPC namespace, the pod's or the node's network.
+// namespaceOptions are the sandbox's namespaces as the kubelet sets them:
+// without hostPID, hostIPC or shareProcessNamespace, its own PID namespace
+// per container, the pod's IPC namespace, the pod's or the node's network.
 func namespaceOptions(spec *runtime.SandboxSpec) *runtimeapi.NamespaceOption {
 	return &runtimeapi.NamespaceOption{
 		Network: networkMode(spec),
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
+		Pid:     pidMode(spec.Security),
+		Ipc:     ipcMode(spec.Security),
 	}
 }
 
@@ -123,6 +123,7 @@ func sandboxConfig(spec *runtime.SandboxSpec) *runtimeapi.PodSandboxConfig {
 			},
 		},
 	}
+	applySandboxSecurity(cfg.Linux, spec.Security)
 	if !spec.HostNetwork {
 		// Like the kubelet: a host-network pod keeps the node's hostname.
 		cfg.Hostname = spec.Hostname
