@@ -208,7 +208,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	sources := map[string]agent.Source{}
 	if o.podManifestPath != "" {
-		src, err := staticpods.New(staticpods.Config{Dir: o.podManifestPath, NodeName: node, Logger: log})
+		src, err := staticpods.New(staticpods.Config{Dir: o.podManifestPath, NodeName: node, Logger: log, Objects: store})
 		if err != nil {
 			return fmt.Errorf("--pod-manifest-path: %w", err)
 		}
