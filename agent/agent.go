@@ -181,6 +181,7 @@ func New(cfg Config) (*Agent, error) {
 		cgroups: cfg.Cgroups, dns: cfg.DNS, hostIPs: cfg.HostIPs,
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
 		relisted: &a.relisted, owner: a, objects: cfg.Objects,
+		allocatable: cfg.Allocatable,
 	}
 	return a, nil
 }
@@ -222,6 +223,11 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 			a.drainProbeChanges(ctx)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.wakeOnObjectChanges(ctx)
+	}()
 	for {
 		select {
 		case <-ctx.Done():

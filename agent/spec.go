@@ -69,18 +69,17 @@ func anyPrivileged(pod *v1.Pod) bool {
 	return false
 }
 
-// containerSpec builds the runtime's container spec for c.
-func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, sb *runtime.SandboxStatus, hostIP string, init bool) (*runtime.ContainerSpec, error) {
-	env, err := containerEnv(pod, c, sb, hostIP)
-	if err != nil {
-		return nil, err
-	}
+// containerSpec builds the runtime's container spec for c, whose resolved
+// environment is env (see containerEnv); $(VAR) in command and args is
+// expanded with it.
+func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, env []runtime.KeyValue, init bool) (*runtime.ContainerSpec, error) {
+	command, args := expandCommandAndArgs(c, env)
 	spec := &runtime.ContainerSpec{
 		Name:       c.Name,
 		Attempt:    attempt,
 		Image:      image,
-		Command:    c.Command,
-		Args:       c.Args,
+		Command:    command,
+		Args:       args,
 		WorkingDir: c.WorkingDir,
 		Env:        env,
 		LogPath:    podlogs.ContainerLogRel(c.Name, int(attempt)),
@@ -106,47 +105,6 @@ func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, s
 		}
 	}
 	return spec, nil
-}
-
-// containerEnv resolves env values, including the downward-API field refs
-// skiff supports.
-func containerEnv(pod *v1.Pod, c *v1.Container, sb *runtime.SandboxStatus, hostIP string) ([]runtime.KeyValue, error) {
-	var out []runtime.KeyValue
-	for i, e := range c.Env {
-		v := e.Value
-		if e.ValueFrom != nil {
-			if e.ValueFrom.FieldRef == nil {
-				return nil, fmt.Errorf("env[%d].valueFrom: only fieldRef is supported", i)
-			}
-			var err error
-			if v, err = fieldValue(pod, e.ValueFrom.FieldRef.FieldPath, sb, hostIP); err != nil {
-				return nil, fmt.Errorf("env[%d].valueFrom.fieldRef: %w", i, err)
-			}
-		}
-		out = append(out, runtime.KeyValue{Key: e.Name, Value: v})
-	}
-	return out, nil
-}
-
-func fieldValue(pod *v1.Pod, path string, sb *runtime.SandboxStatus, hostIP string) (string, error) {
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "status.hostIP":
-		return hostIP, nil
-	case "status.podIP":
-		if pod.Spec.HostNetwork || sb == nil {
-			return hostIP, nil
-		}
-		return sb.IP, nil
-	}
-	return "", fmt.Errorf("unsupported fieldPath %q", path)
 }
 
 // containerResources converts requests/limits as the kubelet does for

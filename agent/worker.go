@@ -113,6 +113,8 @@ type workerDeps struct {
 	owner       workerOwner
 	// objects: the ConfigMaps and Secrets pods may reference; nil: none.
 	objects objects.Getter
+	// allocatable: the node's (Config.Allocatable), for resourceFieldRef.
+	allocatable v1.ResourceList
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Both

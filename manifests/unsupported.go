@@ -41,10 +41,13 @@ func supportedFieldPaths() []string {
 		"spec.automountServiceAccountToken",
 		"spec.securityContext.runAsUser", "spec.securityContext.runAsGroup",
 		"spec.securityContext.runAsNonRoot",
+		"spec.hostAliases", "spec.setHostnameAsFQDN",
 	}
 	containerFields := []string{
 		"name", "image", "command", "args", "workingDir",
 		"env[*].name", "env[*].value", "env[*].valueFrom.fieldRef",
+		"env[*].valueFrom.resourceFieldRef", "env[*].valueFrom.configMapKeyRef",
+		"env[*].valueFrom.secretKeyRef", "envFrom",
 		"ports", "resources.requests", "resources.limits",
 		"imagePullPolicy", "terminationMessagePath", "terminationMessagePolicy",
 		"securityContext.privileged", "securityContext.runAsUser",

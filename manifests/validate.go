@@ -61,6 +61,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, path.Child("securityContext"))...)
 	}
 	errs = append(errs, validateHostPorts(spec, path)...)
+	errs = append(errs, validateHostAliases(spec.HostAliases, path.Child("hostAliases"))...)
 	return errs
 }
 
