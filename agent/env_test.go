@@ -3,6 +3,7 @@ package agent
 import (
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -235,5 +236,48 @@ func TestExpandCommandAndArgs_G3(t *testing.T) {
 	}
 	if cmd, args := expandCommandAndArgs(&v1.Container{}, nil); cmd != nil || args != nil {
 		t.Errorf("empty command/args = %q %q, want nil", cmd, args)
+	}
+}
+
+// TestConfigErrorWaitsAndRecovers_G3: a container whose Secret is missing
+// waits with CreateContainerConfigError and the kubelet's message; writing
+// the Secret starts it at once (the store's change wakes the worker, well
+// before the 5 s retry).
+func TestConfigErrorWaitsAndRecovers_G3(t *testing.T) {
+	rt := newFakeRuntime()
+	store := objects.NewStore()
+	cfg := testConfig(t, rt)
+	cfg.Objects = store
+	h := runTestAgent(t, cfg)
+	pod := testPod("Always", nil, "app")
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "PW", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "db"}, Key: "password"}}}}
+	h.src.ch <- []*v1.Pod{pod}
+	h.eventually("CreateContainerConfigError", func() bool {
+		p := h.pod("uid1")
+		if p == nil || len(p.Status.ContainerStatuses) == 0 {
+			return false
+		}
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "CreateContainerConfigError" && w.Message == `secret "db" not found`
+	})
+	// Let the relist see the new sandbox (its wake-up retries at once)
+	// so that only the store's wake-up can beat the 5 s retry.
+	mark := h.agent.relisted.Load()
+	h.eventually("relists", func() bool { return h.agent.relisted.Load() >= mark+5 })
+	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}, Data: map[string][]byte{"password": []byte("pw")}}
+	start := time.Now()
+	store.Replace(nil, []*v1.Secret{sec})
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("container started %v after the Secret appeared, want a wake-up, not the retry", d)
+	}
+	cs, ok := rt.ContainerByName("uid1", "app")
+	if !ok {
+		t.Fatal("no container")
+	}
+	spec, _ := rt.ContainerSpecOf(cs.ID)
+	if envString(spec.Env) != "PW=pw" {
+		t.Errorf("env = %s, want PW=pw", envString(spec.Env))
 	}
 }
