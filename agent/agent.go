@@ -94,6 +94,9 @@ type Config struct {
 	// env); nil: none exist, and a pod referencing one fails as in the
 	// kubelet when the object is missing.
 	Objects objects.Getter
+	// ClusterDomain is the DNS domain of the cluster, for the FQDN of pods
+	// with spec.subdomain (default DefaultClusterDomain).
+	ClusterDomain string
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -181,7 +184,7 @@ func New(cfg Config) (*Agent, error) {
 		cgroups: cfg.Cgroups, dns: cfg.DNS, hostIPs: cfg.HostIPs,
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
 		relisted: &a.relisted, owner: a, objects: cfg.Objects,
-		allocatable: cfg.Allocatable,
+		allocatable: cfg.Allocatable, clusterDomain: cfg.ClusterDomain,
 	}
 	return a, nil
 }

@@ -191,6 +191,9 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err := w.addTerminationMessageMount(c, spec); err != nil {
 		return "", err
 	}
+	if err := w.addEtcHostsMount(c, spec, sb); err != nil {
+		return "", err
+	}
 	release, err := w.acquireStart(ctx, prioContainer)
 	if err != nil {
 		return "", err

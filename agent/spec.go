@@ -13,12 +13,16 @@ import (
 
 // sandboxSpec builds the runtime's sandbox spec for pod.
 func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxSpec, error) {
+	hostname, err := d.sandboxHostname(pod)
+	if err != nil {
+		return nil, err
+	}
 	spec := &runtime.SandboxSpec{
 		Name:         pod.Name,
 		Namespace:    pod.Namespace,
 		UID:          string(pod.UID),
 		Attempt:      attempt,
-		Hostname:     podHostname(pod),
+		Hostname:     hostname,
 		LogDirectory: podlogs.PodDir(d.podLogsDir, pod.Namespace, pod.Name, string(pod.UID)),
 		HostNetwork:  pod.Spec.HostNetwork,
 		Labels:       sandboxLabels(pod),
@@ -46,18 +50,6 @@ func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxS
 		}
 	}
 	return spec, nil
-}
-
-// podHostname is spec.hostname or the pod name, cut to a DNS label.
-func podHostname(pod *v1.Pod) string {
-	h := pod.Name
-	if pod.Spec.Hostname != "" {
-		h = pod.Spec.Hostname
-	}
-	if len(h) > 63 {
-		h = h[:63]
-	}
-	return h
 }
 
 func anyPrivileged(pod *v1.Pod) bool {

@@ -115,6 +115,9 @@ type workerDeps struct {
 	objects objects.Getter
 	// allocatable: the node's (Config.Allocatable), for resourceFieldRef.
 	allocatable v1.ResourceList
+	// clusterDomain: Config.ClusterDomain; nodeHostsFile: the node's
+	// hosts file ("": /etc/hosts), the base of host-network pods' one.
+	clusterDomain, nodeHostsFile string
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Both
