@@ -172,3 +172,24 @@ func drain(h *harness) [][]*v1.Pod {
 		}
 	}
 }
+
+// TestExamplesAreValid: every file of examples/manifests is accepted by the
+// source, pods and objects alike.
+func TestExamplesAreValid(t *testing.T) {
+	dir := filepath.Join("..", "examples", "manifests")
+	store := objects.NewStore()
+	h := start(t, Config{Dir: dir, Objects: store})
+	pods := h.next()
+	if errs := h.src.Errors(); len(errs) != 0 {
+		t.Fatalf("Errors() = %v", errs)
+	}
+	if len(pods) < 2 {
+		t.Errorf("pods = %v, want the examples' pods", podNames(pods))
+	}
+	if _, err := store.ConfigMap("default", "greeter-config"); err != nil {
+		t.Errorf("example ConfigMap: %v", err)
+	}
+	if _, err := store.Secret("default", "greeter-secret"); err != nil {
+		t.Errorf("example Secret: %v", err)
+	}
+}
