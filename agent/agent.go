@@ -99,11 +99,15 @@ type Config struct {
 	Volumes VolumeManager
 	// ObjectChanges fires when the ConfigMaps and Secrets changed (e.g.
 	// objects.Store.Subscribe): Run refreshes the volumes and wakes the
-	// workers. nil: volumes keep the content they were set up with.
+	// workers. nil: volumes keep the content they were set up with, and
+	// a pod waiting for an object retries at its next back-off.
 	ObjectChanges <-chan struct{}
 	// Security is the node's security settings: seccomp profiles, unsafe
 	// sysctls, AppArmor (zero: the kubelet's defaults).
 	Security SecurityConfig
+	// ClusterDomain is the DNS domain of the cluster, for the FQDN of pods
+	// with spec.subdomain (default DefaultClusterDomain).
+	ClusterDomain string
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -201,7 +205,8 @@ func New(cfg Config) (*Agent, error) {
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
 		relisted: &a.relisted, owner: a, objects: cfg.Objects,
 		volumes: cfg.Volumes, objectsChanged: &a.objectsChanged,
-		security: security,
+		security:    security,
+		allocatable: cfg.Allocatable, clusterDomain: cfg.ClusterDomain,
 	}
 	return a, nil
 }
@@ -250,7 +255,7 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 			a.sizeLimitLoop(ctx)
 		}()
 	}
-	if a.cfg.ObjectChanges != nil && a.cfg.Volumes != nil {
+	if a.cfg.ObjectChanges != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

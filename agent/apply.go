@@ -146,7 +146,7 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 	if err != nil {
 		w.log.Warn("starting container", "container", c.Name, "err", err)
 		w.event(c.Name, v1.EventTypeWarning, EventFailed, "Error: "+err.Error())
-		w.waiting[c.Name] = waitingState{Reason: waitingReasonFor(err), Message: err.Error()}
+		w.waiting[c.Name] = waitingState{Reason: startFailureReason(err), Message: err.Error()}
 		return false
 	}
 	w.event(c.Name, v1.EventTypeNormal, EventStarted, "Started container "+c.Name)
@@ -182,11 +182,11 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err != nil {
 		return "", err
 	}
-	hostIP := ""
-	if len(w.d.hostIPs) > 0 {
-		hostIP = w.d.hostIPs[0]
+	env, err := w.d.envFor(w.pod, c, sb)
+	if err != nil {
+		return "", err
 	}
-	spec, err := containerSpec(w.pod, c, attempt, image, sb, hostIP, init)
+	spec, err := containerSpec(w.pod, c, attempt, image, env, init)
 	if err != nil {
 		return "", fmt.Errorf("container %q: %w", c.Name, err)
 	}
@@ -200,6 +200,9 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 		return "", fmt.Errorf("container log directory: %w", err)
 	}
 	if err := w.addTerminationMessageMount(c, spec); err != nil {
+		return "", err
+	}
+	if err := w.addEtcHostsMount(c, spec, sb); err != nil {
 		return "", err
 	}
 	release, err := w.acquireStart(ctx, prioContainer)

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -255,12 +254,6 @@ func selinuxOptions(o *v1.SELinuxOptions) *runtime.SELinuxOptions {
 	return &runtime.SELinuxOptions{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 }
 
-// configError is a container whose config cannot be made: it waits with
-// the kubelet's reason CreateContainerConfigError and this message.
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return e.msg }
-
 // reasonCreateContainerConfigError is the kubelet's Waiting reason for a
 // container whose config cannot be generated.
 const reasonCreateContainerConfigError = "CreateContainerConfigError"
@@ -275,7 +268,7 @@ func (p *securityPolicy) completeContainerSpec(ctx context.Context, images runti
 	}
 	img, err := images.ImageStatus(ctx, c.Image)
 	if err != nil {
-		return &configError{msg: fmt.Sprintf("image status of %s for runAsNonRoot: %v", c.Image, err)}
+		return &configError{fmt.Errorf("image status of %s for runAsNonRoot: %v", c.Image, err)}
 	}
 	return verifyRunAsNonRoot(pod, c, nil, img.User)
 }
@@ -299,7 +292,7 @@ func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, runAsUser *int64, imageUse
 	desc := fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 	if runAsUser != nil {
 		if *runAsUser == 0 {
-			return &configError{msg: fmt.Sprintf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", desc, c.Name)}
+			return &configError{fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", desc, c.Name)}
 		}
 		return nil
 	}
@@ -307,19 +300,9 @@ func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, runAsUser *int64, imageUse
 	uid, err := strconv.ParseInt(user, 10, 64)
 	switch {
 	case user == "" || (err == nil && uid == 0):
-		return &configError{msg: fmt.Sprintf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", desc, c.Name)}
+		return &configError{fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", desc, c.Name)}
 	case err != nil:
-		return &configError{msg: fmt.Sprintf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", user, desc, c.Name)}
+		return &configError{fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", user, desc, c.Name)}
 	}
 	return nil
-}
-
-// waitingReasonFor is the Waiting reason of a container whose start failed
-// with err.
-func waitingReasonFor(err error) string {
-	var ce *configError
-	if errors.As(err, &ce) {
-		return reasonCreateContainerConfigError
-	}
-	return "RunContainerError"
 }

@@ -185,7 +185,7 @@ func TestRunAsNonRoot_G15(t *testing.T) {
 			c := &pod.Spec.Containers[0]
 			rt := fake.New(nil)
 			rt.AddImage("img")
-			spec, err := containerSpec(pod, c, 0, "sha256:img", nil, "", false)
+			spec, err := containerSpec(pod, c, 0, "sha256:img", nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,8 +193,8 @@ func TestRunAsNonRoot_G15(t *testing.T) {
 			got := ""
 			if err != nil {
 				got = err.Error()
-				if waitingReasonFor(err) != reasonCreateContainerConfigError {
-					t.Errorf("waiting reason %q, want %s", waitingReasonFor(err), reasonCreateContainerConfigError)
+				if startFailureReason(err) != reasonCreateContainerConfigError {
+					t.Errorf("waiting reason %q, want %s", startFailureReason(err), reasonCreateContainerConfigError)
 				}
 			}
 			if got != tt.want {

@@ -13,12 +13,16 @@ import (
 
 // sandboxSpec builds the runtime's sandbox spec for pod.
 func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxSpec, error) {
+	hostname, err := d.sandboxHostname(pod)
+	if err != nil {
+		return nil, err
+	}
 	spec := &runtime.SandboxSpec{
 		Name:         pod.Name,
 		Namespace:    pod.Namespace,
 		UID:          string(pod.UID),
 		Attempt:      attempt,
-		Hostname:     podHostname(pod),
+		Hostname:     hostname,
 		LogDirectory: podlogs.PodDir(d.podLogsDir, pod.Namespace, pod.Name, string(pod.UID)),
 		HostNetwork:  pod.Spec.HostNetwork,
 		Labels:       sandboxLabels(pod),
@@ -49,18 +53,6 @@ func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxS
 	return spec, nil
 }
 
-// podHostname is spec.hostname or the pod name, cut to a DNS label.
-func podHostname(pod *v1.Pod) string {
-	h := pod.Name
-	if pod.Spec.Hostname != "" {
-		h = pod.Spec.Hostname
-	}
-	if len(h) > 63 {
-		h = h[:63]
-	}
-	return h
-}
-
 func anyPrivileged(pod *v1.Pod) bool {
 	for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
@@ -70,18 +62,17 @@ func anyPrivileged(pod *v1.Pod) bool {
 	return false
 }
 
-// containerSpec builds the runtime's container spec for c.
-func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, sb *runtime.SandboxStatus, hostIP string, init bool) (*runtime.ContainerSpec, error) {
-	env, err := containerEnv(pod, c, sb, hostIP)
-	if err != nil {
-		return nil, err
-	}
+// containerSpec builds the runtime's container spec for c, whose resolved
+// environment is env (see containerEnv); $(VAR) in command and args is
+// expanded with it.
+func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, env []runtime.KeyValue, init bool) (*runtime.ContainerSpec, error) {
+	command, args := expandCommandAndArgs(c, env)
 	spec := &runtime.ContainerSpec{
 		Name:       c.Name,
 		Attempt:    attempt,
 		Image:      image,
-		Command:    c.Command,
-		Args:       c.Args,
+		Command:    command,
+		Args:       args,
 		WorkingDir: c.WorkingDir,
 		Env:        env,
 		LogPath:    podlogs.ContainerLogRel(c.Name, int(attempt)),
@@ -107,47 +98,6 @@ func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, s
 		}
 	}
 	return spec, nil
-}
-
-// containerEnv resolves env values, including the downward-API field refs
-// skiff supports.
-func containerEnv(pod *v1.Pod, c *v1.Container, sb *runtime.SandboxStatus, hostIP string) ([]runtime.KeyValue, error) {
-	var out []runtime.KeyValue
-	for i, e := range c.Env {
-		v := e.Value
-		if e.ValueFrom != nil {
-			if e.ValueFrom.FieldRef == nil {
-				return nil, fmt.Errorf("env[%d].valueFrom: only fieldRef is supported", i)
-			}
-			var err error
-			if v, err = fieldValue(pod, e.ValueFrom.FieldRef.FieldPath, sb, hostIP); err != nil {
-				return nil, fmt.Errorf("env[%d].valueFrom.fieldRef: %w", i, err)
-			}
-		}
-		out = append(out, runtime.KeyValue{Key: e.Name, Value: v})
-	}
-	return out, nil
-}
-
-func fieldValue(pod *v1.Pod, path string, sb *runtime.SandboxStatus, hostIP string) (string, error) {
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "status.hostIP":
-		return hostIP, nil
-	case "status.podIP":
-		if pod.Spec.HostNetwork || sb == nil {
-			return hostIP, nil
-		}
-		return sb.IP, nil
-	}
-	return "", fmt.Errorf("unsupported fieldPath %q", path)
 }
 
 // containerResources converts requests/limits as the kubelet does for

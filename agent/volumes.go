@@ -229,9 +229,12 @@ func (a *Agent) maybeCleanOrphanVolumes(ctx context.Context, withSandbox map[typ
 	}()
 }
 
-// refreshVolumes rewrites object-backed volumes each time the ConfigMaps
-// and Secrets change, and wakes the workers (a pod waiting for a missing
-// object retries at once), until ctx is done.
+// refreshVolumes rewrites object-backed volumes (if there is a volume
+// manager) each time the ConfigMaps and Secrets change, and then wakes
+// every worker, until ctx is done: a pod waiting for a missing object
+// (FailedMount, or CreateContainerConfigError for env) retries at once
+// rather than at its next back-off. Object edits are rare (a file
+// written), so waking all workers is cheap.
 func (a *Agent) refreshVolumes(ctx context.Context) {
 	for {
 		select {
@@ -240,8 +243,10 @@ func (a *Agent) refreshVolumes(ctx context.Context) {
 		case <-a.cfg.ObjectChanges:
 		}
 		a.objectsChanged.Add(1)
-		if err := a.cfg.Volumes.Refresh(ctx); err != nil && ctx.Err() == nil {
-			a.log.Warn("refreshing volumes", "err", err)
+		if a.cfg.Volumes != nil {
+			if err := a.cfg.Volumes.Refresh(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("refreshing volumes", "err", err)
+			}
 		}
 		a.WakeAll()
 	}

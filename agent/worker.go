@@ -123,6 +123,11 @@ type workerDeps struct {
 	objectsChanged *atomic.Uint64
 	// security is the node's security settings (nil: the defaults).
 	security *securityPolicy
+	// allocatable: the node's (Config.Allocatable), for resourceFieldRef.
+	allocatable v1.ResourceList
+	// clusterDomain: Config.ClusterDomain; nodeHostsFile: the node's
+	// hosts file ("": /etc/hosts), the base of host-network pods' one.
+	clusterDomain, nodeHostsFile string
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Both

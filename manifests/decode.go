@@ -10,8 +10,12 @@ package manifests
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -36,38 +40,55 @@ import (
 // YAML aliases are expanded with the limits of the YAML library, so
 // "billion laughs" input fails instead of exhausting memory.
 func Decode(data []byte) ([]*v1.Pod, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return nil, errors.New("empty manifest")
-	}
-	if trimmed[0] == '{' {
-		pod, err := decodeJSONPod(trimmed)
-		if err != nil {
-			return nil, err
-		}
-		return []*v1.Pod{pod}, nil
-	}
-	docs, err := splitYAML(data)
+	var pods []*v1.Pod
+	err := decodeStream(data, podKinds, func(obj any) { pods = append(pods, obj.(*v1.Pod)) })
 	if err != nil {
 		return nil, err
 	}
-	var pods []*v1.Pod
+	return pods, nil
+}
+
+// podKinds are the kinds Decode accepts.
+var podKinds = []string{"Pod"}
+
+// decodeStream decodes the documents of data (see Decode for the format and
+// error rules) as objects of one of kinds, calling add for each in order.
+// It fails on the first bad document and when there is no object.
+func decodeStream(data []byte, kinds []string, add func(obj any)) error {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return errors.New("empty manifest")
+	}
+	if trimmed[0] == '{' {
+		obj, err := decodeJSONObject(trimmed, kinds)
+		if err != nil {
+			return err
+		}
+		add(obj)
+		return nil
+	}
+	docs, err := splitYAML(data)
+	if err != nil {
+		return err
+	}
+	n := 0
 	for i, doc := range docs {
-		pod, err := decodeYAMLPod(doc)
+		obj, err := decodeYAMLObject(doc, kinds)
 		if err != nil {
 			if len(docs) > 1 {
-				return nil, fmt.Errorf("document %d: %w", i+1, err)
+				return fmt.Errorf("document %d: %w", i+1, err)
 			}
-			return nil, err
+			return err
 		}
-		if pod != nil {
-			pods = append(pods, pod)
+		if obj != nil {
+			add(obj)
+			n++
 		}
 	}
-	if len(pods) == 0 {
-		return nil, errors.New("manifest contains no documents")
+	if n == 0 {
+		return errors.New("manifest contains no documents")
 	}
-	return pods, nil
+	return nil
 }
 
 // splitYAML splits a YAML stream into its documents at separator lines:
@@ -109,9 +130,9 @@ func truncate(b []byte, n int) string {
 	return string(b)
 }
 
-// decodeYAMLPod decodes one YAML document; it returns nil, nil for a
+// decodeYAMLObject decodes one YAML document; it returns nil, nil for a
 // document without content (only comments or whitespace, or null).
-func decodeYAMLPod(doc []byte) (*v1.Pod, error) {
+func decodeYAMLObject(doc []byte, kinds []string) (any, error) {
 	js, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
 		return nil, fmt.Errorf("invalid YAML: %w", err)
@@ -119,45 +140,109 @@ func decodeYAMLPod(doc []byte) (*v1.Pod, error) {
 	if t := bytes.TrimSpace(js); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, nil
 	}
-	return decodeJSONPod(js)
+	return decodeJSONObject(js, kinds)
 }
 
-// decodeJSONPod strictly decodes one JSON object into a Pod.
-func decodeJSONPod(js []byte) (*v1.Pod, error) {
+// decodeJSONObject strictly decodes one JSON object of one of kinds: a
+// *v1.Pod (status dropped), *v1.ConfigMap or *v1.Secret.
+func decodeJSONObject(js []byte, kinds []string) (any, error) {
 	var tm metav1.TypeMeta
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
-		return nil, fmt.Errorf("not a Pod object: %w", err)
+		return nil, fmt.Errorf("not a %s object: %w", joinKinds(kinds), err)
 	}
-	if err := checkTypeMeta(tm); err != nil {
+	if err := checkTypeMeta(tm, kinds); err != nil {
 		return nil, err
 	}
-	pod := &v1.Pod{}
-	strictErrs, err := kjson.UnmarshalStrict(js, pod)
+	var obj any
+	switch tm.Kind {
+	case "Pod":
+		obj = &v1.Pod{}
+	case "ConfigMap":
+		obj = &v1.ConfigMap{}
+	case "Secret":
+		obj = &v1.Secret{}
+	}
+	strictErrs, err := kjson.UnmarshalStrict(js, obj)
 	if err != nil {
-		return nil, fmt.Errorf("decoding Pod: %w", err)
+		if where := badBase64Field(js, tm.Kind); where != "" {
+			return nil, fmt.Errorf("decoding %s: %s: %w", tm.Kind, where, err)
+		}
+		return nil, fmt.Errorf("decoding %s: %w", tm.Kind, err)
 	}
 	if len(strictErrs) > 0 {
 		msgs := make([]string, len(strictErrs))
 		for i, e := range strictErrs {
 			msgs[i] = e.Error()
 		}
-		return nil, fmt.Errorf("decoding Pod: %s", strings.Join(msgs, "; "))
+		return nil, fmt.Errorf("decoding %s: %s", tm.Kind, strings.Join(msgs, "; "))
 	}
-	pod.Status = v1.PodStatus{}
-	return pod, nil
+	if pod, ok := obj.(*v1.Pod); ok {
+		pod.Status = v1.PodStatus{}
+	}
+	return obj, nil
 }
 
-// checkTypeMeta requires apiVersion v1 and kind Pod.
-func checkTypeMeta(tm metav1.TypeMeta) error {
+// badBase64Field names the first base64 value (a Secret's data, a
+// ConfigMap's binaryData) of a document of kind that is not valid base64
+// ("data[tls.key]"), since the JSON decoder's error does not; "" if none is.
+func badBase64Field(js []byte, kind string) string {
+	var doc struct {
+		Data       map[string]any `json:"data"`
+		BinaryData map[string]any `json:"binaryData"`
+	}
+	if json.Unmarshal(js, &doc) != nil {
+		return ""
+	}
+	for _, f := range []struct {
+		name string
+		m    map[string]any
+	}{{"data", doc.Data}, {"binaryData", doc.BinaryData}} {
+		if (kind == "Secret") != (f.name == "data") {
+			continue
+		}
+		for _, k := range sortedKeys(f.m) {
+			if s, ok := f.m[k].(string); ok {
+				if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+					return fmt.Sprintf("%s[%s]", f.name, k)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// checkTypeMeta requires apiVersion v1 and one of kinds.
+func checkTypeMeta(tm metav1.TypeMeta, kinds []string) error {
 	switch {
 	case tm.APIVersion == "":
 		return errors.New("apiVersion: Required value: must be \"v1\"")
 	case tm.APIVersion != "v1":
 		return fmt.Errorf("apiVersion: Unsupported value: %q: supported values: \"v1\"", tm.APIVersion)
 	case tm.Kind == "":
-		return errors.New("kind: Required value: must be \"Pod\"")
-	case tm.Kind != "Pod":
-		return fmt.Errorf("kind: Unsupported value: %q: supported values: \"Pod\"", tm.Kind)
+		return fmt.Errorf("kind: Required value: must be %s", kindList(kinds, "or"))
+	case !slices.Contains(kinds, tm.Kind):
+		return fmt.Errorf("kind: Unsupported value: %q: supported values: %s", tm.Kind, kindList(kinds, ","))
 	}
 	return nil
+}
+
+// joinKinds joins kinds as prose: "Pod", "Pod, ConfigMap or Secret".
+func joinKinds(kinds []string) string {
+	if len(kinds) == 1 {
+		return kinds[0]
+	}
+	return strings.Join(kinds[:len(kinds)-1], ", ") + " or " + kinds[len(kinds)-1]
+}
+
+// kindList quotes kinds and joins them: `"Pod"`, `"Pod" or "Secret"`,
+// `"Pod", "Secret"` (sep ",").
+func kindList(kinds []string, sep string) string {
+	q := make([]string, len(kinds))
+	for i, k := range kinds {
+		q[i] = strconv.Quote(k)
+	}
+	if sep == "," || len(q) == 1 {
+		return strings.Join(q, ", ")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " " + sep + " " + q[len(q)-1]
 }

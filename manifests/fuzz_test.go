@@ -59,3 +59,42 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// FuzzDecodeManifest: DecodeManifest and the object defaults and
+// validation never panic; validation is deterministic; Decode accepts a
+// subset of what DecodeManifest accepts.
+// Run with: go test ./manifests/ -run '^$' -fuzz FuzzDecodeManifest -fuzztime 60s
+func FuzzDecodeManifest(f *testing.F) {
+	for _, seed := range []string{
+		podYAML("a") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\nbinaryData: {b: aGk=}\n",
+		"apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ntype: kubernetes.io/tls\ndata: {tls.crt: eA==}\nstringData: {tls.key: k}\n",
+		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"..":"!!"}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := DecodeManifest(data)
+		if err != nil {
+			if m != nil {
+				t.Fatalf("DecodeManifest returned objects and error %v", err)
+			}
+			if pods, perr := Decode(data); perr == nil {
+				t.Fatalf("Decode accepted %d pods that DecodeManifest rejects: %v", len(pods), err)
+			}
+			return
+		}
+		for _, cm := range m.ConfigMaps {
+			cm.Namespace = "default"
+			if a, b := errString(ValidateConfigMap(cm).ToAggregate()), errString(ValidateConfigMap(cm).ToAggregate()); a != b {
+				t.Fatalf("ValidateConfigMap is not deterministic:\n%v\n%v", a, b)
+			}
+		}
+		for _, s := range m.Secrets {
+			s.Namespace = "default"
+			SetSecretDefaults(s)
+			if a, b := errString(ValidateSecret(s).ToAggregate()), errString(ValidateSecret(s).ToAggregate()); a != b {
+				t.Fatalf("ValidateSecret is not deterministic:\n%v\n%v", a, b)
+			}
+		}
+	})
+}

@@ -47,10 +47,13 @@ func supportedFieldPaths() []string {
 		"spec.securityContext.supplementalGroupsPolicy", "spec.securityContext.sysctls",
 		"spec.securityContext.seccompProfile", "spec.securityContext.appArmorProfile",
 		"spec.securityContext.seLinuxOptions",
+		"spec.hostAliases", "spec.setHostnameAsFQDN",
 	}
 	containerFields := []string{
 		"name", "image", "command", "args", "workingDir",
 		"env[*].name", "env[*].value", "env[*].valueFrom.fieldRef",
+		"env[*].valueFrom.resourceFieldRef", "env[*].valueFrom.configMapKeyRef",
+		"env[*].valueFrom.secretKeyRef", "envFrom",
 		"ports", "resources.requests", "resources.limits",
 		"imagePullPolicy", "terminationMessagePath", "terminationMessagePolicy",
 		"securityContext.privileged", "securityContext.runAsUser",

@@ -57,10 +57,9 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 		}, "spec.affinity"},
 		{"runtimeClassName", func(p *v1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }, "spec.runtimeClassName"},
 		{"overhead", func(p *v1.Pod) { p.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")} }, "spec.overhead"},
-		{"envFrom", func(p *v1.Pod) { p.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{Prefix: "X"}} }, "spec.containers[0].envFrom"},
-		{"env secretKeyRef", func(p *v1.Pod) {
-			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}}}
-		}, "spec.containers[0].env[0].valueFrom.secretKeyRef"},
+		{"env fileKeyRef", func(p *v1.Pod) {
+			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "v", Path: "p", Key: "k"}}}}
+		}, "spec.containers[0].env[0].valueFrom.fileKeyRef"},
 		{"resizePolicy", func(p *v1.Pod) { p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: "cpu"}} }, "spec.containers[0].resizePolicy"},
 		{"resources claims", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "c"}} }, "spec.containers[0].resources.claims"},
 		{"stdin", func(p *v1.Pod) { p.Spec.Containers[0].Stdin = true }, "spec.containers[0].stdin"},

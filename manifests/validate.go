@@ -63,6 +63,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, validatePodSecurity(spec, path)...)
 	errs = append(errs, validateHostPorts(spec, path)...)
 	errs = append(errs, validatePodVolumes(spec, path)...)
+	errs = append(errs, validateHostAliases(spec.HostAliases, path.Child("hostAliases"))...)
 	return errs
 }
 

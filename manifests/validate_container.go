@@ -13,11 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// supportedFieldRefs are the env valueFrom.fieldRef paths skiff resolves.
-func supportedFieldRefs() []string {
-	return []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "status.podIP", "status.hostIP"}
-}
-
 // validateContainer checks one init or app container.
 func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork bool, grace *int64) field.ErrorList {
 	var errs field.ErrorList
@@ -38,6 +33,7 @@ func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork bo
 		v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError)...)
 	errs = append(errs, validatePorts(c.Ports, path.Child("ports"))...)
 	errs = append(errs, validateEnv(c.Env, path.Child("env"))...)
+	errs = append(errs, validateEnvFrom(c.EnvFrom, path.Child("envFrom"))...)
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
 	errs = append(errs, validateContainerSecurity(c.SecurityContext, path.Child("securityContext"))...)
 	if isInit && (c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways) {
@@ -98,32 +94,6 @@ func validatePorts(ports []v1.ContainerPort, path *field.Path) field.ErrorList {
 			errs = append(errs, validation.IsValidIP(pp.Child("hostIP"), p.HostIP)...)
 		}
 		errs = append(errs, validateEnum(p.Protocol, pp.Child("protocol"), v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP)...)
-	}
-	return errs
-}
-
-// validateEnv checks variable names and that valueFrom.fieldRef names a
-// field skiff resolves.
-func validateEnv(env []v1.EnvVar, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for i, e := range env {
-		ep := path.Index(i)
-		if e.Name == "" {
-			errs = append(errs, field.Required(ep.Child("name"), ""))
-		} else {
-			errs = append(errs, invalidIf(validation.IsEnvVarName(e.Name), ep.Child("name"), e.Name)...)
-		}
-		if e.ValueFrom == nil {
-			continue
-		}
-		if e.Value != "" {
-			errs = append(errs, field.Invalid(ep.Child("valueFrom"), "", "may not be specified when `value` is not empty"))
-		}
-		if ref := e.ValueFrom.FieldRef; ref != nil {
-			rp := ep.Child("valueFrom", "fieldRef")
-			errs = append(errs, validateEnum(ref.APIVersion, rp.Child("apiVersion"), "v1")...)
-			errs = append(errs, validateEnum(ref.FieldPath, rp.Child("fieldPath"), supportedFieldRefs()...)...)
-		}
 	}
 	return errs
 }

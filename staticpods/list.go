@@ -25,14 +25,20 @@ const maxManifestSize = 4 << 20
 type fileResult struct {
 	sum  [sha256.Size]byte
 	pods []*v1.Pod // defaulted and valid; nil when err is set
-	err  error     // names the file and, for validation, the field path
+	// configMaps and secrets are the file's static objects, defaulted and
+	// valid; never modified once parsed (the objects store keeps them).
+	configMaps []*v1.ConfigMap
+	secrets    []*v1.Secret
+	err        error // names the file and, for validation, the field path
 }
 
 // snapshot is the outcome of one listing of the directory.
 type snapshot struct {
-	pods      []*v1.Pod
-	errs      map[string]error
-	signature string // changes iff the set of pods changes
+	pods       []*v1.Pod
+	configMaps []*v1.ConfigMap
+	secrets    []*v1.Secret
+	errs       map[string]error
+	signature  string // changes iff the set of pods changes
 }
 
 // relist reads the manifest directory. A missing directory is an empty
@@ -92,17 +98,31 @@ func (s *Source) readFile(path string) (res fileResult, ok bool) {
 	if cached, ok := s.cache[path]; ok && cached.sum == sum {
 		return cached, true
 	}
-	pods, err := s.parse(path, data)
-	return fileResult{sum: sum, pods: pods, err: err}, true
+	res = s.parse(path, data)
+	res.sum = sum
+	return res, true
 }
 
 // parse decodes, applies the static-pod and API defaults, and validates the
-// pods of one file. A file is all or nothing: any error rejects all its pods.
-func (s *Source) parse(path string, data []byte) ([]*v1.Pod, error) {
-	pods, err := manifests.Decode(data)
+// pods and objects of one file. A file is all or nothing: any error rejects
+// all its pods and objects.
+func (s *Source) parse(path string, data []byte) fileResult {
+	m, err := manifests.DecodeManifest(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return fileResult{err: fmt.Errorf("%s: %w", path, err)}
 	}
+	pods, err := s.parsePods(path, m.Pods)
+	if err != nil {
+		return fileResult{err: err}
+	}
+	if err := parseObjects(s.cfg.NodeName, path, m); err != nil {
+		return fileResult{err: err}
+	}
+	return fileResult{pods: pods, configMaps: m.ConfigMaps, secrets: m.Secrets}
+}
+
+// parsePods defaults and validates the pods of the file at path.
+func (s *Source) parsePods(path string, pods []*v1.Pod) ([]*v1.Pod, error) {
 	seen := time.Now().UTC().Format(time.RFC3339Nano)
 	for i, pod := range pods {
 		where := path
@@ -125,8 +145,9 @@ func (s *Source) parse(path string, data []byte) ([]*v1.Pod, error) {
 // wins; a later file with a duplicate is rejected whole, with an error.
 func (s *Source) assemble(paths []string) snapshot {
 	snap := snapshot{errs: map[string]error{}}
-	names := map[string]string{} // namespace/name -> path
-	uids := map[string]string{}  // uid -> path
+	names := map[string]string{}    // namespace/name -> path
+	uids := map[string]string{}     // uid -> path
+	objNames := map[string]string{} // kind namespace/name -> path
 	var sig strings.Builder
 	for _, path := range paths {
 		res := s.cache[path]
@@ -138,6 +159,11 @@ func (s *Source) assemble(paths []string) snapshot {
 			snap.errs[path] = err
 			continue
 		}
+		if err := checkObjectDuplicates(path, res, objNames); err != nil {
+			snap.errs[path] = err
+			continue
+		}
+		addObjects(&snap, path, res, objNames)
 		sum := hex.EncodeToString(res.sum[:])
 		for _, pod := range res.pods {
 			names[pod.Namespace+"/"+pod.Name] = path

@@ -61,6 +61,11 @@ type Config struct {
 	Debounce time.Duration
 	// Logger receives the source's logs (nil: discard).
 	Logger *slog.Logger
+	// Objects, if set, receives the directory's ConfigMap and Secret
+	// documents (see parseObjects): the complete valid set after every
+	// listing, always before the sink hears of pods that may use them.
+	// nil: such documents are decoded and validated, and then dropped.
+	Objects ObjectStore
 }
 
 // Source watches a manifest directory. Create it with New and start it with
@@ -70,13 +75,16 @@ type Config struct {
 //   - names starting with "." and editor temporaries are ignored (see
 //     ignoredName), as are subdirectories; every other regular file (any
 //     or no extension; symlinks are followed) is read, up to 4 MiB;
-//   - a file that fails to decode or validate contributes no pods; its
-//     error (naming the file and field path) is logged once per distinct
-//     error and reported by Errors. Pods of other files are unaffected;
+//   - a file may also hold ConfigMaps and Secrets (see Config.Objects);
+//   - a file that fails to decode or validate contributes no pods and no
+//     objects; its error (naming the file and field path) is logged once
+//     per distinct error and reported by Errors. Pods and objects of other
+//     files are unaffected;
 //   - when a previously good file turns bad its pods are removed, as in the
 //     kubelet, which keeps nothing from an unparseable file;
 //   - when two files define the same namespace/name (or UID), the first in
-//     file name order wins and the later file is rejected with an error.
+//     file name order wins and the later file is rejected with an error;
+//     the same holds for two ConfigMaps (or Secrets) of one namespace/name.
 //
 // Static pod identity follows the kubelet (see applyStaticDefaults and
 // staticPodUID): the UID depends only on node name, file path and content.
@@ -284,6 +292,9 @@ func (l *loop) sync(initial bool) {
 		snap = snapshot{errs: map[string]error{}}
 	}
 	l.s.recordErrors(snap.errs)
+	if l.s.cfg.Objects != nil {
+		l.s.cfg.Objects.Replace(snap.configMaps, snap.secrets)
+	}
 	if !initial && snap.signature == l.lastSig {
 		return
 	}

@@ -48,6 +48,7 @@ type agentOptions struct {
 	cniBinDir         string
 	pauseBinary       string
 	resolvConf        string
+	clusterDomain     string
 	runtimeTimeout    time.Duration
 	maxParallelStarts int
 	maxParallelProbes int
@@ -76,6 +77,7 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&o.cniBinDir, "cni-bin-dir", "/usr/lib/cni", "CNI plugin binaries for the managed containerd")
 	f.StringVar(&o.pauseBinary, "pause-binary", "", "static executable the managed containerd's pause image is built from (default: skiff's built-in pause on amd64 and arm64, else skiff-pause beside this executable, else this executable if static)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration pods inherit")
+	f.StringVar(&o.clusterDomain, "cluster-domain", agent.DefaultClusterDomain, "DNS domain of the cluster: the FQDN of a pod with spec.subdomain is <hostname>.<subdomain>.<namespace>.svc.<cluster-domain>")
 	f.DurationVar(&o.runtimeTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of CRI requests")
 	f.IntVar(&o.maxParallelStarts, "max-parallel-starts", 0, "upper bound of sandboxes/containers started (and sandboxes torn down) at once; the number adapts to the runtime's throughput from max(2, CPUs) up to it (0: 4*CPUs within [16, 64]; N <= max(2, CPUs): fixed N)")
 	f.IntVar(&o.maxParallelProbes, "max-parallel-exec-probes", 0, "exec probes running at once (0: max(2, CPUs); -1: no bound)")
@@ -220,13 +222,14 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		Volumes:           vols,
 		ObjectChanges:     store.Subscribe(),
 		Security:          o.security.config(o.rootDir),
+		ClusterDomain:     o.clusterDomain,
 	})
 	if err != nil {
 		return err
 	}
 	sources := map[string]agent.Source{}
 	if o.podManifestPath != "" {
-		src, err := staticpods.New(staticpods.Config{Dir: o.podManifestPath, NodeName: node, Logger: log})
+		src, err := staticpods.New(staticpods.Config{Dir: o.podManifestPath, NodeName: node, Logger: log, Objects: store})
 		if err != nil {
 			return fmt.Errorf("--pod-manifest-path: %w", err)
 		}

@@ -1,0 +1,414 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/skiffnode/skiff/internal/expansion"
+	"github.com/skiffnode/skiff/objects"
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// envInput is what a container's environment is made of.
+type envInput struct {
+	Pod       *v1.Pod
+	Container *v1.Container
+	// PodIPs are the pod's IPs, primary first (for a host-network pod the
+	// node's); HostIPs the node's.
+	PodIPs, HostIPs []string
+	// Objects holds the ConfigMaps and Secrets; nil: none exist.
+	Objects objects.Getter
+	// Allocatable is the node's; resourceFieldRef limits that are unset
+	// read it (G.9).
+	Allocatable v1.ResourceList
+}
+
+// configError is a container configuration problem found before the
+// container is created (a missing ConfigMap, Secret or key): the kubelet's
+// CreateContainerConfigError. Its message is the cause's, unwrapped, as
+// the kubelet shows it.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
+
+// startFailureReason is the Waiting reason of a container that failed to
+// start with err.
+func startFailureReason(err error) string {
+	var ce *configError
+	if errors.As(err, &ce) {
+		return reasonCreateContainerConfigError
+	}
+	return "RunContainerError"
+}
+
+// envFor resolves c's environment (see containerEnv) for pod in sandbox
+// sb (nil: not known yet). Errors are *configError.
+func (d *workerDeps) envFor(pod *v1.Pod, c *v1.Container, sb *runtime.SandboxStatus) ([]runtime.KeyValue, error) {
+	podIPs := d.hostIPs
+	if !pod.Spec.HostNetwork && sb != nil && sb.IP != "" {
+		podIPs = append([]string{sb.IP}, sb.AdditionalIPs...)
+	}
+	env, err := containerEnv(envInput{
+		Pod: pod, Container: c, PodIPs: podIPs, HostIPs: d.hostIPs,
+		Objects: d.objects, Allocatable: d.allocatable,
+	})
+	if err != nil {
+		return nil, &configError{err}
+	}
+	return env, nil
+}
+
+// containerEnv builds a container's environment as the kubelet's
+// makeEnvironmentVariables does (G.3, G.6, G.8, G.9): envFrom sources in
+// order, then env entries in order, a later definition of a name replacing
+// an earlier one; a value is expanded ($(VAR), see package expansion)
+// against the names defined before it; valueFrom resolves ConfigMap and
+// Secret keys, pod fields and container resources. A missing object or key
+// is an error with the kubelet's message (the container then waits with
+// CreateContainerConfigError) unless the reference is optional, in which
+// case the entry is skipped.
+//
+// Every ConfigMap and Secret key is a valid (relaxed, as of Kubernetes
+// 1.34) variable name, so the kubelet skips none; neither does skiff.
+// Service variables (G.4) need Services, which no skiff source provides.
+//
+// Variables come out in the order of their first definition; the result is
+// deterministic. Pure apart from reading in.Objects.
+func containerEnv(in envInput) ([]runtime.KeyValue, error) {
+	env := newEnvList()
+	r := &envResolver{in: in, configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}}
+	for _, from := range in.Container.EnvFrom {
+		if err := r.addEnvFrom(env, from); err != nil {
+			return nil, err
+		}
+	}
+	mapping := expansion.MappingFor(env.values)
+	for _, e := range in.Container.Env {
+		value := e.Value
+		if value != "" {
+			value = expansion.Expand(value, mapping)
+		} else if e.ValueFrom != nil {
+			v, ok, err := r.valueFrom(e.ValueFrom)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue // an optional reference to a missing object or key
+			}
+			value = v
+		}
+		env.set(e.Name, value)
+	}
+	return env.list(), nil
+}
+
+// expandCommandAndArgs expands $(VAR) in c's command and args with env, as
+// the kubelet's ExpandContainerCommandAndArgs (nil stays nil).
+func expandCommandAndArgs(c *v1.Container, env []runtime.KeyValue) (command, args []string) {
+	vars := make(map[string]string, len(env))
+	for _, kv := range env {
+		vars[kv.Key] = kv.Value
+	}
+	mapping := expansion.MappingFor(vars)
+	for _, s := range c.Command {
+		command = append(command, expansion.Expand(s, mapping))
+	}
+	for _, s := range c.Args {
+		args = append(args, expansion.Expand(s, mapping))
+	}
+	return command, args
+}
+
+// envList is an ordered map of variables.
+type envList struct {
+	names  []string
+	values map[string]string
+}
+
+func newEnvList() *envList { return &envList{values: map[string]string{}} }
+
+func (l *envList) set(name, value string) {
+	if _, ok := l.values[name]; !ok {
+		l.names = append(l.names, name)
+	}
+	l.values[name] = value
+}
+
+func (l *envList) list() []runtime.KeyValue {
+	out := make([]runtime.KeyValue, len(l.names))
+	for i, n := range l.names {
+		out[i] = runtime.KeyValue{Key: n, Value: l.values[n]}
+	}
+	return out
+}
+
+// envResolver reads the objects of one container's environment, each once.
+type envResolver struct {
+	in         envInput
+	configMaps map[string]*v1.ConfigMap
+	secrets    map[string]*v1.Secret
+}
+
+// addEnvFrom adds every key of one envFrom source, prefixed, in key order.
+func (r *envResolver) addEnvFrom(env *envList, from v1.EnvFromSource) error {
+	switch {
+	case from.ConfigMapRef != nil:
+		cm, err := r.configMap(from.ConfigMapRef.Name, from.ConfigMapRef.Optional)
+		if err != nil || cm == nil {
+			return err
+		}
+		for _, k := range sortedKeys(cm.Data) {
+			env.set(from.Prefix+k, cm.Data[k])
+		}
+	case from.SecretRef != nil:
+		s, err := r.secret(from.SecretRef.Name, from.SecretRef.Optional)
+		if err != nil || s == nil {
+			return err
+		}
+		for _, k := range sortedKeys(s.Data) {
+			env.set(from.Prefix+k, string(s.Data[k]))
+		}
+	}
+	return nil
+}
+
+// valueFrom resolves one env entry's source; ok is false when an optional
+// object or key is missing.
+func (r *envResolver) valueFrom(src *v1.EnvVarSource) (value string, ok bool, err error) {
+	ns := r.in.Pod.Namespace
+	switch {
+	case src.FieldRef != nil:
+		v, err := fieldValue(r.in.Pod, src.FieldRef.FieldPath, r.in.PodIPs, r.in.HostIPs)
+		return v, err == nil, err
+	case src.ResourceFieldRef != nil:
+		v, err := resourceValue(src.ResourceFieldRef, r.in.Pod, r.in.Container, r.in.Allocatable)
+		return v, err == nil, err
+	case src.ConfigMapKeyRef != nil:
+		ref := src.ConfigMapKeyRef
+		cm, err := r.configMap(ref.Name, ref.Optional)
+		if err != nil || cm == nil {
+			return "", false, err
+		}
+		if v, found := cm.Data[ref.Key]; found {
+			return v, true, nil
+		}
+		if isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %v in ConfigMap %v/%v", ref.Key, ns, ref.Name)
+	case src.SecretKeyRef != nil:
+		ref := src.SecretKeyRef
+		s, err := r.secret(ref.Name, ref.Optional)
+		if err != nil || s == nil {
+			return "", false, err
+		}
+		if v, found := s.Data[ref.Key]; found {
+			return string(v), true, nil
+		}
+		if isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %v in Secret %v/%v", ref.Key, ns, ref.Name)
+	}
+	return "", false, errors.New("env valueFrom: no source set")
+}
+
+// configMap returns the pod-namespace ConfigMap name; nil, nil when it is
+// missing and optional. The error for a missing one is the kubelet's.
+func (r *envResolver) configMap(name string, optional *bool) (*v1.ConfigMap, error) {
+	if cm, ok := r.configMaps[name]; ok {
+		return cm, nil
+	}
+	var cm *v1.ConfigMap
+	if r.in.Objects != nil {
+		var gerr error
+		if cm, gerr = r.in.Objects.ConfigMap(r.in.Pod.Namespace, name); gerr != nil && !errors.Is(gerr, objects.ErrNotFound) {
+			return nil, gerr
+		}
+	}
+	if cm == nil {
+		if isTrue(optional) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("configmap %q not found", name)
+	}
+	r.configMaps[name] = cm
+	return cm, nil
+}
+
+// secret is configMap for Secrets.
+func (r *envResolver) secret(name string, optional *bool) (*v1.Secret, error) {
+	if s, ok := r.secrets[name]; ok {
+		return s, nil
+	}
+	var s *v1.Secret
+	if r.in.Objects != nil {
+		var gerr error
+		if s, gerr = r.in.Objects.Secret(r.in.Pod.Namespace, name); gerr != nil && !errors.Is(gerr, objects.ErrNotFound) {
+			return nil, gerr
+		}
+	}
+	if s == nil {
+		if isTrue(optional) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("secret %q not found", name)
+	}
+	r.secrets[name] = s
+	return s, nil
+}
+
+// fieldValue resolves a downward-API field path for env (G.6), as the
+// kubelet's podFieldSelectorRuntimeValue: IP lists are comma-separated.
+func fieldValue(pod *v1.Pod, path string, podIPs, hostIPs []string) (string, error) {
+	if base, key, ok := splitSubscript(path); ok {
+		switch base {
+		case "metadata.labels":
+			return pod.Labels[key], nil
+		case "metadata.annotations":
+			return pod.Annotations[key], nil
+		}
+		return "", fmt.Errorf("fieldPath %q does not support subscript", path)
+	}
+	first := func(ips []string) string {
+		if len(ips) == 0 {
+			return ""
+		}
+		return ips[0]
+	}
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP":
+		return first(hostIPs), nil
+	case "status.hostIPs":
+		return strings.Join(hostIPs, ","), nil
+	case "status.podIP":
+		return first(podIPs), nil
+	case "status.podIPs":
+		return strings.Join(podIPs, ","), nil
+	}
+	return "", fmt.Errorf("unsupported fieldPath: %v", path)
+}
+
+// splitSubscript splits "metadata.labels['key']" into its path and key.
+func splitSubscript(path string) (base, key string, ok bool) {
+	s, found := strings.CutSuffix(path, "']")
+	if !found {
+		return path, "", false
+	}
+	base, key, found = strings.Cut(s, "['")
+	if !found || base == "" {
+		return path, "", false
+	}
+	return base, key, true
+}
+
+// resourceValue resolves a resourceFieldRef (G.8, G.9) as the kubelet:
+// the container's (or containerName's) limit or request, divided by the
+// divisor (default 1) and rounded up; an unset or zero cpu, memory or
+// ephemeral-storage limit of an app container reads the node's
+// allocatable. (The kubelet fills those limits for app containers only, so
+// a containerName naming an init container does not fall back, nor does
+// skiff.)
+func resourceValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) (string, error) {
+	target := c.DeepCopy()
+	if fs.ContainerName != "" {
+		found, isApp := findContainer(pod, fs.ContainerName)
+		if found == nil {
+			return "", fmt.Errorf("container %s not found", fs.ContainerName)
+		}
+		target = found.DeepCopy()
+		if isApp {
+			mergeLimits(target, allocatable)
+		}
+	} else {
+		mergeLimits(target, allocatable)
+	}
+	divisor := resource.MustParse("1")
+	if !fs.Divisor.IsZero() {
+		divisor = fs.Divisor
+	}
+	kind, name, _ := strings.Cut(fs.Resource, ".")
+	list := target.Resources.Limits
+	switch kind {
+	case "requests":
+		list = target.Resources.Requests
+	case "limits":
+	default:
+		return "", fmt.Errorf("unsupported container resource : %v", fs.Resource)
+	}
+	rn := v1.ResourceName(name)
+	switch {
+	case rn == v1.ResourceCPU:
+		q := list[rn]
+		return ceilDiv(float64(q.MilliValue()), float64(divisor.MilliValue())), nil
+	case rn == v1.ResourceMemory, rn == v1.ResourceEphemeralStorage, strings.HasPrefix(name, v1.ResourceHugePagesPrefix):
+		q := list[rn]
+		return ceilDiv(float64(q.Value()), float64(divisor.Value())), nil
+	}
+	return "", fmt.Errorf("unsupported container resource : %v", fs.Resource)
+}
+
+// ceilDiv is the kubelet's int64(math.Ceil(a / b)) as a decimal string.
+func ceilDiv(a, b float64) string {
+	return strconv.FormatInt(int64(math.Ceil(a/b)), 10)
+}
+
+// findContainer finds name among app containers, then init containers.
+func findContainer(pod *v1.Pod, name string) (c *v1.Container, isApp bool) {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i], true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i], false
+		}
+	}
+	return nil, false
+}
+
+// mergeLimits sets c's unset or zero cpu, memory and ephemeral-storage
+// limits to the node's allocatable (MergeContainerResourceLimits).
+func mergeLimits(c *v1.Container, allocatable v1.ResourceList) {
+	if c.Resources.Limits == nil {
+		c.Resources.Limits = v1.ResourceList{}
+	}
+	for _, rn := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage} {
+		if q, ok := c.Resources.Limits[rn]; ok && !q.IsZero() {
+			continue
+		}
+		if a, ok := allocatable[rn]; ok {
+			c.Resources.Limits[rn] = a.DeepCopy()
+		}
+	}
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,185 @@
+package manifests
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// TestDecodeManifest: Pods, ConfigMaps and Secrets side by side, strictly
+// decoded, with errors naming the document and field.
+func TestDecodeManifest(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {a: x}\nbinaryData: {b: aGk=}\n"
+	sec := "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {p: cGFzcw==}\nstringData: {q: plain}\n"
+	tests := []struct {
+		name                string
+		in                  string
+		wantPods, wantCMs   int
+		wantSecrets         int
+		wantErr             string
+		checkDecodedContent bool
+	}{
+		{name: "pod, configmap and secret", in: podYAML("a") + "---\n" + cm + "---\n" + sec, wantPods: 1, wantCMs: 1, wantSecrets: 1, checkDecodedContent: true},
+		{name: "objects only", in: cm, wantCMs: 1},
+		{name: "JSON secret", in: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"p":"cGFzcw=="}}`, wantSecrets: 1},
+		{name: "other kind", in: "apiVersion: v1\nkind: Service\n", wantErr: `kind: Unsupported value: "Service": supported values: "Pod", "ConfigMap", "Secret"`},
+		{name: "missing kind", in: "apiVersion: v1\nmetadata: {name: a}\n", wantErr: `kind: Required value: must be "Pod", "ConfigMap" or "Secret"`},
+		{name: "unknown field", in: strings.Replace(cm, "\ndata:", "\ndat:", 1), wantErr: `decoding ConfigMap: unknown field "dat"`},
+		{name: "bad base64 names key and document", in: podYAML("a") + "---\n" + strings.Replace(sec, "cGFzcw==", "'!!'", 1), wantErr: "document 2: decoding Secret: data[p]: illegal base64"},
+		{name: "bad binaryData", in: strings.Replace(cm, "aGk=", "'*'", 1), wantErr: "decoding ConfigMap: binaryData[b]: illegal base64"},
+		{name: "data value not a string", in: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: {b: c}}\n", wantErr: "decoding ConfigMap"},
+		{name: "scalar document", in: "text\n", wantErr: "not a Pod, ConfigMap or Secret object"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := DecodeManifest([]byte(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("DecodeManifest() error = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("DecodeManifest() error = %v", err)
+			}
+			if len(m.Pods) != tc.wantPods || len(m.ConfigMaps) != tc.wantCMs || len(m.Secrets) != tc.wantSecrets {
+				t.Fatalf("got %d pods, %d configmaps, %d secrets; want %d, %d, %d",
+					len(m.Pods), len(m.ConfigMaps), len(m.Secrets), tc.wantPods, tc.wantCMs, tc.wantSecrets)
+			}
+			if tc.checkDecodedContent {
+				if got := string(m.ConfigMaps[0].BinaryData["b"]); got != "hi" {
+					t.Errorf("binaryData[b] = %q, want hi (base64-decoded)", got)
+				}
+				if got := string(m.Secrets[0].Data["p"]); got != "pass" {
+					t.Errorf("data[p] = %q, want pass", got)
+				}
+			}
+		})
+	}
+	if _, err := Decode([]byte(cm)); err == nil || !strings.Contains(err.Error(), `kind: Unsupported value: "ConfigMap": supported values: "Pod"`) {
+		t.Errorf("Decode(configmap) error = %v, want Pod-only kinds", err)
+	}
+}
+
+// TestSetSecretDefaults: stringData wins over data and is cleared; the
+// type defaults to Opaque.
+func TestSetSecretDefaults(t *testing.T) {
+	s := &v1.Secret{Data: map[string][]byte{"a": []byte("old"), "b": []byte("keep")}, StringData: map[string]string{"a": "new", "c": "added"}}
+	SetSecretDefaults(s)
+	want := map[string]string{"a": "new", "b": "keep", "c": "added"}
+	if len(s.Data) != len(want) {
+		t.Fatalf("data = %v, want %v", s.Data, want)
+	}
+	for k, v := range want {
+		if string(s.Data[k]) != v {
+			t.Errorf("data[%s] = %q, want %q", k, s.Data[k], v)
+		}
+	}
+	if s.StringData != nil || s.Type != v1.SecretTypeOpaque {
+		t.Errorf("stringData = %v, type = %q; want nil, Opaque", s.StringData, s.Type)
+	}
+	only := &v1.Secret{StringData: map[string]string{"x": "y"}, Type: v1.SecretTypeBasicAuth}
+	SetSecretDefaults(only)
+	if string(only.Data["x"]) != "y" || only.Type != v1.SecretTypeBasicAuth {
+		t.Errorf("stringData-only secret = %v %q", only.Data, only.Type)
+	}
+}
+
+func configMap(name string, data map[string]string, binary map[string][]byte) *v1.ConfigMap {
+	cm := &v1.ConfigMap{Data: data, BinaryData: binary}
+	cm.Name, cm.Namespace = name, "default"
+	return cm
+}
+
+func secret(name string, typ v1.SecretType, data map[string]string) *v1.Secret {
+	s := &v1.Secret{Type: typ, Data: map[string][]byte{}}
+	s.Name, s.Namespace = name, "default"
+	for k, v := range data {
+		s.Data[k] = []byte(v)
+	}
+	return s
+}
+
+// TestValidateConfigMap: each API-server rule is one case.
+func TestValidateConfigMap(t *testing.T) {
+	big := strings.Repeat("x", MaxObjectSize/2+1)
+	immutable := true
+	tests := []struct {
+		name string
+		cm   *v1.ConfigMap
+		want []string // each error's text, in order
+	}{
+		{name: "valid", cm: configMap("web-config", map[string]string{"nginx.conf": "x", "A_B-c": ""}, map[string][]byte{"logo.png": {1}})},
+		{name: "immutable is accepted", cm: func() *v1.ConfigMap { c := configMap("c", nil, nil); c.Immutable = &immutable; return c }()},
+		{name: "name not a subdomain", cm: configMap("Web_Config", nil, nil), want: []string{`metadata.name: Invalid value: "Web_Config": a lowercase RFC 1123 subdomain`}},
+		{name: "name missing", cm: configMap("", nil, nil), want: []string{"metadata.name: Required value: name or generateName is required"}},
+		{name: "bad key", cm: configMap("c", map[string]string{"a/b": "x"}, nil), want: []string{`data[a/b]: Invalid value: "a/b": a valid config key must consist of alphanumeric characters, '-', '_' or '.'`}},
+		{name: "key dot", cm: configMap("c", map[string]string{".": "x"}, nil), want: []string{`data[.]: Invalid value: ".": must not be '.'`}},
+		{name: "key dot-dot", cm: configMap("c", nil, map[string][]byte{"..": nil}), want: []string{`binaryData[..]: Invalid value: "..": must not be '..'`}},
+		{name: "key in data and binaryData", cm: configMap("c", map[string]string{"k": "x"}, map[string][]byte{"k": {1}}), want: []string{`data[k]: Invalid value: "k": duplicate of key present in binaryData`}},
+		{name: "too large in total", cm: configMap("c", map[string]string{"a": big}, map[string][]byte{"b": []byte(big)}), want: []string{"Too long: may not be more than 1048576 bytes"}},
+		{name: "unsupported metadata", cm: func() *v1.ConfigMap { c := configMap("c", nil, nil); c.GenerateName = "c-"; return c }(), want: []string{"metadata.generateName: Forbidden: not supported by skiff yet"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, ValidateConfigMap(tc.cm).ToAggregate(), tc.want)
+		})
+	}
+}
+
+// TestValidateSecret: names, keys, size and the well-known types.
+func TestValidateSecret(t *testing.T) {
+	big := strings.Repeat("x", MaxObjectSize+1)
+	tests := []struct {
+		name string
+		s    *v1.Secret
+		want []string
+	}{
+		{name: "opaque", s: secret("db", v1.SecretTypeOpaque, map[string]string{"password": "x"})},
+		{name: "custom type accepted as by the API server", s: secret("db", "example.com/custom", nil)},
+		{name: "bad key", s: secret("db", v1.SecretTypeOpaque, map[string]string{"a b": "x"}), want: []string{`data[a b]: Invalid value: "a b"`}},
+		{name: "too large", s: secret("db", v1.SecretTypeOpaque, map[string]string{"a": big}), want: []string{"data: Too long: may not be more than 1048576 bytes"}},
+		{name: "tls needs cert and key", s: secret("t", v1.SecretTypeTLS, map[string]string{"tls.crt": "x"}), want: []string{"data[tls.key]: Required value"}},
+		{name: "tls complete", s: secret("t", v1.SecretTypeTLS, map[string]string{"tls.crt": "x", "tls.key": "y"})},
+		{name: "basic-auth needs a field", s: secret("b", v1.SecretTypeBasicAuth, nil), want: []string{"data[username]: Required value", "data[password]: Required value"}},
+		{name: "basic-auth password only", s: secret("b", v1.SecretTypeBasicAuth, map[string]string{"password": ""})},
+		{name: "ssh-auth needs key", s: secret("k", v1.SecretTypeSSHAuth, nil), want: []string{"data[ssh-privatekey]: Required value"}},
+		{name: "dockerconfigjson must be JSON", s: secret("r", v1.SecretTypeDockerConfigJson, map[string]string{".dockerconfigjson": "nope"}), want: []string{`data[.dockerconfigjson]: Invalid value: "<secret contents redacted>": invalid character`}},
+		{name: "dockercfg missing", s: secret("r", v1.SecretTypeDockercfg, nil), want: []string{"data[.dockercfg]: Required value"}},
+		{name: "service account token needs annotation", s: secret("r", v1.SecretTypeServiceAccountToken, nil), want: []string{"metadata.annotations[kubernetes.io/service-account.name]: Required value"}},
+		{name: "namespace invalid", s: func() *v1.Secret { s := secret("a", v1.SecretTypeOpaque, nil); s.Namespace = "Bad"; return s }(), want: []string{`metadata.namespace: Invalid value: "Bad"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, ValidateSecret(tc.s).ToAggregate(), tc.want)
+		})
+	}
+}
+
+// checkErrors requires err to hold exactly the wanted messages (each a
+// substring of one error, in order); none wanted means err is nil.
+func checkErrors(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("error = %v, want none", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("no error, want %q", want)
+	}
+	msg := err.Error()
+	rest := msg
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("error = %v\nwant (in order) %q", msg, want)
+		}
+		rest = rest[i+len(w):]
+	}
+	if n := strings.Count(msg, ", ") + 1; strings.HasPrefix(msg, "[") && n < len(want) {
+		t.Fatalf("error = %v, want %d errors", msg, len(want))
+	}
+}
