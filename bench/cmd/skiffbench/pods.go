@@ -156,7 +156,7 @@ func floorPod(name string, kind podKind, rev int) criops.Pod {
 		p.Init = &criops.Container{Name: "init", Image: busyboxImage, Command: []string{"true"}}
 	case kindStartupVolumes:
 		p.Init = &criops.Container{Name: "init", Image: busyboxImage, Command: []string{"true"}}
-		p.Volumes, p.App.Mounts = floorVolumes(podOf(name, kind, rev), configMapOf(name), name)
+		p.Volumes, p.App.Mounts = floorVolumes(podOf(name, kind, rev), configMapOf(name))
 	case kindDensity:
 		p.App.CPUShares = 10 * 1024 / 1000 // 10m, as the kubelet maps it
 	case kindSigterm:

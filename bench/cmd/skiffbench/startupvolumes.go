@@ -65,10 +65,10 @@ func startupVolumeMounts() []v1.VolumeMount {
 
 // floorVolumes turns pod's volumes and its app's mounts into the floor's:
 // an emptyDir is an empty directory, a configMap volume cm's data, a
-// downwardAPI volume its items' values for a pod named podName (labels as
-// the kubelet formats them). It panics on a volume type it does not know:
+// downwardAPI volume its items' values (labels as the kubelet formats
+// them). It panics on a volume type it does not know:
 // the bench's own pods only.
-func floorVolumes(pod *v1.Pod, cm *v1.ConfigMap, podName string) ([]criops.Volume, []string) {
+func floorVolumes(pod *v1.Pod, cm *v1.ConfigMap) ([]criops.Volume, []string) {
 	app := pod.Spec.Containers[0]
 	var vols []criops.Volume
 	var mounts []string
@@ -86,7 +86,7 @@ func floorVolumes(pod *v1.Pod, cm *v1.ConfigMap, podName string) ([]criops.Volum
 		case src.DownwardAPI != nil:
 			v.Files = map[string]string{}
 			for _, it := range src.DownwardAPI.Items {
-				v.Files[it.Path] = downwardValue(pod, podName, it.FieldRef.FieldPath)
+				v.Files[it.Path] = downwardValue(pod, it.FieldRef.FieldPath)
 			}
 		default:
 			panic(fmt.Sprintf("bench pod %s: volume %s of an unknown type", pod.Name, m.Name))
@@ -96,12 +96,12 @@ func floorVolumes(pod *v1.Pod, cm *v1.ConfigMap, podName string) ([]criops.Volum
 	return vols, mounts
 }
 
-// downwardValue is the file content of fieldPath for a pod named podName:
-// the kubelet's format (labels: sorted key="value" lines, values quoted).
-func downwardValue(pod *v1.Pod, podName, fieldPath string) string {
+// downwardValue is the file content of fieldPath of pod in the kubelet's
+// format (labels: sorted key="value" lines, values quoted).
+func downwardValue(pod *v1.Pod, fieldPath string) string {
 	switch fieldPath {
 	case "metadata.name":
-		return podName
+		return pod.Name
 	case "metadata.labels":
 		lines := make([]string, 0, len(pod.Labels))
 		for _, k := range slices.Sorted(maps.Keys(pod.Labels)) {
