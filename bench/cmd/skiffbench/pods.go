@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -42,15 +43,28 @@ const (
 	kindDensity                 // app with requests and an exec readiness probe
 	kindSigterm                 // testserver app
 	kindLiveness                // app with an exec liveness probe every second
+	// kindStartupVolumes is kindStartup whose app also mounts an emptyDir,
+	// a configMap (from a ConfigMap in the same manifest file) and a
+	// downwardAPI volume (startupvolumes.go).
+	kindStartupVolumes
 )
 
 // livenessPeriod is the liveness probe period of kindLiveness.
 const livenessPeriod = 1
 
 // manifest renders the pod of kind named name as YAML; rev is put into an
-// annotation so that an edit changes the static pod's UID.
+// annotation so that an edit changes the static pod's UID. The file of
+// kindStartupVolumes holds its ConfigMap first, then the pod.
 func manifest(name string, kind podKind, rev int) ([]byte, error) {
-	return marshalPod(podOf(name, kind, rev))
+	pod, err := marshalPod(podOf(name, kind, rev))
+	if err != nil || kind != kindStartupVolumes {
+		return pod, err
+	}
+	cm, err := yaml.Marshal(configMapOf(name))
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: config map: %w", name, err)
+	}
+	return slices.Concat(cm, []byte("---\n"), pod), nil
 }
 
 // densityManifest is the density pod with a cpu request of cpuMilli.
@@ -90,7 +104,11 @@ func podOf(name string, kind podKind, rev int) *v1.Pod {
 			Containers:                    []v1.Container{appContainer(kind)},
 		},
 	}
-	if kind == kindStartup {
+	if kind == kindStartupVolumes {
+		pod.Labels = startupLabels()
+		pod.Spec.Volumes = startupVolumes(name)
+	}
+	if kind == kindStartup || kind == kindStartupVolumes {
 		pod.Spec.InitContainers = []v1.Container{{Name: "init", Image: busyboxImage, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"true"}}}
 	}
 	return &pod
@@ -107,6 +125,8 @@ func appContainer(kind podKind) v1.Container {
 		c.ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 10}
 	case kindSigterm:
 		c.Image, c.Command, c.Args = testserverImage, nil, testserverArgs
+	case kindStartupVolumes:
+		c.VolumeMounts = startupVolumeMounts()
 	case kindLiveness:
 		c.Command = healthySleeper
 		c.LivenessProbe = &v1.Probe{
@@ -134,6 +154,9 @@ func floorPod(name string, kind podKind, rev int) criops.Pod {
 	switch kind {
 	case kindStartup:
 		p.Init = &criops.Container{Name: "init", Image: busyboxImage, Command: []string{"true"}}
+	case kindStartupVolumes:
+		p.Init = &criops.Container{Name: "init", Image: busyboxImage, Command: []string{"true"}}
+		p.Volumes, p.App.Mounts = floorVolumes(podOf(name, kind, rev), configMapOf(name))
 	case kindDensity:
 		p.App.CPUShares = 10 * 1024 / 1000 // 10m, as the kubelet maps it
 	case kindSigterm:

@@ -54,7 +54,7 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 		return run, err, errors.Join(skiff.proc.stop(), stopExt())
 	}
 	b := &bench{cfg: cfg, c: c, skiff: skiff, log: log,
-		floor: &criops.Floor{C: c, LogDir: filepath.Join(dir, "floorlogs"), Poll: 10 * time.Millisecond}}
+		floor: &criops.Floor{C: c, LogDir: filepath.Join(dir, "floorlogs"), VolumeDir: filepath.Join(dir, "floorvolumes"), Poll: 10 * time.Millisecond}}
 	if f.kubeletBin != "" {
 		b.kubelet = func() (*agent, error) { return startKubelet(f.kubeletBin, dir, sock) }
 	}

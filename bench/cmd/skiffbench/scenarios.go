@@ -82,10 +82,11 @@ func (b *bench) cleanFloor(ctx context.Context) error {
 
 // --- scenario 1: startup latency ---
 
-// agentStartOne writes one pod's manifest, waits for its app container and
-// returns manifest -> StartedAt; the pod is then removed again.
-func (b *bench) agentStartOne(ctx context.Context, a *agent, name string) (float64, error) {
-	data, err := manifest(name, kindStartup, 1)
+// agentStartOne writes the manifest of one pod of kind, waits for its app
+// container and returns manifest -> StartedAt; the pod is then removed
+// again.
+func (b *bench) agentStartOne(ctx context.Context, a *agent, name string, kind podKind) (float64, error) {
+	data, err := manifest(name, kind, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -143,9 +144,11 @@ func (b *bench) agentRemove(ctx context.Context, a *agent, names []string) error
 	return err
 }
 
-func (b *bench) floorStartOne(ctx context.Context, name string) (float64, error) {
+// floorStartOne starts and stops one floor pod of kind and returns first
+// CRI call (or volume write) -> StartedAt.
+func (b *bench) floorStartOne(ctx context.Context, name string, kind podKind) (float64, error) {
 	t0 := time.Now()
-	s, err := b.floor.StartPod(ctx, floorPod(name, kindStartup, 1))
+	s, err := b.floor.StartPod(ctx, floorPod(name, kind, 1))
 	if err != nil {
 		return 0, err
 	}
@@ -155,28 +158,39 @@ func (b *bench) floorStartOne(ctx context.Context, name string) (float64, error)
 	return s.StartedAt.Sub(t0).Seconds(), nil
 }
 
-func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
-	n := b.cfg.startupPods
-	var sk, fl, kb []float64
+// startupSeries starts n pods of kind one after another, skiff then the
+// floor alternately, and returns both series of seconds; the floor's
+// sandboxes are removed afterwards.
+func (b *bench) startupSeries(ctx context.Context, n int, kind podKind, prefix string) (sk, fl []float64, err error) {
 	for i := range n {
-		name := fmt.Sprintf("st-%d", i)
-		s, err := b.agentStartOne(ctx, b.skiff, "s-"+name)
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		s, err := b.agentStartOne(ctx, b.skiff, "s-"+name, kind)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		f, err := b.floorStartOne(ctx, "f-"+name)
+		f, err := b.floorStartOne(ctx, "f-"+name, kind)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sk, fl = append(sk, s), append(fl, f)
-		b.log.Info("startup", "pod", i, "skiff_s", s, "floor_s", f)
+		b.log.Info("startup", "series", prefix, "pod", i, "skiff_s", s, "floor_s", f)
 	}
-	if err := b.cleanFloor(ctx); err != nil {
+	return sk, fl, b.cleanFloor(ctx)
+}
+
+// startup measures the plain startup pods (skiff, the floor, then the
+// kubelet), then as many pods with volumes (skiff and the floor: the
+// kubelet forbids static pods to reference ConfigMaps).
+func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
+	n := b.cfg.startupPods
+	var kb []float64
+	sk, fl, err := b.startupSeries(ctx, n, kindStartup, "st")
+	if err != nil {
 		return nil, err
 	}
-	err := b.withKubelet(ctx, func(k *agent) error {
+	err = b.withKubelet(ctx, func(k *agent) error {
 		for i := range n {
-			s, err := b.agentStartOne(ctx, k, fmt.Sprintf("k-st-%d", i))
+			s, err := b.agentStartOne(ctx, k, fmt.Sprintf("k-st-%d", i), kindStartup)
 			if err != nil {
 				return err
 			}
@@ -188,9 +202,13 @@ func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
 	if err != nil {
 		return nil, err
 	}
+	vsk, vfl, err := b.startupSeries(ctx, n, kindStartupVolumes, "stv")
+	if err != nil {
+		return nil, fmt.Errorf("startup with volumes: %w", err)
+	}
 	return &report.Startup{Pods: n, Compare: report.Compare{
 		Skiff: report.NewSeries(sk), Floor: report.NewSeries(fl), Kubelet: report.NewSeries(kb),
-	}}, nil
+	}, Volumes: &report.Compare{Skiff: report.NewSeries(vsk), Floor: report.NewSeries(vfl)}}, nil
 }
 
 // --- scenario 2 and 4: density ---

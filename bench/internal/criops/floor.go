@@ -2,6 +2,7 @@ package criops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,15 +23,18 @@ type Container struct {
 	// Probe, when set on an app container, is made on it from its start
 	// until the pod is stopped (see ExecProbe).
 	Probe *ExecProbe
+	// Mounts names the pod's volumes mounted into this container.
+	Mounts []string
 }
 
 // Pod is a floor pod: an optional init container run to completion, then
-// the app container.
+// the app container; Volumes are created on the host before the sandbox.
 type Pod struct {
 	Name, Namespace, UID string
 	Attempt              uint32
 	Init                 *Container
 	App                  Container
+	Volumes              []Volume
 }
 
 // Started is a floor pod that is running.
@@ -45,12 +49,17 @@ type Started struct {
 
 // Floor runs pods with the minimal CRI calls: RunPodSandbox, then for the
 // init container CreateContainer+StartContainer and ContainerStatus polled
-// until it exited, then CreateContainer+StartContainer of the app. Nothing
-// else: no image checks, no status bookkeeping. Safe for concurrent use.
+// until it exited, then CreateContainer+StartContainer of the app; a pod's
+// volumes are plain directories and files it writes before the sandbox and
+// passes as CRI mounts. Nothing else: no image checks, no status
+// bookkeeping. Safe for concurrent use.
 type Floor struct {
 	C      *Client
-	LogDir string        // root of the pods' CRI log directories
-	Poll   time.Duration // how often an init container's exit is polled
+	LogDir string // root of the pods' CRI log directories
+	// VolumeDir is the root of the pods' volume directories,
+	// <VolumeDir>/<uid>/<volume>; needed only by pods with Volumes.
+	VolumeDir string
+	Poll      time.Duration // how often an init container's exit is polled
 	// After is the probe loops' clock; nil: time.After.
 	After func(time.Duration) <-chan time.Time
 }
@@ -65,8 +74,18 @@ func (f *Floor) after() func(time.Duration) <-chan time.Time {
 // StartPod runs p and returns once the app container is started; with
 // App.Probe its probe loop then runs, under ctx, until StopPod or
 // StopProbes (the caller owns it: call one of them, also after an error).
-// On error the sandbox is left for Cleanup.
+// Volumes are written before RunPodSandbox, so their time counts, as an
+// agent's does. On error the sandbox (and the volumes, once it ran) is
+// left for Cleanup and StopPod.
 func (f *Floor) StartPod(ctx context.Context, p Pod) (*Started, error) {
+	for _, c := range []*Container{p.Init, &p.App} {
+		if c == nil {
+			continue
+		}
+		if _, err := f.mounts(p, *c); err != nil {
+			return nil, err
+		}
+	}
 	logDir := filepath.Join(f.LogDir, p.Namespace+"_"+p.Name+"_"+p.UID)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("floor pod %s log dir: %w", p.Name, err)
@@ -80,9 +99,12 @@ func (f *Floor) StartPod(ctx context.Context, p Pod) (*Started, error) {
 			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
 		}},
 	}
+	if err := f.writeVolumes(p); err != nil {
+		return nil, err
+	}
 	sb, err := f.C.RT.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
 	if err != nil {
-		return nil, fmt.Errorf("floor pod %s: run sandbox: %w", p.Name, err)
+		return nil, errors.Join(fmt.Errorf("floor pod %s: run sandbox: %w", p.Name, err), f.removeVolumes(p))
 	}
 	s := &Started{Pod: p, SandboxID: sb.PodSandboxId, Config: cfg}
 	if p.Init != nil {
@@ -133,7 +155,8 @@ func (f *Floor) RestartApp(ctx context.Context, s *Started, grace int64) (time.T
 }
 
 // StopPod stops the probe loop (waiting for it), the app container
-// (SIGTERM, then SIGKILL after grace seconds) and the sandbox; removal is
+// (SIGTERM, then SIGKILL after grace seconds) and the sandbox, then removes
+// the pod's volume directories; removal of the containers and sandbox is
 // left to Cleanup, like an agent that keeps stopped pods for their logs.
 func (f *Floor) StopPod(ctx context.Context, s *Started, grace int64) error {
 	s.StopProbes()
@@ -145,7 +168,7 @@ func (f *Floor) StopPod(ctx context.Context, s *Started, grace int64) error {
 	if _, err := f.C.RT.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.SandboxID}); err != nil {
 		return fmt.Errorf("floor pod %s: stop sandbox: %w", s.Pod.Name, err)
 	}
-	return nil
+	return f.removeVolumes(s.Pod)
 }
 
 func (f *Floor) createStart(ctx context.Context, s *Started, c Container, attempt uint32) (string, error) {
@@ -158,6 +181,11 @@ func (f *Floor) createStart(ctx context.Context, s *Started, c Container, attemp
 			LabelPodUID: s.Pod.UID, LabelContainer: c.Name},
 		Linux: &runtimeapi.LinuxContainerConfig{},
 	}
+	mounts, err := f.mounts(s.Pod, c)
+	if err != nil {
+		return "", err
+	}
+	cc.Mounts = mounts
 	if c.CPUShares > 0 {
 		cc.Linux.Resources = &runtimeapi.LinuxContainerResources{CpuShares: c.CPUShares}
 	}

@@ -22,6 +22,9 @@ func managedRun() Run {
 		Startup: &Startup{Pods: 3, Compare: Compare{
 			Skiff: NewSeries([]float64{0.55, 0.60, 0.70}), // median 0.60, p90 0.70
 			Floor: NewSeries([]float64{0.50, 0.50, 0.50}), // median 0.50, p90 0.50
+		}, Volumes: &Compare{
+			Skiff: NewSeries([]float64{0.55, 0.56, 0.65}), // median 0.56, p90 0.65
+			Floor: NewSeries([]float64{0.52, 0.52, 0.54}), // median 0.52, p90 0.54
 		}},
 		Density: &Density{Pods: 110, SteadyS: 60,
 			Skiff: &Agent{Pods: 110, FirstRunningS: 0.4, AllRunningS: 26, RemoveAllS: 20,
@@ -51,6 +54,9 @@ func externalRun() Run {
 			Skiff:   NewSeries([]float64{0.50, 0.52, 0.54}), // median 0.52
 			Floor:   NewSeries([]float64{0.50, 0.50, 0.50}),
 			Kubelet: NewSeries([]float64{1.5, 1.6, 1.7}),
+		}, Volumes: &Compare{
+			Skiff: NewSeries([]float64{0.58, 0.60, 0.61}), // median 0.60
+			Floor: NewSeries([]float64{0.50, 0.50, 0.51}), // median 0.50
 		}},
 		Density: &Density{Pods: 110, SteadyS: 60,
 			Skiff: &Agent{Pods: 110, FirstRunningS: 2.5, AllRunningS: 80, RemoveAllS: 30,
@@ -111,13 +117,14 @@ func checkTargets(t *testing.T, got map[string]Target, tests []wantTarget) {
 
 func TestEvaluateManaged(t *testing.T) {
 	checkTargets(t, targets(t, managedRun()), []wantTarget{
-		{"startup median vs floor", NotMet, "1.20x"},                             // 0.60/0.50 > 1.05
-		{"110 pods all running vs kubelet", NotRun, "-"},                         // no kubelet column
-		{"110 pods all running vs floor + probes", Met, "0.80x"},                 // 26/32.5
-		{"110 pods: first running", Met, "0.40 s"},                               // < 1 s
-		{"steady state, 110 pods: CPU", NotMet, "1.50 % of a core"},              // not < 1.5 %
-		{"steady state, 110 pods: RSS (max)", Met, "42.0 MB"},                    // < 45 MB
-		{"cost per pod flat, 10 to 50 pods", NotMet, "1.25x (300 ms at 10 pods"}, // 300 ms / 240 ms > 1.2
+		{"startup median vs floor", NotMet, "1.20x"},                                // 0.60/0.50 > 1.05
+		{"startup with volumes median vs floor", Met, "1.08x (0.560 s vs 0.520 s)"}, // <= 1.15
+		{"110 pods all running vs kubelet", NotRun, "-"},                            // no kubelet column
+		{"110 pods all running vs floor + probes", Met, "0.80x"},                    // 26/32.5
+		{"110 pods: first running", Met, "0.40 s"},                                  // < 1 s
+		{"steady state, 110 pods: CPU", NotMet, "1.50 % of a core"},                 // not < 1.5 %
+		{"steady state, 110 pods: RSS (max)", Met, "42.0 MB"},                       // < 45 MB
+		{"cost per pod flat, 10 to 50 pods", NotMet, "1.25x (300 ms at 10 pods"},    // 300 ms / 240 ms > 1.2
 	})
 }
 
@@ -126,6 +133,7 @@ func TestEvaluateManaged(t *testing.T) {
 func TestEvaluateExternal(t *testing.T) {
 	checkTargets(t, targets(t, externalRun()), []wantTarget{
 		{"startup median vs floor", Met, "1.04x"},                                 // 0.52/0.50
+		{"startup with volumes median vs floor", NotMet, "1.20x"},                 // 0.60/0.50 > 1.15
 		{"110 pods all running vs kubelet", Met, "0.80x (80.000 s vs 100.000 s)"}, // at least 10% sooner
 		{"110 pods all running vs floor + probes", Met, "1.07x"},                  // 80/75
 		{"steady state, 110 pods: CPU", Met, "1.20 % of a core"},
@@ -146,13 +154,15 @@ func TestEvaluateMissingFiguresAreUnknown(t *testing.T) {
 func TestEvaluateBoundaries(t *testing.T) {
 	r := externalRun()
 	r.Startup.Skiff = NewSeries([]float64{0.525, 0.525, 0.525}) // exactly 1.05x
+	r.Startup.Volumes.Skiff = NewSeries([]float64{0.575})       // exactly 1.15x
 	r.Density.Skiff.AllRunningS = 90                            // exactly 0.9x the kubelet's 100 s
 	r.Density.Skiff.Steady.RSSMaxMB = 45                        // exactly the limit: "under" fails
 	got := targets(t, r)
 	for name, want := range map[string]Status{
-		"startup median vs floor":           Met,
-		"110 pods all running vs kubelet":   Met,
-		"steady state, 110 pods: RSS (max)": NotMet,
+		"startup median vs floor":              Met,
+		"startup with volumes median vs floor": Met,
+		"110 pods all running vs kubelet":      Met,
+		"steady state, 110 pods: RSS (max)":    NotMet,
 	} {
 		if got[name].Status != want {
 			t.Errorf("%s at its limit: %+v, want %s", name, got[name], want)
@@ -161,6 +171,22 @@ func TestEvaluateBoundaries(t *testing.T) {
 	r.Density.Skiff.AllRunningS = 90.5 // only 9.5% sooner
 	if tg := targets(t, r)["110 pods all running vs kubelet"]; tg.Status != NotMet {
 		t.Errorf("9.5%% sooner than the kubelet: %+v, want not met", tg)
+	}
+}
+
+// TestEvaluateStartupVolumesUnknown: the plain startup measured without
+// the volumes variant (or without its floor) leaves that target not
+// measured.
+func TestEvaluateStartupVolumesUnknown(t *testing.T) {
+	r := managedRun()
+	r.Startup.Volumes = nil
+	if tg := targets(t, r)["startup with volumes median vs floor"]; tg.Status != Unknown || tg.Value != "-" || tg.Goal != "<= 1.15x floor" {
+		t.Errorf("without the variant: %+v, want not measured", tg)
+	}
+	r = managedRun()
+	r.Startup.Volumes.Floor = nil
+	if tg := targets(t, r)["startup with volumes median vs floor"]; tg.Status != Unknown {
+		t.Errorf("without its floor: %+v, want not measured", tg)
 	}
 }
 
@@ -232,6 +258,12 @@ func TestMarkdown(t *testing.T) {
 		"### 1.2 Startup latency, managed (3 pods",
 		"| skiff | 3 | 0.550 s | 0.600 s | 0.700 s | 0.700 s | 1.20x | 1.40x |",
 		"| CRI floor | 3 | 0.500 s | 0.500 s | 0.500 s | 0.500 s | 1.00x | 1.00x |",
+		"| startup with volumes median vs floor | <= 1.15x floor | 1.08x (0.560 s vs 0.520 s) | met |",
+		"The kubelet does not run this pod",
+		"| plain: init + app | 3 | 0.600 s | 0.500 s | 1.20x | 1.40x | - |",
+		"| with emptyDir, configMap, downwardAPI | 3 | 0.560 s | 0.520 s | 1.08x | 1.20x | - (not run) |",
+		"| plain: init + app | 3 | 0.520 s | 0.500 s | 1.04x | 1.08x | 1.600 s |",
+		"| with emptyDir, configMap, downwardAPI | 3 | 0.600 s | 0.500 s | 1.20x | 1.20x | - (not run) |",
 		"### 1.3 Density, managed (110 pods",
 		"| skiff | 0.400 s | 26.0 s | 1.08x | 0.80x | 1.50 % | 40.0 / 42.0 MB | 20.0 s |",
 		"| CRI floor, unbounded (best) | 16.7 s | 24.0 s | 1.00x | 0.74x | - | - | 14.0 s |",
@@ -300,6 +332,10 @@ func TestResultsJSONRoundTrip(t *testing.T) {
 	if len(back.Runs) != 2 || back.Runs[0].Density.Skiff.Steady.CPUPercent != 1.5 || back.Runs[0].Startup.Skiff.Summary.P90 != 0.7 ||
 		back.Runs[1].Runtime != RuntimeExternal || back.Runs[1].Density.Kubelet.AllRunningS != 100 {
 		t.Errorf("round trip lost data: %s", data)
+	}
+	if v := back.Runs[0].Startup.Volumes; v == nil || v.Skiff.Summary.Median != 0.56 || v.Floor.Summary.N != 3 ||
+		!bytes.Contains(data, []byte(`"volumes":{"skiff":{"samples_s":[0.55,0.56,0.65]`)) {
+		t.Errorf("startup with volumes lost or misnamed: %s", data)
 	}
 	if NewSeries(nil) != nil {
 		t.Error("NewSeries(nil) must be nil: a NaN summary cannot be marshalled")

@@ -94,6 +94,12 @@ type Compare struct {
 type Startup struct {
 	Pods int `json:"pods"`
 	Compare
+	// Volumes is the same measurement of the same number of pods whose app
+	// also mounts an emptyDir, a configMap and a downwardAPI volume (the
+	// floor writes the same files itself and passes CRI mounts); skiff and
+	// the floor only (static pods may not reference ConfigMaps in the
+	// kubelet). Nil: not measured.
+	Volumes *Compare `json:"volumes,omitempty"`
 }
 
 // Agent is a density run of an agent (skiff or the kubelet).
