@@ -117,8 +117,9 @@ type agent struct {
 	prefix string // manifest name prefix
 	dir    string // --pod-manifest-path
 	proc   *process
-	// stateDir is the kubelet's --root-dir, which it bind-mounts onto
-	// itself; empty for skiff.
+	// stateDir is the directory the agent bind-mounts onto itself (shared,
+	// for the propagation of pod volume mounts) and leaves mounted: the
+	// kubelet's --root-dir, skiff's <root-dir>/pods.
 	stateDir string
 	// drains: the agent removes a deleted pod's sandbox at once, so the
 	// harness waits for that after a timed removal (skiff). The kubelet
@@ -135,7 +136,8 @@ func (a *agent) pid() int { return a.proc.cmd.Process.Pid }
 // into root/images first (imported by the time /healthz answers); else it
 // dials endpoint (unix://...), where the images must be already.
 func startSkiff(bin, root, imagesDir, endpoint string, extra []string) (*agent, error) {
-	a := &agent{name: "skiff", prefix: "s", dir: filepath.Join(root, "manifests-skiff"), drains: true}
+	a := &agent{name: "skiff", prefix: "s", dir: filepath.Join(root, "manifests-skiff"), drains: true,
+		stateDir: filepath.Join(root, "pods")}
 	for _, d := range []string{a.dir, filepath.Join(root, "images"), filepath.Join(root, "podlogs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("skiff directories: %w", err)
@@ -235,17 +237,22 @@ func healthz(hc *http.Client, url string) error {
 	return nil
 }
 
+// stop stops the agent's process and unmounts its stateDir (see there);
+// mounts of pod volumes would be below it.
+func (a *agent) stop() error {
+	err := a.proc.stop()
+	if a.stateDir != "" {
+		if uerr := unix.Unmount(a.stateDir, unix.MNT_DETACH); uerr != nil && !errors.Is(uerr, unix.EINVAL) && !errors.Is(uerr, unix.ENOENT) {
+			err = errors.Join(err, fmt.Errorf("unmount %s state %s: %w", a.name, a.stateDir, uerr))
+		}
+	}
+	return err
+}
+
 // stopKubelet stops the kubelet and removes the sandboxes it left behind
 // (everything not skiff's and not the floor's).
 func stopKubelet(ctx context.Context, a *agent, c *criops.Client) error {
-	err := a.proc.stop()
-	// The kubelet makes its root dir a (shared) bind mount of itself and
-	// leaves it mounted; mounts of pod volumes would be below it.
-	if a.stateDir != "" {
-		if uerr := unix.Unmount(a.stateDir, unix.MNT_DETACH); uerr != nil && !errors.Is(uerr, unix.EINVAL) {
-			err = errors.Join(err, fmt.Errorf("unmount kubelet root %s: %w", a.stateDir, uerr))
-		}
-	}
+	err := a.stop()
 	if _, rerr := c.RemoveSandboxes(ctx, func(s *runtimeapi.PodSandbox) bool {
 		return s.Labels[criops.LabelSkiffManaged] == "" && s.Metadata.GetNamespace() != floorNamespace
 	}); rerr != nil {

@@ -236,7 +236,7 @@ func (b *bench) teardown() error {
 		errs = append(errs, fmt.Errorf("teardown: %w", err))
 	}
 	_ = b.c.Close()
-	if err := b.skiff.proc.stop(); err != nil {
+	if err := b.skiff.stop(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -51,7 +51,7 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 	}
 	c, err := criops.Dial(sock)
 	if err != nil {
-		return run, err, errors.Join(skiff.proc.stop(), stopExt())
+		return run, err, errors.Join(skiff.stop(), stopExt())
 	}
 	b := &bench{cfg: cfg, c: c, skiff: skiff, log: log,
 		floor: &criops.Floor{C: c, LogDir: filepath.Join(dir, "floorlogs"), VolumeDir: filepath.Join(dir, "floorvolumes"), Poll: 10 * time.Millisecond}}
