@@ -3,14 +3,12 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"math"
+	"maps"
 	"slices"
-	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/skiffnode/skiff/internal/downward"
 	"github.com/skiffnode/skiff/internal/expansion"
 	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/runtime"
@@ -165,7 +163,7 @@ func (r *envResolver) addEnvFrom(env *envList, from v1.EnvFromSource) error {
 		if err != nil || cm == nil {
 			return err
 		}
-		for _, k := range sortedKeys(cm.Data) {
+		for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
 			env.set(from.Prefix+k, cm.Data[k])
 		}
 	case from.SecretRef != nil:
@@ -173,7 +171,7 @@ func (r *envResolver) addEnvFrom(env *envList, from v1.EnvFromSource) error {
 		if err != nil || s == nil {
 			return err
 		}
-		for _, k := range sortedKeys(s.Data) {
+		for _, k := range slices.Sorted(maps.Keys(s.Data)) {
 			env.set(from.Prefix+k, string(s.Data[k]))
 		}
 	}
@@ -186,7 +184,7 @@ func (r *envResolver) valueFrom(src *v1.EnvVarSource) (value string, ok bool, er
 	ns := r.in.Pod.Namespace
 	switch {
 	case src.FieldRef != nil:
-		v, err := fieldValue(r.in.Pod, src.FieldRef.FieldPath, r.in.PodIPs, r.in.HostIPs)
+		v, err := downward.FieldValue(r.in.Pod, src.FieldRef.FieldPath, r.in.PodIPs, r.in.HostIPs)
 		return v, err == nil, err
 	case src.ResourceFieldRef != nil:
 		v, err := resourceValue(src.ResourceFieldRef, r.in.Pod, r.in.Container, r.in.Allocatable)
@@ -266,60 +264,6 @@ func (r *envResolver) secret(name string, optional *bool) (*v1.Secret, error) {
 	return s, nil
 }
 
-// fieldValue resolves a downward-API field path for env (G.6), as the
-// kubelet's podFieldSelectorRuntimeValue: IP lists are comma-separated.
-func fieldValue(pod *v1.Pod, path string, podIPs, hostIPs []string) (string, error) {
-	if base, key, ok := splitSubscript(path); ok {
-		switch base {
-		case "metadata.labels":
-			return pod.Labels[key], nil
-		case "metadata.annotations":
-			return pod.Annotations[key], nil
-		}
-		return "", fmt.Errorf("fieldPath %q does not support subscript", path)
-	}
-	first := func(ips []string) string {
-		if len(ips) == 0 {
-			return ""
-		}
-		return ips[0]
-	}
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
-		return first(hostIPs), nil
-	case "status.hostIPs":
-		return strings.Join(hostIPs, ","), nil
-	case "status.podIP":
-		return first(podIPs), nil
-	case "status.podIPs":
-		return strings.Join(podIPs, ","), nil
-	}
-	return "", fmt.Errorf("unsupported fieldPath: %v", path)
-}
-
-// splitSubscript splits "metadata.labels['key']" into its path and key.
-func splitSubscript(path string) (base, key string, ok bool) {
-	s, found := strings.CutSuffix(path, "']")
-	if !found {
-		return path, "", false
-	}
-	base, key, found = strings.Cut(s, "['")
-	if !found || base == "" {
-		return path, "", false
-	}
-	return base, key, true
-}
-
 // resourceValue resolves a resourceFieldRef (G.8, G.9) as the kubelet:
 // the container's (or containerName's) limit or request, divided by the
 // divisor (default 1) and rounded up; an unset or zero cpu, memory or
@@ -328,87 +272,16 @@ func splitSubscript(path string) (base, key string, ok bool) {
 // a containerName naming an init container does not fall back, nor does
 // skiff.)
 func resourceValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) (string, error) {
-	target := c.DeepCopy()
 	if fs.ContainerName != "" {
-		found, isApp := findContainer(pod, fs.ContainerName)
+		found, isApp := downward.FindContainer(pod, fs.ContainerName)
 		if found == nil {
 			return "", fmt.Errorf("container %s not found", fs.ContainerName)
 		}
-		target = found.DeepCopy()
-		if isApp {
-			mergeLimits(target, allocatable)
-		}
-	} else {
-		mergeLimits(target, allocatable)
-	}
-	divisor := resource.MustParse("1")
-	if !fs.Divisor.IsZero() {
-		divisor = fs.Divisor
-	}
-	kind, name, _ := strings.Cut(fs.Resource, ".")
-	list := target.Resources.Limits
-	switch kind {
-	case "requests":
-		list = target.Resources.Requests
-	case "limits":
-	default:
-		return "", fmt.Errorf("unsupported container resource : %v", fs.Resource)
-	}
-	rn := v1.ResourceName(name)
-	switch {
-	case rn == v1.ResourceCPU:
-		q := list[rn]
-		return ceilDiv(float64(q.MilliValue()), float64(divisor.MilliValue())), nil
-	case rn == v1.ResourceMemory, rn == v1.ResourceEphemeralStorage, strings.HasPrefix(name, v1.ResourceHugePagesPrefix):
-		q := list[rn]
-		return ceilDiv(float64(q.Value()), float64(divisor.Value())), nil
-	}
-	return "", fmt.Errorf("unsupported container resource : %v", fs.Resource)
-}
-
-// ceilDiv is the kubelet's int64(math.Ceil(a / b)) as a decimal string.
-func ceilDiv(a, b float64) string {
-	return strconv.FormatInt(int64(math.Ceil(a/b)), 10)
-}
-
-// findContainer finds name among app containers, then init containers.
-func findContainer(pod *v1.Pod, name string) (c *v1.Container, isApp bool) {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i], true
+		if c = found; !isApp {
+			allocatable = nil
 		}
 	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i], false
-		}
-	}
-	return nil, false
-}
-
-// mergeLimits sets c's unset or zero cpu, memory and ephemeral-storage
-// limits to the node's allocatable (MergeContainerResourceLimits).
-func mergeLimits(c *v1.Container, allocatable v1.ResourceList) {
-	if c.Resources.Limits == nil {
-		c.Resources.Limits = v1.ResourceList{}
-	}
-	for _, rn := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage} {
-		if q, ok := c.Resources.Limits[rn]; ok && !q.IsZero() {
-			continue
-		}
-		if a, ok := allocatable[rn]; ok {
-			c.Resources.Limits[rn] = a.DeepCopy()
-		}
-	}
+	return downward.ResourceValue(fs, c, allocatable)
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

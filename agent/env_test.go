@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiffnode/skiff/internal/downward"
 	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/runtime"
 )
@@ -222,7 +223,7 @@ func TestResourceFieldRef_G8_G9(t *testing.T) {
 }
 
 func findContainerForTest(pod *v1.Pod, name string) *v1.Container {
-	c, _ := findContainer(pod, name)
+	c, _ := downward.FindContainer(pod, name)
 	return c
 }
 

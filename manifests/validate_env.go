@@ -9,6 +9,8 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiffnode/skiff/internal/downward"
 )
 
 // Container environment and host-name fields, validated as the v1.34 API
@@ -101,7 +103,7 @@ func validateFieldRef(ref *v1.ObjectFieldSelector, path *field.Path) field.Error
 	if ref.FieldPath == "" {
 		return field.ErrorList{field.Required(path.Child("fieldPath"), "")}
 	}
-	if base, key, ok := splitSubscript(ref.FieldPath); ok {
+	if base, key, ok := downward.SplitSubscript(ref.FieldPath); ok {
 		switch base {
 		case "metadata.annotations":
 			return invalidIf(validation.IsQualifiedName(strings.ToLower(key)), path, strings.ToLower(key))
@@ -114,20 +116,6 @@ func validateFieldRef(ref *v1.ObjectFieldSelector, path *field.Path) field.Error
 		return field.ErrorList{field.NotSupported(path.Child("fieldPath"), ref.FieldPath, envFieldRefPaths)}
 	}
 	return nil
-}
-
-// splitSubscript splits "metadata.labels['key']" into its path and key
-// (upstream's fieldpath.SplitMaybeSubscriptedPath).
-func splitSubscript(path string) (base, key string, ok bool) {
-	s, found := strings.CutSuffix(path, "']")
-	if !found {
-		return path, "", false
-	}
-	base, key, found = strings.Cut(s, "['")
-	if !found || base == "" {
-		return path, "", false
-	}
-	return base, key, true
 }
 
 // validateResourceFieldRef checks the resource and its divisor.

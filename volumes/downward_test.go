@@ -20,32 +20,6 @@ func downwardPod() *v1.Pod {
 	}
 }
 
-// TestPodFieldValue_G7: labels and annotations as sorted key="value"
-// lines with Go-quoted values and no trailing newline; subscripts.
-func TestPodFieldValue_G7(t *testing.T) {
-	pod := downwardPod()
-	tests := []struct{ path, want string }{
-		{"metadata.labels", "app=\"web\"\ntier=\"front\""},
-		{"metadata.annotations", "b=\"ü\"\nnote=\"say \\\"hi\\\"\\nnext\\tline\""},
-		{"metadata.labels['tier']", "front"},
-		{"metadata.annotations['missing']", ""},
-		{"metadata.name", "web"},
-		{"metadata.namespace", "prod"},
-		{"metadata.uid", "u-1"},
-	}
-	for _, tt := range tests {
-		if got, err := podFieldValue(pod, tt.path); err != nil || got != tt.want {
-			t.Errorf("podFieldValue(%s) = %q, %v; want %q", tt.path, got, err, tt.want)
-		}
-	}
-	if _, err := podFieldValue(pod, "status.podIP"); err == nil || err.Error() != "unsupported fieldPath: status.podIP" {
-		t.Errorf("podFieldValue(status.podIP) error = %v", err)
-	}
-	if got := formatMap(nil); got != "" {
-		t.Errorf("formatMap(nil) = %q", got)
-	}
-}
-
 // TestContainerResourceValue_G9: divisors round up, unset limits are the
 // node's allocatable.
 func TestContainerResourceValue_G9(t *testing.T) {
@@ -66,14 +40,14 @@ func TestContainerResourceValue_G9(t *testing.T) {
 		if tt.divisor != "" {
 			ref.Divisor = resource.MustParse(tt.divisor)
 		}
-		if got, err := containerResourceValue(pod, ref, alloc); err != nil || got != tt.want {
+		if got, err := resourceValue(pod, ref, alloc); err != nil || got != tt.want {
 			t.Errorf("%s / %q = %q, %v; want %q", tt.res, tt.divisor, got, err, tt.want)
 		}
 	}
-	if _, err := containerResourceValue(pod, &v1.ResourceFieldSelector{ContainerName: "nope", Resource: "limits.cpu"}, alloc); err == nil {
+	if _, err := resourceValue(pod, &v1.ResourceFieldSelector{ContainerName: "nope", Resource: "limits.cpu"}, alloc); err == nil {
 		t.Error("unknown container accepted")
 	}
-	if _, err := containerResourceValue(pod, &v1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.gpu"}, alloc); err == nil {
+	if _, err := resourceValue(pod, &v1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.gpu"}, alloc); err == nil {
 		t.Error("unknown resource accepted")
 	}
 }
