@@ -268,7 +268,7 @@ func (p *securityPolicy) completeContainerSpec(ctx context.Context, images runti
 	}
 	img, err := images.ImageStatus(ctx, c.Image)
 	if err != nil {
-		return &configError{fmt.Errorf("image status of %s for runAsNonRoot: %v", c.Image, err)}
+		return &configError{fmt.Errorf("image status of %s for runAsNonRoot: %w", c.Image, err)}
 	}
 	return verifyRunAsNonRoot(pod, c, nil, img.User)
 }

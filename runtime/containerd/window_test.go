@@ -9,6 +9,7 @@ import (
 
 	apievents "github.com/containerd/containerd/api/events"
 	eventsapi "github.com/containerd/containerd/api/services/events/v1"
+	apitypes "github.com/containerd/containerd/api/types"
 	"github.com/containerd/containerd/pkg/dialer"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -29,7 +30,7 @@ func (f streamingEvents) Subscribe(_ *eventsapi.SubscribeRequest, s eventsapi.Ev
 		if err != nil {
 			return err
 		}
-		if err := s.Send(&eventsapi.Envelope{Namespace: Namespace, Topic: "/tasks/exit", Event: ev}); err != nil {
+		if err := s.Send(&apitypes.Envelope{Namespace: Namespace, Topic: "/tasks/exit", Event: ev}); err != nil {
 			return err
 		}
 		time.Sleep(time.Millisecond)

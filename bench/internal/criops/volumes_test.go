@@ -3,6 +3,7 @@ package criops
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,7 +116,7 @@ func TestFloorWritesVolumesBeforeSandboxAndMountsThem(t *testing.T) {
 	if err := f.StopPod(t.Context(), s, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(rt.dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(rt.dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("after StopPod %s: %v, want it removed", rt.dir, err)
 	}
 }
@@ -131,7 +132,7 @@ func TestFloorRemovesVolumesWhenSandboxFails(t *testing.T) {
 	if len(rt.atSandbox) == 0 {
 		t.Error("volumes were not written before RunPodSandbox")
 	}
-	if _, err := os.Stat(rt.dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(rt.dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("after a failed start %s: %v, want it removed", rt.dir, err)
 	}
 }
@@ -148,7 +149,7 @@ func TestFloorRejectsUnknownMount(t *testing.T) {
 	if calls := rt.log(); len(calls) != 0 || rt.atSandbox != nil {
 		t.Errorf("calls %v, sandbox %v: want none", calls, rt.atSandbox)
 	}
-	if _, err := os.Stat(rt.dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(rt.dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("%s: %v, want none", rt.dir, err)
 	}
 }
