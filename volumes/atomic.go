@@ -35,7 +35,10 @@ type file struct {
 // reports whether it changed anything. It writes nothing when the current
 // version already has the same files, contents and modes. Not safe for
 // concurrent calls on the same dir (the Manager serialises them per pod).
-func writeAtomic(dir string, payload map[string]file, now time.Time) (changed bool, err error) {
+// setPerms (nil: none) runs after a new version's files are written and
+// before ..data points to them, as the kubelet's AtomicWriter does; its
+// error abandons the new version.
+func writeAtomic(dir string, payload map[string]file, now time.Time, setPerms func() error) (changed bool, err error) {
 	for p := range payload {
 		if err := validatePayloadPath(p); err != nil {
 			return false, err
@@ -61,6 +64,12 @@ func writeAtomic(dir string, payload map[string]file, now time.Time) (changed bo
 	if err := writeFiles(tsDir, payload); err != nil {
 		_ = os.RemoveAll(tsDir)
 		return false, err
+	}
+	if setPerms != nil {
+		if err := setPerms(); err != nil {
+			_ = os.RemoveAll(tsDir)
+			return false, fmt.Errorf("set volume ownership: %w", err)
+		}
 	}
 	tmpLink := filepath.Join(dir, newDataDirName)
 	_ = os.Remove(tmpLink)

@@ -29,7 +29,7 @@ func TestWriteAtomicLayout_G13(t *testing.T) {
 	dir := t.TempDir()
 	changed, err := writeAtomic(dir, map[string]file{
 		"a": {Data: []byte("1"), Mode: 0o644}, "sub/b": {Data: []byte("2"), Mode: 0o400},
-	}, t0)
+	}, t0, nil)
 	if err != nil || !changed {
 		t.Fatalf("first write = %v, %v; want changed", changed, err)
 	}
@@ -52,7 +52,7 @@ func TestWriteAtomicLayout_G13(t *testing.T) {
 	// Same content: nothing is written, ..data stays.
 	changed, err = writeAtomic(dir, map[string]file{
 		"a": {Data: []byte("1"), Mode: 0o644}, "sub/b": {Data: []byte("2"), Mode: 0o400},
-	}, t0.Add(time.Second))
+	}, t0.Add(time.Second), nil)
 	if err != nil || changed {
 		t.Fatalf("same content = %v, %v; want unchanged", changed, err)
 	}
@@ -62,13 +62,13 @@ func TestWriteAtomicLayout_G13(t *testing.T) {
 	// A mode change alone is a change.
 	if changed, err = writeAtomic(dir, map[string]file{
 		"a": {Data: []byte("1"), Mode: 0o600}, "sub/b": {Data: []byte("2"), Mode: 0o400},
-	}, t0.Add(2*time.Second)); err != nil || !changed {
+	}, t0.Add(2*time.Second), nil); err != nil || !changed {
 		t.Fatalf("mode change = %v, %v; want changed", changed, err)
 	}
 
 	// An update: new content, "sub" dropped, "c" added; ..data swapped and
 	// the old version removed.
-	changed, err = writeAtomic(dir, map[string]file{"a": {Data: []byte("3"), Mode: 0o644}, "c": {Data: []byte("4"), Mode: 0o644}}, t0.Add(3*time.Second))
+	changed, err = writeAtomic(dir, map[string]file{"a": {Data: []byte("3"), Mode: 0o644}, "c": {Data: []byte("4"), Mode: 0o644}}, t0.Add(3*time.Second), nil)
 	if err != nil || !changed {
 		t.Fatalf("update = %v, %v; want changed", changed, err)
 	}
@@ -98,7 +98,7 @@ func TestWriteAtomicLayout_G13(t *testing.T) {
 // or clash with the writer's names.
 func TestWriteAtomicRejectsBadPaths(t *testing.T) {
 	for _, p := range []string{"/abs", "../x", "a/../../x", "..data", ""} {
-		if _, err := writeAtomic(t.TempDir(), map[string]file{p: {Data: []byte("x"), Mode: 0o644}}, t0); err == nil {
+		if _, err := writeAtomic(t.TempDir(), map[string]file{p: {Data: []byte("x"), Mode: 0o644}}, t0, nil); err == nil {
 			t.Errorf("path %q accepted", p)
 		}
 	}
@@ -112,7 +112,7 @@ func TestWriteAtomicReaderSeesWholeVersions_G13(t *testing.T) {
 	payload := func(v string) map[string]file {
 		return map[string]file{"a": {Data: []byte(v), Mode: 0o644}, "b": {Data: []byte(v), Mode: 0o644}, "c/d": {Data: []byte(v), Mode: 0o644}}
 	}
-	if _, err := writeAtomic(dir, payload("0"), t0); err != nil {
+	if _, err := writeAtomic(dir, payload("0"), t0, nil); err != nil {
 		t.Fatal(err)
 	}
 	var stop atomic.Bool
@@ -147,7 +147,7 @@ func TestWriteAtomicReaderSeesWholeVersions_G13(t *testing.T) {
 		}()
 	}
 	for i := 1; i <= 300; i++ {
-		if _, err := writeAtomic(dir, payload(strings.Repeat("x", i)), t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+		if _, err := writeAtomic(dir, payload(strings.Repeat("x", i)), t0.Add(time.Duration(i)*time.Millisecond), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -197,14 +197,23 @@ func (m *Manager) setUpVolume(pod *v1.Pod, v *v1.Volume) (Volume, error) {
 		return Volume{HostPath: src.HostPath.Path}, nil
 	case src.EmptyDir != nil:
 		dir := m.volumeDir(pod.UID, PluginEmptyDir, v.Name)
+		var created bool
+		var err error
 		switch src.EmptyDir.Medium {
 		case v1.StorageMediumDefault:
-			return Volume{HostPath: dir}, makeVolumeDir(dir)
+			created, err = makeVolumeDir(dir)
 		case v1.StorageMediumMemory:
-			return Volume{HostPath: dir}, m.ensureTmpfs(dir, memoryVolumeSize(pod, src.EmptyDir.SizeLimit, m.cfg.Allocatable))
+			created, err = m.ensureTmpfs(dir, memoryVolumeSize(pod, src.EmptyDir.SizeLimit, m.cfg.Allocatable))
 		default:
 			return Volume{}, fmt.Errorf("emptyDir medium %q is not supported by skiff yet", src.EmptyDir.Medium)
 		}
+		if err == nil && created {
+			// Only a volume created now: see "Volume ownership" in
+			// ARCHITECTURE.md (the kubelet's ready file).
+			fsGroup, policy := podFSGroup(pod)
+			err = m.setOwnership(dir, fsGroup, policy, false)
+		}
+		return Volume{HostPath: dir}, err
 	}
 	plugin, onTmpfs := payloadPlugin(src)
 	if plugin == "" {
@@ -213,9 +222,9 @@ func (m *Manager) setUpVolume(pod *v1.Pod, v *v1.Volume) (Volume, error) {
 	dir := m.volumeDir(pod.UID, plugin, v.Name)
 	var err error
 	if onTmpfs {
-		err = m.ensureTmpfs(dir, memoryVolumeSize(pod, nil, m.cfg.Allocatable))
+		_, err = m.ensureTmpfs(dir, memoryVolumeSize(pod, nil, m.cfg.Allocatable))
 	} else {
-		err = makeVolumeDir(dir)
+		_, err = makeVolumeDir(dir)
 	}
 	if err != nil {
 		return Volume{}, err
@@ -244,13 +253,30 @@ func payloadPlugin(src *v1.VolumeSource) (plugin string, onTmpfs bool) {
 }
 
 // writeVolume computes the files of a configMap, secret, downwardAPI or
-// projected volume and writes them atomically if they changed.
+// projected volume and writes them atomically if they changed. A write
+// gives the whole volume to the pod's fsGroup before the new version
+// becomes visible, with the read-only mask and whatever the pod's
+// fsGroupChangePolicy (the kubelet passes no policy here: OnRootMismatch
+// would skip the new files, as the root is owned since the first write).
 func (m *Manager) writeVolume(pod *v1.Pod, v *v1.Volume, dir string) (bool, error) {
 	payload, err := m.payload(pod, &v.VolumeSource)
 	if err != nil {
 		return false, err
 	}
-	return writeAtomic(dir, payload, m.cfg.Now())
+	var setPerms func() error
+	if fsGroup, _ := podFSGroup(pod); fsGroup != nil {
+		setPerms = func() error { return m.setOwnership(dir, fsGroup, nil, true) }
+	}
+	return writeAtomic(dir, payload, m.cfg.Now(), setPerms)
+}
+
+// podFSGroup returns the pod's fsGroup and fsGroupChangePolicy (nil when
+// unset).
+func podFSGroup(pod *v1.Pod) (*int64, *v1.PodFSGroupChangePolicy) {
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		return sc.FSGroup, sc.FSGroupChangePolicy
+	}
+	return nil, nil
 }
 
 func (m *Manager) payload(pod *v1.Pod, src *v1.VolumeSource) (map[string]file, error) {
@@ -269,30 +295,44 @@ func (m *Manager) payload(pod *v1.Pod, src *v1.VolumeSource) (map[string]file, e
 	return nil, errors.New("volume type has no content")
 }
 
-// makeVolumeDir creates dir (and its parents) with mode 0777.
-func makeVolumeDir(dir string) error {
-	if err := os.MkdirAll(dir, volumeDirMode); err != nil {
-		return err
+// makeVolumeDir creates dir (and its parents) with mode 0777 and reports
+// whether dir did not exist before.
+func makeVolumeDir(dir string) (created bool, err error) {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		created = true
 	}
-	return os.Chmod(dir, volumeDirMode)
+	if err := os.MkdirAll(dir, volumeDirMode); err != nil {
+		return false, err
+	}
+	return created, chmodVolumeDir(dir)
 }
 
-// ensureTmpfs makes dir a tmpfs mount of size bytes unless it already is
-// one (after an agent restart).
-func (m *Manager) ensureTmpfs(dir string, size int64) error {
-	if err := os.MkdirAll(dir, volumeDirMode); err != nil {
-		return err
-	}
-	mounted, err := isMountPoint(m.mountInfo, dir)
+// chmodVolumeDir sets dir's mode to 0777 (the umask filtered it), keeping
+// the setgid bit that fsGroup ownership gave it before an agent restart.
+func chmodVolumeDir(dir string) error {
+	info, err := os.Stat(dir)
 	if err != nil {
 		return err
 	}
+	return os.Chmod(dir, volumeDirMode|info.Mode()&fs.ModeSetgid)
+}
+
+// ensureTmpfs makes dir a tmpfs mount of size bytes unless it already is
+// one (after an agent restart), and reports whether it mounted it now.
+func (m *Manager) ensureTmpfs(dir string, size int64) (mountedNow bool, err error) {
+	if err := os.MkdirAll(dir, volumeDirMode); err != nil {
+		return false, err
+	}
+	mounted, err := isMountPoint(m.mountInfo, dir)
+	if err != nil {
+		return false, err
+	}
 	if !mounted {
 		if err := mountTmpfs(dir, size); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return os.Chmod(dir, volumeDirMode)
+	return !mounted, chmodVolumeDir(dir)
 }
 
 // Refresh rewrites the configMap, secret, downwardAPI and projected
