@@ -43,7 +43,8 @@ func supportedFieldPaths() []string {
 		"spec.securityContext.runAsNonRoot",
 		// Security context (issue 14; validate_security.go).
 		"spec.hostPID", "spec.hostIPC", "spec.shareProcessNamespace", "spec.hostUsers",
-		"spec.securityContext.fsGroup", "spec.securityContext.supplementalGroups",
+		"spec.securityContext.fsGroup", "spec.securityContext.fsGroupChangePolicy",
+		"spec.securityContext.supplementalGroups",
 		"spec.securityContext.supplementalGroupsPolicy", "spec.securityContext.sysctls",
 		"spec.securityContext.seccompProfile", "spec.securityContext.appArmorProfile",
 		"spec.securityContext.seLinuxOptions",

@@ -53,6 +53,11 @@ func validatePodSecurity(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	if sc.FSGroup != nil {
 		errs = append(errs, invalidIf(validation.IsValidGroupID(*sc.FSGroup), scPath.Child("fsGroup"), *sc.FSGroup)...)
 	}
+	if p := sc.FSGroupChangePolicy; p != nil && *p != v1.FSGroupChangeAlways && *p != v1.FSGroupChangeOnRootMismatch {
+		// The API server's validateFSGroupChangePolicy (an empty value too).
+		errs = append(errs, field.NotSupported(scPath.Child("fsGroupChangePolicy"), *p,
+			[]v1.PodFSGroupChangePolicy{v1.FSGroupChangeAlways, v1.FSGroupChangeOnRootMismatch}))
+	}
 	for i, g := range sc.SupplementalGroups {
 		errs = append(errs, invalidIf(validation.IsValidGroupID(g), scPath.Child("supplementalGroups").Index(i), g)...)
 	}

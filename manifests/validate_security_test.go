@@ -34,6 +34,7 @@ func TestValidateSecurity_G15(t *testing.T) {
 			p.Spec.HostUsers = ptr(true)
 			sc := p.Spec.SecurityContext
 			sc.FSGroup, sc.SupplementalGroups = ptr(int64(2000)), []int64{3000}
+			sc.FSGroupChangePolicy = ptr(v1.FSGroupChangeOnRootMismatch)
 			sc.SupplementalGroupsPolicy = ptr(v1.SupplementalGroupsPolicyMerge)
 			sc.Sysctls = []v1.Sysctl{{Name: "kernel.shm_rmid_forced", Value: "1"}, {Name: "net/ipv4/ip_local_port_range", Value: "1 2"}}
 			sc.SeccompProfile = seccomp(v1.SeccompProfileTypeRuntimeDefault, nil)
@@ -59,6 +60,15 @@ func TestValidateSecurity_G15(t *testing.T) {
 		}, []string{"spec.shareProcessNamespace: Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled"}},
 		{"fsGroup range", func(p *v1.Pod) { p.Spec.SecurityContext.FSGroup = ptr(int64(-1)) },
 			[]string{"spec.securityContext.fsGroup: Invalid value: -1"}},
+		{"fsGroupChangePolicy Always", func(p *v1.Pod) {
+			p.Spec.SecurityContext.FSGroupChangePolicy = ptr(v1.FSGroupChangeAlways)
+		}, nil},
+		{"fsGroupChangePolicy value", func(p *v1.Pod) {
+			p.Spec.SecurityContext.FSGroupChangePolicy = ptr(v1.PodFSGroupChangePolicy("Sometimes"))
+		}, []string{`spec.securityContext.fsGroupChangePolicy: Unsupported value: "Sometimes": supported values: "Always", "OnRootMismatch"`}},
+		{"fsGroupChangePolicy empty", func(p *v1.Pod) {
+			p.Spec.SecurityContext.FSGroupChangePolicy = ptr(v1.PodFSGroupChangePolicy(""))
+		}, []string{`spec.securityContext.fsGroupChangePolicy: Unsupported value: "": supported values: "Always", "OnRootMismatch"`}},
 		{"supplementalGroups range", func(p *v1.Pod) { p.Spec.SecurityContext.SupplementalGroups = []int64{1, 1 << 32} },
 			[]string{"spec.securityContext.supplementalGroups[1]: Invalid value: 4294967296"}},
 		{"supplementalGroupsPolicy value", func(p *v1.Pod) {
