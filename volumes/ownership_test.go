@@ -191,7 +191,8 @@ func TestVolumeOwnershipSetUpAndRefresh_G15(t *testing.T) {
 	store := storeWith(configMap("cfg", map[string]string{"k": "v1"}))
 	m := newTestManager(t, store)
 	pod := volPod("own-1", v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
-		cmVolume("cfg", "cfg", false))
+		cmVolume("cfg", "cfg", false),
+		v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}})
 	pod.Spec.Volumes[1].ConfigMap.DefaultMode = ptr(int32(0o600))
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr(int64(2000))}
 	ctx := context.Background()
@@ -212,6 +213,7 @@ func TestVolumeOwnershipSetUpAndRefresh_G15(t *testing.T) {
 		}
 	}
 	check("emptyDir root", scratch, sg|0o777)
+	check("Memory emptyDir root", vols["mem"].HostPath, sg|0o777)
 	check("configMap root", cfg, sg|0o777)
 	check("configMap file", filepath.Join(cfg, "k"), 0o640)
 	check("configMap data dir", filepath.Join(cfg, dataDirName), sg|0o755)
@@ -229,6 +231,7 @@ func TestVolumeOwnershipSetUpAndRefresh_G15(t *testing.T) {
 
 	// What the app wrote is not walked again by a restarted agent.
 	mustWrite(t, filepath.Join(scratch, "private"), 0o600)
+	mustWrite(t, filepath.Join(vols["mem"].HostPath, "private"), 0o600)
 	m2, err := New(Config{PodsDir: m.cfg.PodsDir, Objects: store})
 	if err != nil {
 		t.Fatal(err)
@@ -237,8 +240,11 @@ func TestVolumeOwnershipSetUpAndRefresh_G15(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("emptyDir root after restart", scratch, sg|0o777)
+	check("Memory emptyDir root after restart", vols["mem"].HostPath, sg|0o777)
 	// (its gid is 2000 from the setgid directory; the walk would add g+rw)
-	if _, mode := statOf(t, filepath.Join(scratch, "private")); mode != 0o600 {
-		t.Errorf("app's file walked after restart: mode %v, want 0600", mode)
+	for _, dir := range []string{scratch, vols["mem"].HostPath} {
+		if _, mode := statOf(t, filepath.Join(dir, "private")); mode != 0o600 {
+			t.Errorf("%s: app's file walked after restart: mode %v, want 0600", dir, mode)
+		}
 	}
 }

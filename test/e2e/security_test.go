@@ -188,3 +188,29 @@ func TestSecurityAdmissionAndChecks_G15(t *testing.T) {
 		t.Errorf("AppArmor: reason %q message %q", p.Status.Reason, p.Status.Message)
 	}
 }
+
+// TestVolumeOwnershipFSGroup_G15 checks fsGroup's volume ownership from
+// inside a container running as user 1000 with fsGroup 2000: the emptyDir
+// has group 2000 and setgid, the user can create a file there (which
+// inherits group 2000), and the configMap's file (mode 0600) has group
+// 2000 and is readable by it.
+func TestVolumeOwnershipFSGroup_G15(t *testing.T) {
+	e := NewEnv(t)
+	e.StartAgent(t, AgentOptions{})
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owned-config\ndata:\n  app.conf: owned\n---\n"
+	e.WriteManifest(t, "owned.yaml", cm+podSpec("owned", []string{
+		"terminationGracePeriodSeconds: 2",
+		"securityContext: {runAsUser: 1000, fsGroup: 2000, fsGroupChangePolicy: OnRootMismatch}",
+		"volumes: [{name: scratch, emptyDir: {}}, {name: cfg, configMap: {name: owned-config, defaultMode: 0600}}]",
+	}, nil, []string{
+		sleeper("app", "volumeMounts: [{name: scratch, mountPath: /scratch}, {name: cfg, mountPath: /cfg}]"),
+	}))
+	p := e.WaitForPod(t, PodName("owned"), runningAndReady, podStartTimeout)
+	app := e.PodContainer(t, p.Name, "app").ID
+	script := `stat -c '%g %A' /scratch; touch /scratch/new && stat -c '%g' /scratch/new; ` +
+		`stat -L -c '%g %A' /cfg/app.conf; cat /cfg/app.conf; echo; id -u`
+	want := "2000 drwxrwsrwx\n2000\n2000 -rw-r-----\nowned\n1000\n"
+	if got := e.Exec(t, app, "sh", "-c", script); got != want {
+		t.Errorf("ownership seen from the container:\n%s\nwant:\n%s", got, want)
+	}
+}
