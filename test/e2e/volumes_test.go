@@ -99,25 +99,29 @@ func TestVolumes_G1_G14(t *testing.T) {
 	}
 }
 
-// TestVolumesLeak_G14 creates pods with every volume type skiff sets up
-// without API objects (disk and Memory emptyDir, hostPath, downwardAPI,
-// projected downwardAPI, subPath), deletes them, and checks that nothing
-// of them is left mounted or under <root-dir>/pods.
+// TestVolumesLeak_G14 creates 50 pods with every volume type skiff sets
+// up (disk and Memory emptyDir, hostPath, configMap and secret from static
+// objects, downwardAPI, projected, subPathExpr), deletes them, and checks
+// that nothing of them is left mounted (tmpfs included) or under
+// <root-dir>/pods.
 func TestVolumesLeak_G14(t *testing.T) {
-	const n = 12
+	const n = 50
 	e := NewEnv(t)
 	e.StartAgent(t, AgentOptions{})
 	host := filepath.Join(e.Dir, "host")
+	e.WriteManifest(t, "objects.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak-cm}\ndata: {k: v}\n"+
+		"---\napiVersion: v1\nkind: Secret\nmetadata: {name: leak-secret}\nstringData: {k: v}\n")
 	for i := range n {
 		e.WriteManifest(t, fmt.Sprintf("leak%d.yaml", i), podSpec(fmt.Sprintf("leak%d", i), []string{
 			"terminationGracePeriodSeconds: 1",
 			`volumes: [{name: disk, emptyDir: {sizeLimit: 1Mi}}, {name: mem, emptyDir: {medium: Memory}},` +
 				fmt.Sprintf(` {name: host, hostPath: {path: %q, type: DirectoryOrCreate}},`, host) +
 				` {name: info, downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}},` +
-				` {name: proj, projected: {sources: [{downwardAPI: {items: [{path: uid, fieldRef: {fieldPath: metadata.uid}}]}}]}}]`,
+				` {name: cm, configMap: {name: leak-cm}}, {name: sec, secret: {secretName: leak-secret}},` +
+				` {name: proj, projected: {sources: [{downwardAPI: {items: [{path: uid, fieldRef: {fieldPath: metadata.uid}}]}}, {secret: {name: leak-secret}}]}}]`,
 		}, nil, []string{
 			sleeper("app", `volumeMounts: [{name: disk, mountPath: /disk}, {name: mem, mountPath: /mem}, {name: host, mountPath: /host, subPathExpr: "$(POD)"},`+
-				` {name: info, mountPath: /info}, {name: proj, mountPath: /proj}]`,
+				` {name: info, mountPath: /info}, {name: cm, mountPath: /cm}, {name: sec, mountPath: /sec}, {name: proj, mountPath: /proj}]`,
 				`env: [{name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]`),
 		}))
 	}
