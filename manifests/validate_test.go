@@ -37,6 +37,24 @@ func errorStrings(errs field.ErrorList) string {
 	return b.String()
 }
 
+// checkValidate fails t unless Validate(pod) gives no error (want empty)
+// or errors containing every string of want.
+func checkValidate(t *testing.T, pod *v1.Pod, want []string) {
+	t.Helper()
+	got := errorStrings(Validate(pod))
+	if len(want) == 0 {
+		if got != "" {
+			t.Errorf("Validate() = %s, want no errors", got)
+		}
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("Validate() = %s\nwant an error containing %q", got, w)
+		}
+	}
+}
+
 func TestValidateAcceptsValidPods(t *testing.T) {
 	if errs := Validate(validPod()); len(errs) != 0 {
 		t.Errorf("Validate(validPod) = %s", errorStrings(errs))
@@ -220,18 +238,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := validPod()
 			tt.mutate(pod)
-			got := errorStrings(Validate(pod))
-			if tt.want == nil {
-				if got != "" {
-					t.Errorf("Validate() = %s, want no errors", got)
-				}
-				return
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("Validate() = %s\nwant an error containing %q", got, w)
-				}
-			}
+			checkValidate(t, pod, tt.want)
 		})
 	}
 }
