@@ -52,8 +52,8 @@ func (b *backoff) next(ran time.Duration) time.Duration {
 func (m *Managed) supervise(ctx context.Context, p process) {
 	defer close(m.done)
 	b := newBackoff(restartInitial, restartMax, restartResetAfter)
+	readyAt := m.clock.Now()
 	for {
-		readyAt := m.clock.Now()
 		select {
 		case <-ctx.Done():
 			return
@@ -82,6 +82,9 @@ func (m *Managed) supervise(ctx context.Context, p process) {
 			delay = b.next(0)
 			m.logger.Error("restarting containerd failed; retrying", "err", err, "retryIn", delay)
 		}
+		// Taken before m.cur is published, so whoever sees the new pid
+		// (Pid, Restarts) knows the stable-run timer has started.
+		readyAt = m.clock.Now()
 		m.mu.Lock()
 		m.cur = p
 		m.restarts++

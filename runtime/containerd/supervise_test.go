@@ -154,6 +154,18 @@ func waitTimer(t *testing.T, fc *clocktesting.FakeClock) {
 	}
 }
 
+// waitPid blocks until the supervisor has taken over the process pid.
+func waitPid(t *testing.T, m *Managed, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Pid() != pid {
+		if time.Now().After(deadline) {
+			t.Fatalf("supervisor did not take over pid %d (Pid() = %d)", pid, m.Pid())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // expectRestartAfter checks that the supervisor starts containerd again
 // exactly after d of back-off (on the fake clock), not earlier.
 func expectRestartAfter(t *testing.T, l *fakeLauncher, fc *clocktesting.FakeClock, d time.Duration) *fakeProc {
@@ -181,10 +193,13 @@ func TestSuperviseRestartsWithBackoff(t *testing.T) {
 	waitTimer(t, fc)
 	fc.Step(2 * time.Second) // the failing attempt
 	p3 := expectRestartAfter(t, l, fc, 4*time.Second)
-	// After a stable run the back-off starts over.
+	// After a stable run the back-off starts over. The run counts from
+	// when the supervisor took p3 over, so wait for that before stepping.
+	waitPid(t, m, p3.pid)
 	fc.Step(restartResetAfter)
 	p3.exit(errors.New("signal: killed"))
 	p4 := expectRestartAfter(t, l, fc, time.Second)
+	waitPid(t, m, p4.pid)
 
 	if got, want := fmt.Sprint(l.calls()), "[false true true true true]"; got != want {
 		t.Errorf("launch restart flags = %s, want %s (only the first is a fresh start)", got, want)
