@@ -108,6 +108,9 @@ type Config struct {
 	// ClusterDomain is the DNS domain of the cluster, for the FQDN of pods
 	// with spec.subdomain (default DefaultClusterDomain).
 	ClusterDomain string
+	// Credentials finds pull credentials for a pod's images; nil: pulls
+	// are anonymous (the runtime's own configuration still applies).
+	Credentials PullCredentials
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent

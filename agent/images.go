@@ -44,7 +44,7 @@ func ensureImage(ctx context.Context, rt runtime.Images, c *v1.Container, clk cl
 	}
 	rec(v1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
 	start := clk.Now()
-	id, err := rt.PullImage(ctx, c.Image)
+	id, err := rt.PullImage(ctx, c.Image, nil)
 	if err != nil {
 		rec(v1.EventTypeWarning, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
 		rec(v1.EventTypeWarning, EventFailed, "Error: ErrImagePull")
@@ -57,4 +57,15 @@ func ensureImage(ctx context.Context, rt runtime.Images, c *v1.Container, clk cl
 	took := clk.Since(start)
 	rec(v1.EventTypeNormal, EventPulled, fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting)", c.Image, took, took))
 	return id, nil
+}
+
+// PullCredentials finds the credentials to try when pulling an image for a
+// pod. Safe for concurrent use.
+type PullCredentials interface {
+	// ForPod returns the credentials that match image (checklist E.14), in
+	// the order to try them (E.16): the pod's imagePullSecrets first, then
+	// the node's. Problems with the pod's secrets (missing, wrong type,
+	// bad content) come back as warnings, one line each naming the
+	// secret; the pull goes on with what is left, as in the kubelet.
+	ForPod(pod *v1.Pod, image string) (auths []runtime.AuthConfig, warnings []string)
 }

@@ -65,18 +65,47 @@ type Containers interface {
 	// ExecSync runs cmd in the container and waits for it, at most timeout
 	// (0: no limit). A non-zero exit code is not an error.
 	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*ExecResult, error)
+	// ReopenContainerLog makes the runtime close the container's log file
+	// and open a new one at the same path (log rotation: the caller renamed
+	// the old file first). Fails for a container that is not running.
+	ReopenContainerLog(ctx context.Context, id string) error
 }
 
 // Images manages images known to the runtime.
 type Images interface {
 	// ImageStatus returns the image for ref, or an error wrapping ErrNotFound.
 	ImageStatus(ctx context.Context, ref string) (*Image, error)
-	// PullImage pulls ref from its registry and returns the image ID.
-	PullImage(ctx context.Context, ref string) (string, error)
+	// PullImage pulls ref from its registry with auth (nil: anonymous, or
+	// whatever the runtime's own configuration supplies) and returns the
+	// image ID. Blocking; only ctx bounds it.
+	PullImage(ctx context.Context, ref string, auth *AuthConfig) (string, error)
 	// ListImages lists all images.
 	ListImages(ctx context.Context) ([]*Image, error)
 	// RemoveImage removes an image. Idempotent.
 	RemoveImage(ctx context.Context, ref string) error
+	// ImageFsInfo reports the use of the filesystems that hold images.
+	ImageFsInfo(ctx context.Context) ([]FilesystemUsage, error)
+}
+
+// AuthConfig is a credential for one registry, as CRI's AuthConfig and a
+// docker config.json entry carry it: Username and Password, or Auth
+// (base64 of "user:password"), or a token.
+type AuthConfig struct {
+	Username, Password string
+	Auth               string
+	ServerAddress      string
+	IdentityToken      string
+	RegistryToken      string
+}
+
+// FilesystemUsage is one filesystem's use by the runtime's images
+// (CRI FilesystemUsage). Capacity is not reported: statfs the Mountpoint.
+type FilesystemUsage struct {
+	// Mountpoint is a directory on the filesystem (e.g. containerd's
+	// snapshotter root).
+	Mountpoint string
+	// UsedBytes and InodesUsed are what the images take on it.
+	UsedBytes, InodesUsed uint64
 }
 
 // SandboxState is the state of a pod sandbox.
@@ -280,11 +309,15 @@ type ExecResult struct {
 
 // Image is an image known to the runtime.
 type Image struct {
-	ID       string
-	RepoTags []string
-	Size     uint64
+	ID          string
+	RepoTags    []string
+	RepoDigests []string
+	Size        uint64
 	// User is the image's configured user, if any.
 	User string
+	// Pinned images are never garbage collected (the runtime says so, e.g.
+	// containerd's sandbox image).
+	Pinned bool
 }
 
 // ImageImporter loads image archives (OCI layout tars or docker-save tars)

@@ -279,3 +279,14 @@ func containerStatusFromCRI(s *runtimeapi.ContainerStatus) *runtime.ContainerSta
 		LogPath:    s.LogPath,
 	}
 }
+
+// ReopenContainerLog asks the runtime to reopen the container's log file
+// (after the caller renamed it: log rotation).
+func (r *Runtime) ReopenContainerLog(ctx context.Context, id string) error {
+	ctx, cancel := callCtx(ctx, r.timeout)
+	defer cancel()
+	if _, err := r.rt.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id}); err != nil {
+		return wrap(err, "reopen container log %s", id)
+	}
+	return nil
+}

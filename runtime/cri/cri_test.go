@@ -337,7 +337,7 @@ func TestErrorTranslation(t *testing.T) {
 		"RemoveImage": r.RemoveImage(ctx, "x"),
 	}
 	_, errs["RunSandbox"] = r.RunSandbox(ctx, testSandboxSpec(false))
-	_, errs["PullImage"] = r.PullImage(ctx, "x")
+	_, errs["PullImage"] = r.PullImage(ctx, "x", nil)
 	for name, err := range errs {
 		if err == nil || errors.Is(err, runtime.ErrNotFound) || status.Code(err) != codes.Internal {
 			t.Errorf("%s: err = %v, want Internal", name, err)
@@ -403,7 +403,7 @@ func TestImages(t *testing.T) {
 	if err != nil || len(imgs) != 2 {
 		t.Fatalf("ListImages = %v, %v", imgs, err)
 	}
-	ref, err := r.PullImage(ctx, "x")
+	ref, err := r.PullImage(ctx, "x", nil)
 	if err != nil || ref != "sha256:x" {
 		t.Fatalf("PullImage = %q, %v", ref, err)
 	}

@@ -27,8 +27,15 @@ func (r *Runtime) ImageStatus(ctx context.Context, ref string) (*runtime.Image, 
 
 // PullImage pulls ref and returns the image ID (CRI's image ref). Pulls can
 // be slow, so only the caller's context bounds the call.
-func (r *Runtime) PullImage(ctx context.Context, ref string) (string, error) {
-	resp, err := r.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+func (r *Runtime) PullImage(ctx context.Context, ref string, auth *runtime.AuthConfig) (string, error) {
+	req := &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}
+	if auth != nil {
+		req.Auth = &runtimeapi.AuthConfig{
+			Username: auth.Username, Password: auth.Password, Auth: auth.Auth,
+			ServerAddress: auth.ServerAddress, IdentityToken: auth.IdentityToken, RegistryToken: auth.RegistryToken,
+		}
+	}
+	resp, err := r.img.PullImage(ctx, req)
 	if err != nil {
 		return "", wrap(err, "pull image %s", ref)
 	}
@@ -61,9 +68,27 @@ func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
 	return nil
 }
 
+// ImageFsInfo reports the image filesystems' use.
+func (r *Runtime) ImageFsInfo(ctx context.Context) ([]runtime.FilesystemUsage, error) {
+	ctx, cancel := callCtx(ctx, r.timeout)
+	defer cancel()
+	resp, err := r.img.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		return nil, wrap(err, "image fs info")
+	}
+	out := make([]runtime.FilesystemUsage, 0, len(resp.ImageFilesystems))
+	for _, fs := range resp.ImageFilesystems {
+		u := runtime.FilesystemUsage{Mountpoint: fs.GetFsId().GetMountpoint()}
+		u.UsedBytes = fs.GetUsedBytes().GetValue()
+		u.InodesUsed = fs.GetInodesUsed().GetValue()
+		out = append(out, u)
+	}
+	return out, nil
+}
+
 // imageFromCRI maps an image; User is the user name, else the numeric UID.
 func imageFromCRI(img *runtimeapi.Image) *runtime.Image {
-	out := &runtime.Image{ID: img.Id, RepoTags: img.RepoTags, Size: img.Size, User: img.Username}
+	out := &runtime.Image{ID: img.Id, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests, Size: img.Size, User: img.Username, Pinned: img.Pinned}
 	if out.User == "" && img.Uid != nil {
 		out.User = strconv.FormatInt(img.Uid.Value, 10)
 	}

@@ -423,7 +423,7 @@ func (r *Runtime) ImageStatus(_ context.Context, ref string) (*runtime.Image, er
 
 // PullImage implements runtime.Runtime: it fails unless FailNext is unset
 // and makes the image present.
-func (r *Runtime) PullImage(_ context.Context, ref string) (string, error) {
+func (r *Runtime) PullImage(_ context.Context, ref string, _ *runtime.AuthConfig) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.call("PullImage", ref); err != nil {
@@ -444,6 +444,27 @@ func (r *Runtime) ListImages(context.Context) ([]*runtime.Image, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// ImageFsInfo implements runtime.Runtime: the images' sizes on "/".
+func (r *Runtime) ImageFsInfo(context.Context) ([]runtime.FilesystemUsage, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.call("ImageFsInfo", ""); err != nil {
+		return nil, err
+	}
+	var used uint64
+	for _, img := range r.images {
+		used += img.Size
+	}
+	return []runtime.FilesystemUsage{{Mountpoint: "/", UsedBytes: used}}, nil
+}
+
+// ReopenContainerLog implements runtime.Runtime.
+func (r *Runtime) ReopenContainerLog(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.call("ReopenContainerLog", r.nameOf(id))
 }
 
 // RemoveImage implements runtime.Runtime.
