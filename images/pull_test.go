@@ -23,6 +23,7 @@ type fakeImages struct {
 	fail    map[string]error // by AuthConfig.Username ("" anonymous)
 	started chan string      // "ref user" of every pull, as it starts
 	proceed chan struct{}    // one value lets one gated pull finish
+	stop    chan struct{}    // closed at the end of the test: gates open
 
 	mu                  sync.Mutex
 	calls               []string
@@ -31,7 +32,7 @@ type fakeImages struct {
 }
 
 func newFakeImages(gated bool) *fakeImages {
-	return &fakeImages{gated: gated, fail: map[string]error{}, started: make(chan string, 100), proceed: make(chan struct{})}
+	return &fakeImages{gated: gated, fail: map[string]error{}, started: make(chan string, 100), proceed: make(chan struct{}), stop: make(chan struct{})}
 }
 
 func (f *fakeImages) PullImage(ctx context.Context, ref string, auth *runtime.AuthConfig) (string, error) {
@@ -53,6 +54,7 @@ func (f *fakeImages) PullImage(ctx context.Context, ref string, auth *runtime.Au
 	if f.gated {
 		select {
 		case <-f.proceed:
+		case <-f.stop:
 		case <-ctx.Done():
 			f.mu.Lock()
 			f.cancelled++
@@ -101,6 +103,16 @@ func (f *fakeImages) waitStarted(t *testing.T, n int) []string {
 		}
 	}
 	return out
+}
+
+// let lets one gated pull finish.
+func (f *fakeImages) let(t *testing.T) {
+	t.Helper()
+	select {
+	case f.proceed <- struct{}{}:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no pull waits to finish; pulls %v", f.callList())
+	}
 }
 
 // noMoreStarts fails if a pull starts within a short while.
@@ -174,6 +186,7 @@ func newTestPuller(t *testing.T, f *fakeImages, cfg PullerConfig) (*Puller, *clo
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Wait)
+	t.Cleanup(func() { close(f.stop) }) // runs first: a failed test leaves no pull blocked
 	return p, clk
 }
 
@@ -248,7 +261,7 @@ func TestPullerSerializesAndMeasuresWaiting_E19(t *testing.T) {
 	waitJoined(t, p, "b", 1)
 	f.noMoreStarts(t)
 	clk.Step(3 * time.Second)
-	f.proceed <- struct{}{}
+	f.let(t)
 	ra := wait(t, a)
 	if ra.err != nil || ra.res.ImageID != "sha256:a" || ra.res.Size != 1000 {
 		t.Fatalf("pull a = %+v", ra)
@@ -258,7 +271,7 @@ func TestPullerSerializesAndMeasuresWaiting_E19(t *testing.T) {
 	}
 	f.waitStarted(t, 1)
 	clk.Step(2 * time.Second)
-	f.proceed <- struct{}{}
+	f.let(t)
 	rb := wait(t, b)
 	if rb.err != nil || rb.res.Took != 2*time.Second || rb.res.Waited != 5*time.Second {
 		t.Errorf("pull b = %+v, want took 2s, waited 5s", rb)
@@ -282,11 +295,11 @@ func TestPullerParallelBound_E19(t *testing.T) {
 			f.waitStarted(t, tt.wantAtOnce)
 			f.noMoreStarts(t)
 			for range 4 - tt.wantAtOnce {
-				f.proceed <- struct{}{}
+				f.let(t)
 				f.waitStarted(t, 1)
 			}
 			for range tt.wantAtOnce {
-				f.proceed <- struct{}{}
+				f.let(t)
 			}
 			for _, ch := range chs {
 				if o := wait(t, ch); o.err != nil {
@@ -318,8 +331,8 @@ func TestPullerSharesConcurrentPullsOfOneImage(t *testing.T) {
 	}
 	f.noMoreStarts(t)
 	clk.Step(time.Second)
-	f.proceed <- struct{}{}
-	f.proceed <- struct{}{}
+	f.let(t)
+	f.let(t)
 	r1, r2, r3 := wait(t, first), wait(t, same), wait(t, withAuth)
 	for _, o := range []outcome{r1, r2, r3} {
 		if o.err != nil || o.res.ImageID != "sha256:nginx" {
@@ -335,7 +348,7 @@ func TestPullerSharesConcurrentPullsOfOneImage(t *testing.T) {
 	// Done pulls are forgotten: the next Pull pulls again.
 	again := goPull(ctx, p, "nginx")
 	f.waitStarted(t, 1)
-	f.proceed <- struct{}{}
+	f.let(t)
 	if o := wait(t, again); o.err != nil {
 		t.Fatal(o.err)
 	}
@@ -357,7 +370,7 @@ func TestPullerCancelsOnlyWhenAllCallersLeft(t *testing.T) {
 	if o := wait(t, first); !errors.Is(o.err, context.Canceled) {
 		t.Fatalf("first caller: %v, want context.Canceled", o.err)
 	}
-	f.proceed <- struct{}{}
+	f.let(t)
 	if o := wait(t, second); o.err != nil || o.res.ImageID != "sha256:a" {
 		t.Fatalf("second caller: %+v, want the shared pull's image", o)
 	}
@@ -369,7 +382,13 @@ func TestPullerCancelsOnlyWhenAllCallersLeft(t *testing.T) {
 	if o := wait(t, third); !errors.Is(o.err, context.Canceled) {
 		t.Fatalf("third caller: %v, want context.Canceled", o.err)
 	}
-	p.Wait()
+	waited := make(chan struct{})
+	go func() { p.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pull nobody waits for still runs")
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.cancelled != 1 {
