@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/skiffnode/skiff/images"
 	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/runtime"
@@ -111,6 +112,11 @@ type Config struct {
 	// Credentials finds pull credentials for a pod's images; nil: pulls
 	// are anonymous (the runtime's own configuration still applies).
 	Credentials PullCredentials
+	// Puller pulls the images pods need (e.g. an *images.Puller shared
+	// with the API's image pulls); nil: a serialized puller of the
+	// agent's own on Runtime, as the kubelet's default. Its owner waits
+	// for it after Run returned.
+	Puller ImagePuller
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -128,6 +134,8 @@ type Agent struct {
 	prober    Prober
 	// deps are what the pod workers get.
 	deps *workerDeps
+	// ownPuller: the puller New made (Config.Puller nil), waited for by Run.
+	ownPuller *images.Puller
 	// relisted counts the relist's successful listings (shared with the
 	// workers through deps; see canSkipResync).
 	relisted atomic.Uint64
@@ -187,6 +195,13 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ownPuller *images.Puller
+	if cfg.Puller == nil {
+		if ownPuller, err = images.NewPuller(cfg.Runtime, cfg.Clock, images.PullerConfig{SerializePulls: true}); err != nil {
+			return nil, err
+		}
+		cfg.Puller = ownPuller
+	}
 	a := &Agent{
 		cfg:       cfg,
 		log:       cfg.Logger,
@@ -200,6 +215,7 @@ func New(cfg Config) (*Agent, error) {
 		published: map[types.UID]*v1.Pod{},
 		hooks:     newHookRunner(execOutput(cfg.Runtime)),
 		prober:    cfg.Prober,
+		ownPuller: ownPuller,
 	}
 	a.deps = &workerDeps{
 		rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, prober: a.prober,
@@ -210,6 +226,7 @@ func New(cfg Config) (*Agent, error) {
 		volumes: cfg.Volumes, objectsChanged: &a.objectsChanged,
 		security:    security,
 		allocatable: cfg.Allocatable, clusterDomain: cfg.ClusterDomain,
+		puller: cfg.Puller, credentials: cfg.Credentials,
 	}
 	return a, nil
 }
@@ -270,6 +287,9 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 		case <-ctx.Done():
 			wg.Wait()
 			a.wg.Wait()
+			if a.ownPuller != nil {
+				a.ownPuller.Wait() // the workers left: their pulls are cancelled
+			}
 			return nil
 		case <-a.updated:
 			a.reconcile(ctx)

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,30 +67,38 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 	if len(acts.Unhealthy) > 0 {
 		return progressed, 0 // observe the kills before starting anything
 	}
-	start := func(c *v1.Container, init bool) bool {
+	start := func(c *v1.Container, init bool) (bool, time.Duration) {
 		return w.startContainer(ctx, st, c, init, acts.BackoffFrom[c.Name])
 	}
 	for _, i := range acts.RestartSidecars {
-		if start(&w.pod.Spec.InitContainers[i], true) {
+		if ok, d := start(&w.pod.Spec.InitContainers[i], true); ok {
 			progressed = true
 		} else {
-			retry = w.retryDelay()
+			retry = soonest(retry, d)
 		}
 	}
 	if acts.StartInit >= 0 {
-		if !start(&w.pod.Spec.InitContainers[acts.StartInit], true) {
-			return progressed, w.retryDelay()
+		if ok, d := start(&w.pod.Spec.InitContainers[acts.StartInit], true); !ok {
+			return progressed, soonest(retry, d)
 		}
 		progressed = true
 	}
 	for _, i := range acts.StartApp {
-		if !start(&w.pod.Spec.Containers[i], false) {
-			retry = w.retryDelay()
+		if ok, d := start(&w.pod.Spec.Containers[i], false); !ok {
+			retry = soonest(retry, d)
 			continue
 		}
 		progressed = true
 	}
 	return progressed, retry
+}
+
+// soonest is the earlier of two retry delays, 0 meaning none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 func (w *podWorker) retryDelay() time.Duration { return 5 * time.Second }
@@ -130,47 +137,40 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 }
 
 // startContainer ensures the image, then creates and starts one container.
-// Problems become the container's Waiting reason; it reports success.
+// Problems become the container's Waiting reason; it reports success and,
+// on failure, when to try again (an image pull back-off's end, else the
+// usual retry delay).
 // backoffFrom, if set, is the exit the planner's back-off check measured
 // from: a start records the restart in the back-off (podActions.BackoffFrom).
-func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Container, init bool, backoffFrom time.Time) bool {
+func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Container, init bool, backoffFrom time.Time) (bool, time.Duration) {
 	now := w.d.clock.Now()
 	key := restartBackoffKey(c.Name)
 	attempt := st.nextAttempt(c.Name)
 	image, err := w.ensureImage(ctx, c)
 	if err != nil {
-		w.setImageWaiting(c.Name, err)
-		return false
+		if d := w.setImageWaiting(c.Name, err); d > 0 {
+			return false, d
+		}
+		return false, w.retryDelay()
 	}
 	id, err := w.createAndStart(ctx, st, c, attempt, image, init)
 	if err != nil {
 		w.log.Warn("starting container", "container", c.Name, "err", err)
 		w.event(c.Name, v1.EventTypeWarning, EventFailed, "Error: "+err.Error())
 		w.waiting[c.Name] = waitingState{Reason: startFailureReason(err), Message: err.Error()}
-		return false
+		return false, w.retryDelay()
 	}
 	w.event(c.Name, v1.EventTypeNormal, EventStarted, "Started container "+c.Name)
 	if !backoffFrom.IsZero() {
 		w.backoff.next(key, backoffFrom, now)
 	}
 	if !w.postStart(ctx, st, c, id) {
-		return true
+		return true, 0
 	}
 	delete(w.waiting, c.Name)
 	w.pruneOld(ctx, st, c.Name, attempt)
 	w.log.Info("container started", "container", c.Name, "attempt", attempt, "init", init)
-	return true
-}
-
-func (w *podWorker) setImageWaiting(name string, err error) {
-	var ie *imageError
-	if errors.As(err, &ie) {
-		w.waiting[name] = waitingState{Reason: ie.Reason, Message: ie.Message}
-		w.log.Warn("image not available", "container", name, "reason", ie.Reason, "err", ie.Message)
-		return
-	}
-	w.waiting[name] = waitingState{Reason: "ErrImagePull", Message: err.Error()}
-	w.log.Warn("image check failed", "container", name, "err", err)
+	return true, 0
 }
 
 // createAndStart creates the container and starts it; a container that does

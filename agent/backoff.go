@@ -4,8 +4,8 @@ import (
 	"time"
 )
 
-// Restart back-off (A.13): 10s, 20s, 40s ... capped at 300s, as the
-// kubelet's flowcontrol.Backoff (no jitter). An entry is measured from an
+// Restart back-off (A.13) and image pull back-off (E.8): 10s, 20s, 40s ...
+// capped at 300s, as the kubelet's flowcontrol.Backoff (no jitter). An entry is measured from an
 // event time, the FinishedAt of the exit a restart follows: it is stale once
 // that exit came more than twice the cap after the entry's last bump (a
 // container that ran 10 minutes without a problem starts over at 10s).
@@ -45,6 +45,19 @@ func (b *backoff) inBackOffSince(key string, ts, now time.Time) (time.Time, bool
 		return time.Time{}, false
 	}
 	until := ts.Add(e.delay)
+	return until, now.Before(until)
+}
+
+// inBackOffSinceUpdate reports whether key's delay, counted from its last
+// bump, still runs at now, and until when (flowcontrol's
+// IsInBackOffSinceUpdate, as the kubelet's image pull back-off uses it).
+// Pure.
+func (b *backoff) inBackOffSinceUpdate(key string, now time.Time) (time.Time, bool) {
+	e, ok := b.entries[key]
+	if !ok || b.stale(now, e.updated) {
+		return time.Time{}, false
+	}
+	until := e.updated.Add(e.delay)
 	return until, now.Before(until)
 }
 

@@ -14,21 +14,25 @@ import (
 
 // Event reasons, as the kubelet records them (pkg/kubelet/events).
 const (
-	EventPulling             = "Pulling"
-	EventPulled              = "Pulled"
-	EventFailed              = "Failed"
-	EventErrImageNeverPull   = "ErrImageNeverPull"
-	EventCreated             = "Created"
-	EventStarted             = "Started"
-	EventKilling             = "Killing"
-	EventBackOff             = "BackOff"
-	EventUnhealthy           = "Unhealthy"
-	EventProbeWarning        = "ProbeWarning"
-	EventFailedPostStartHook = "FailedPostStartHook"
-	EventFailedPreStopHook   = "FailedPreStopHook"
-	EventDeadlineExceeded    = "DeadlineExceeded"
-	EventSandboxChanged      = "SandboxChanged"
-	EventFailedCreateSandbox = "FailedCreatePodSandBox"
+	EventPulling           = "Pulling"
+	EventPulled            = "Pulled"
+	EventFailed            = "Failed"
+	EventErrImageNeverPull = "ErrImageNeverPull"
+	EventInspectFailed     = "InspectFailed"
+	// EventFailedToRetrieveImagePullSecret is a pod event: some of its
+	// imagePullSecrets could not be read.
+	EventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
+	EventCreated                         = "Created"
+	EventStarted                         = "Started"
+	EventKilling                         = "Killing"
+	EventBackOff                         = "BackOff"
+	EventUnhealthy                       = "Unhealthy"
+	EventProbeWarning                    = "ProbeWarning"
+	EventFailedPostStartHook             = "FailedPostStartHook"
+	EventFailedPreStopHook               = "FailedPreStopHook"
+	EventDeadlineExceeded                = "DeadlineExceeded"
+	EventSandboxChanged                  = "SandboxChanged"
+	EventFailedCreateSandbox             = "FailedCreatePodSandBox"
 )
 
 const (

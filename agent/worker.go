@@ -57,11 +57,18 @@ type podWorker struct {
 	mu          sync.Mutex
 	terminating bool
 	graceOver   *int64
+	// cancelPull cancels the image pull in progress, if any (see
+	// pullContext): a kill does not wait for a download.
+	cancelPull context.CancelFunc
 	// evictMsg: an eviction is requested (see evict).
 	evictMsg string
 
 	// Owned by the worker goroutine.
-	backoff   *backoff
+	// backoff holds the restart back-offs and the image pull back-offs.
+	backoff *backoff
+	// pullErrs: the last pull error per pull back-off key, for the
+	// ImagePullBackOff message.
+	pullErrs  map[string]string
 	waiting   map[string]waitingState
 	status    *v1.PodStatus
 	startTime time.Time
@@ -128,6 +135,10 @@ type workerDeps struct {
 	// clusterDomain: Config.ClusterDomain; nodeHostsFile: the node's
 	// hosts file ("": /etc/hosts), the base of host-network pods' one.
 	clusterDomain, nodeHostsFile string
+	// puller pulls images (Config.Puller); required once a pod needs a
+	// pull. credentials: Config.Credentials (nil: anonymous pulls).
+	puller      ImagePuller
+	credentials PullCredentials
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Both
@@ -142,15 +153,16 @@ type workerOwner interface {
 
 func newPodWorker(d *workerDeps, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
 	return &podWorker{
-		d:       d,
-		uid:     pod.UID,
-		pod:     pod,
-		log:     d.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID),
-		wakeCh:  make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		waitFor: waitFor,
-		backoff: newBackoff(),
-		waiting: map[string]waitingState{},
+		d:        d,
+		uid:      pod.UID,
+		pod:      pod,
+		log:      d.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID),
+		wakeCh:   make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		waitFor:  waitFor,
+		backoff:  newBackoff(),
+		pullErrs: map[string]string{},
+		waiting:  map[string]waitingState{},
 
 		inPostStart:  map[string]bool{},
 		termMessages: map[string]string{},
@@ -171,13 +183,6 @@ func (w *podWorker) event(name, typ, reason, msg string) {
 	w.d.events.record(w.pod, fp, typ, reason, msg)
 }
 
-// ensureImage makes c's image present, recording the image events.
-func (w *podWorker) ensureImage(ctx context.Context, c *v1.Container) (string, error) {
-	return ensureImage(ctx, w.d.rt, c, w.d.clock, func(typ, reason, msg string) {
-		w.event(c.Name, typ, reason, msg)
-	})
-}
-
 // wake asks the worker to sync soon. Non-blocking, safe for concurrent use.
 func (w *podWorker) wake() {
 	select {
@@ -192,6 +197,9 @@ func (w *podWorker) kill(grace *int64) {
 	w.mu.Lock()
 	if !w.terminating || grace != nil {
 		w.terminating, w.graceOver = true, grace
+	}
+	if w.cancelPull != nil {
+		w.cancelPull()
 	}
 	w.mu.Unlock()
 	w.wake()

@@ -54,6 +54,7 @@ type agentOptions struct {
 	maxParallelProbes int
 	resources         resourceOptions
 	security          securityOptions
+	pull              pullOptions
 }
 
 func newAgentCmd() *cobra.Command {
@@ -91,6 +92,7 @@ func newAgentCmd() *cobra.Command {
 	f.Int64Var(&r.maxPods, "max-pods", agent.DefaultMaxPods, "number of pods this node admits")
 	f.Int64Var(&r.podMaxPids, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
 	addSecurityFlags(f, &o.security)
+	addPullFlags(f, &o.pull)
 	return cmd
 }
 
@@ -146,6 +148,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if o.maxParallelStarts < 0 {
 		return fmt.Errorf("--max-parallel-starts %d: want 0 (adaptive, the default) or a positive upper bound", o.maxParallelStarts)
 	}
+	if err := o.pull.config().Validate(); err != nil {
+		return err
+	}
 	log := newLogger(o.verbosity)
 	tuneGoRuntime()
 	node, err := nodeName(o.hostnameOverride)
@@ -165,6 +170,13 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	defer deps.cleanup()
 	rt, importer := deps.rt, deps.importer
+	// The puller's pulls end when their callers (the pod workers) return;
+	// it is waited for before the runtime closes.
+	puller, err := o.pull.puller(rt)
+	if err != nil {
+		return err
+	}
+	defer puller.Wait()
 	cgm, err := setupCgroups(ctx, &o.resources, kubepods, rt, log)
 	if err != nil {
 		return err
@@ -223,6 +235,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		ObjectChanges:     store.Subscribe(),
 		Security:          o.security.config(o.rootDir),
 		ClusterDomain:     o.clusterDomain,
+		Puller:            puller,
 	})
 	if err != nil {
 		return err
