@@ -98,7 +98,8 @@ func Parse(data []byte, baseDir string) (*File, error) {
 	return &f, nil
 }
 
-// Validate checks f: hosts are host[:port]; endpoints are http(s) URLs;
+// Validate checks f: hosts are host[:port] (no IPv6 literals); endpoints
+// are http(s) URLs;
 // plain http and insecure_skip_verify only for loopback hosts (127.0.0.0/8,
 // ::1, localhost); certificate files exist, cert_file and key_file come
 // together; an auth has exactly one kind of credential. All problems are
@@ -153,6 +154,16 @@ func checkHost(host string) error {
 	if err != nil || u.Host != host || u.Hostname() == "" {
 		return fmt.Errorf("%q is not a host[:port]", host)
 	}
+	return checkNotIPv6(host)
+}
+
+// checkNotIPv6 refuses IPv6 literals: containerd's TOML reader (go-toml 1)
+// cannot read them as the quoted table keys hosts.toml and config.toml
+// need ("[::1]:5000" holds a ']').
+func checkNotIPv6(host string) error {
+	if strings.ContainsAny(host, "[]") {
+		return fmt.Errorf("%q: IPv6 literals are not supported (containerd cannot read them in hosts.toml); use a host name such as localhost", host)
+	}
 	return nil
 }
 
@@ -166,6 +177,9 @@ func checkEndpoint(ep string) error {
 	}
 	if u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Errorf("%q: want scheme://host[:port][/path]", ep)
+	}
+	if err := checkNotIPv6(u.Host); err != nil {
+		return err
 	}
 	if u.Scheme == "http" && !IsLoopback(u.Host) {
 		return fmt.Errorf("%q: plain http is allowed only for a loopback host (127.0.0.0/8, ::1, localhost)", ep)

@@ -34,6 +34,8 @@ func TestParseErrors(t *testing.T) {
 		{name: "endpoint without scheme", yaml: "mirrors:\n  a.io:\n    endpoint: [m.io]\n", wantErrs: []string{`mirrors["a.io"].endpoint[0]: "m.io": want an https://`}},
 		{name: "http endpoint not loopback", yaml: "mirrors:\n  a.io:\n    endpoint: [\"https://ok.io\", \"http://10.0.0.1:5000\"]\n", wantErrs: []string{`mirrors["a.io"].endpoint[1]: "http://10.0.0.1:5000": plain http is allowed only for a loopback host`}},
 		{name: "endpoint with credentials in URL", yaml: "mirrors:\n  a.io:\n    endpoint: [\"https://u:p@m.io\"]\n", wantErrs: []string{`want scheme://host`}},
+		{name: "IPv6 endpoint", yaml: "mirrors:\n  a.io:\n    endpoint: [\"http://[::1]:5000\"]\n", wantErrs: []string{`mirrors["a.io"].endpoint[0]: "[::1]:5000": IPv6 literals are not supported`}},
+		{name: "IPv6 config host", yaml: "configs:\n  \"[::1]:5000\":\n    auth: {username: u}\n", wantErrs: []string{`configs["[::1]:5000"]: "[::1]:5000": IPv6`}},
 		{name: "configs star", yaml: "configs:\n  \"*\":\n    auth: {username: u, password: p}\n", wantErrs: []string{`configs["*"]: "*" is not supported`}},
 		{name: "insecure not loopback", yaml: "configs:\n  reg.example:5000:\n    tls: {insecure_skip_verify: true}\n", wantErrs: []string{`configs["reg.example:5000"].tls: insecure_skip_verify is allowed only for a loopback host`}},
 		{name: "cert without key", yaml: "configs:\n  a.io:\n    tls: {cert_file: cert.pem}\n", wantErrs: []string{`cert_file and key_file go together`}},
@@ -81,7 +83,7 @@ func TestParseValid(t *testing.T) {
 	f, err := Parse([]byte(`
 mirrors:
   docker.io:
-    endpoint: ["https://127.0.0.1:5443", "http://localhost:5000", "http://[::1]:5001/v2/hub"]
+    endpoint: ["https://127.0.0.1:5443", "http://localhost:5000", "http://127.0.0.2:5001/v2/hub"]
   "*":
     endpoint: ["https://mirror.example:5000"]
 configs:

@@ -69,7 +69,8 @@ type Managed struct {
 	restarts int
 }
 
-// Start writes RootDir/containerd/config.toml, replaces a containerd left
+// Start writes RootDir/containerd/config.toml and the registry hosts files
+// (RootDir/containerd/certs.d), replaces a containerd left
 // running by an earlier skiff run on the same root, starts containerd,
 // waits until its CRI socket answers a Version call (bounded by ctx and one
 // minute) and starts supervising it. ctx bounds only the start: containerd
@@ -96,6 +97,9 @@ func Start(ctx context.Context, cfg Config) (*Managed, error) {
 	}
 	conf, err := renderConfig(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := writeHostsDir(p.certsD, cfg.RegistryHosts); err != nil {
 		return nil, err
 	}
 	if err := writeFileAtomic(p.config, []byte(conf), 0o600); err != nil {
