@@ -54,6 +54,7 @@ type agentOptions struct {
 	maxParallelProbes int
 	resources         resourceOptions
 	security          securityOptions
+	registry          registryOptions
 }
 
 func newAgentCmd() *cobra.Command {
@@ -91,6 +92,7 @@ func newAgentCmd() *cobra.Command {
 	f.Int64Var(&r.maxPods, "max-pods", agent.DefaultMaxPods, "number of pods this node admits")
 	f.Int64Var(&r.podMaxPids, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
 	addSecurityFlags(f, &o.security)
+	addRegistryFlags(f, &o.registry)
 	return cmd
 }
 
@@ -155,6 +157,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err := os.MkdirAll(o.rootDir, 0o700); err != nil {
 		return fmt.Errorf("--root-dir: %w", err)
 	}
+	if err := o.registry.resolve(o.rootDir, o.runtimeEndpoint, log); err != nil {
+		return err
+	}
 	allocatable, kubepods, err := nodeResources(&o.resources)
 	if err != nil {
 		return err
@@ -182,6 +187,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	// store holds the ConfigMaps and Secrets that pods may use; the
 	// static-pod source fills it.
 	store := objects.NewStore()
+	// creds: the pods' imagePullSecrets (from store), then the node's
+	// docker config file.
+	creds, err := o.registry.credentials(o.rootDir, store, log)
+	if err != nil {
+		return err
+	}
 	events := agent.NewEventRecorder(clock.RealClock{}, node)
 	// vols owns the pods' volumes under <root-dir>/pods; it reads the
 	// store, and rewrites object-backed volumes when the store changes.
@@ -223,6 +234,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		ObjectChanges:     store.Subscribe(),
 		Security:          o.security.config(o.rootDir),
 		ClusterDomain:     o.clusterDomain,
+		Credentials:       creds,
 	})
 	if err != nil {
 		return err
@@ -342,9 +354,11 @@ func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *co
 	if _, err := network.WriteBridgeConflist(cniDir, network.BridgeConfig{PodCIDR: o.podCIDR}); err != nil {
 		return nil, nil, fmt.Errorf("CNI config: %w", err)
 	}
+	regHosts, regAuths := o.registry.containerdRegistry()
 	started, err := containerd.Start(ctx, containerd.Config{
 		RootDir: o.rootDir, CNIBinDir: o.cniBinDir, CNIConfDir: cniDir, SandboxImage: pauseRef, Logger: log,
 		SystemdCgroup: o.resources.cgroupDriver == string(cgroups.DriverSystemd),
+		RegistryHosts: regHosts, RegistryAuths: regAuths,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start managed containerd: %w", err)
