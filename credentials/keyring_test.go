@@ -95,6 +95,11 @@ func TestGlobPerLabel_E15(t *testing.T) {
 			t.Errorf("%s matched %v; globs must not span labels", repo, got)
 		}
 	}
+	// Nor does a key extend to longer hosts that begin with its labels.
+	k = keyringOf(t, "my-registry.io")
+	if got := users(k, "my-registry.io.evil.example/images/my-image"); len(got) != 0 {
+		t.Errorf("my-registry.io matched my-registry.io.evil.example: %v", got)
+	}
 	k = keyringOf(t, "*.my-registry.io/images")
 	if got := users(k, "sub.my-registry.io/images/my-image"); len(got) != 1 {
 		t.Errorf("*.my-registry.io/images does not match sub.my-registry.io/images/my-image")

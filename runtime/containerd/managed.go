@@ -95,20 +95,29 @@ func Start(ctx context.Context, cfg Config) (*Managed, error) {
 	if err := m.takeOver(ctx); err != nil {
 		return nil, err
 	}
-	conf, err := renderConfig(cfg)
-	if err != nil {
+	if err := writeConfigFiles(cfg, p); err != nil {
 		return nil, err
-	}
-	if err := writeHostsDir(p.certsD, cfg.RegistryHosts); err != nil {
-		return nil, err
-	}
-	if err := writeFileAtomic(p.config, []byte(conf), 0o600); err != nil {
-		return nil, fmt.Errorf("write containerd config: %w", err)
 	}
 	if err := m.run(ctx); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// writeConfigFiles writes the registry hosts files (p.certsD) and
+// config.toml for cfg, which must have its defaults filled in.
+func writeConfigFiles(cfg Config, p paths) error {
+	conf, err := renderConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := writeHostsDir(p.certsD, cfg.RegistryHosts); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(p.config, []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("write containerd config: %w", err)
+	}
+	return nil
 }
 
 // run launches the first containerd and starts the supervisor goroutine,

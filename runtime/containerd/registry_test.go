@@ -99,6 +99,10 @@ func readHostsDir(t *testing.T, dir string) map[string]string {
 func TestWriteHostsDir(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "certs.d")
+	// The leftover of an interrupted earlier write goes.
+	if err := os.MkdirAll(filepath.Join(parent, ".certs.d-123", "x.io"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := writeHostsDir(dir, map[string]string{"a.io": "A", "_default": "D"}); err != nil {
 		t.Fatal(err)
 	}
@@ -135,5 +139,41 @@ func TestWriteHostsDir(t *testing.T) {
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("certs.d mode: %v %v", fi.Mode(), err)
+	}
+}
+
+// TestWriteConfigFiles: what Start writes before it launches containerd.
+func TestWriteConfigFiles(t *testing.T) {
+	root := t.TempDir()
+	no := false
+	cfg, err := Config{
+		RootDir: root, SandboxImage: "p:1", RestrictOOMScoreAdj: &no,
+		RegistryHosts: map[string]string{"docker.io": "H"},
+		RegistryAuths: map[string]RegistryAuth{"docker.io": {Username: "u", Password: "p"}},
+	}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pathsFor(root)
+	if err := os.MkdirAll(p.dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeConfigFiles(cfg, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := readHostsDir(t, p.certsD); len(got) != 1 || got["docker.io"] != "H" {
+		t.Errorf("hosts dir: %v", got)
+	}
+	conf, err := os.ReadFile(p.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`config_path = "` + p.certsD + `"`, `registry.configs."docker.io".auth]`} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("config.toml lacks %q", want)
+		}
+	}
+	if fi, err := os.Stat(p.config); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("config.toml (holds credentials) mode: %v %v", fi.Mode(), err)
 	}
 }
