@@ -55,6 +55,7 @@ type agentOptions struct {
 	resources         resourceOptions
 	security          securityOptions
 	pull              pullOptions
+	registry          registryOptions
 }
 
 func newAgentCmd() *cobra.Command {
@@ -93,6 +94,7 @@ func newAgentCmd() *cobra.Command {
 	f.Int64Var(&r.podMaxPids, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
 	addSecurityFlags(f, &o.security)
 	addPullFlags(f, &o.pull)
+	addRegistryFlags(f, &o.registry)
 	return cmd
 }
 
@@ -160,6 +162,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err := os.MkdirAll(o.rootDir, 0o700); err != nil {
 		return fmt.Errorf("--root-dir: %w", err)
 	}
+	if err := o.registry.resolve(o.rootDir, o.runtimeEndpoint, log); err != nil {
+		return err
+	}
 	allocatable, kubepods, err := nodeResources(&o.resources)
 	if err != nil {
 		return err
@@ -194,6 +199,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	// store holds the ConfigMaps and Secrets that pods may use; the
 	// static-pod source fills it.
 	store := objects.NewStore()
+	// creds: the pods' imagePullSecrets (from store), then the node's
+	// docker config file.
+	creds, err := o.registry.credentials(o.rootDir, store, log)
+	if err != nil {
+		return err
+	}
 	events := agent.NewEventRecorder(clock.RealClock{}, node)
 	// vols owns the pods' volumes under <root-dir>/pods; it reads the
 	// store, and rewrites object-backed volumes when the store changes.
@@ -236,6 +247,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		Security:          o.security.config(o.rootDir),
 		ClusterDomain:     o.clusterDomain,
 		Puller:            puller,
+		Credentials:       creds,
 	})
 	if err != nil {
 		return err
@@ -355,9 +367,11 @@ func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *co
 	if _, err := network.WriteBridgeConflist(cniDir, network.BridgeConfig{PodCIDR: o.podCIDR}); err != nil {
 		return nil, nil, fmt.Errorf("CNI config: %w", err)
 	}
+	regHosts, regAuths := o.registry.containerdRegistry()
 	started, err := containerd.Start(ctx, containerd.Config{
 		RootDir: o.rootDir, CNIBinDir: o.cniBinDir, CNIConfDir: cniDir, SandboxImage: pauseRef, Logger: log,
 		SystemdCgroup: o.resources.cgroupDriver == string(cgroups.DriverSystemd),
+		RegistryHosts: regHosts, RegistryAuths: regAuths,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start managed containerd: %w", err)

@@ -52,11 +52,28 @@ type Config struct {
 	// SystemdCgroup makes runc use the systemd cgroup driver; it must match
 	// skiff's --cgroup-driver (false: cgroupfs).
 	SystemdCgroup bool
+	// RegistryHosts are the hosts.toml files of the CRI plugin's registry
+	// config_path, RootDir/containerd/certs.d (always set, so that
+	// containerd reads hosts files), by host directory name ("docker.io",
+	// "127.0.0.1:5443", "_default"). Start replaces the directory's
+	// content with them (none: an empty directory). See registries/.
+	RegistryHosts map[string]string
+	// RegistryAuths become the CRI plugin's registry.configs."<host>".auth
+	// entries, by the host[:port] containerd contacts. Credentials that
+	// the agent passes with a pull take precedence.
+	RegistryAuths map[string]RegistryAuth
+}
+
+// RegistryAuth is a credential in the CRI plugin's config (containerd 1.6
+// AuthConfig): Username and Password, or Auth (base64 of
+// "user:password"), or IdentityToken.
+type RegistryAuth struct {
+	Username, Password, Auth, IdentityToken string
 }
 
 // paths are the files of one managed containerd.
 type paths struct {
-	dir, config, root, state, socket, pidFile, opt string
+	dir, config, root, state, socket, pidFile, opt, certsD string
 }
 
 func pathsFor(rootDir string) paths {
@@ -69,6 +86,7 @@ func pathsFor(rootDir string) paths {
 		socket:  filepath.Join(dir, "containerd.sock"),
 		pidFile: filepath.Join(dir, "containerd.pid"),
 		opt:     filepath.Join(dir, "opt"),
+		certsD:  filepath.Join(dir, "certs.d"),
 	}
 }
 
@@ -155,7 +173,7 @@ func renderConfig(cfg Config) (string, error) {
 	p := pathsFor(cfg.RootDir)
 	q := func(s string) string { return tomlString(s) }
 	for _, s := range []string{cfg.RootDir, cfg.CNIBinDir, cfg.CNIConfDir, cfg.SandboxImage} {
-		if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		if hasControl(s) {
 			return "", fmt.Errorf("containerd config: control character in %q", s)
 		}
 	}
@@ -202,7 +220,14 @@ func renderConfig(cfg Config) (string, error) {
 	fmt.Fprintf(&b, "  bin_dir = %s\n", q(cfg.CNIBinDir))
 	fmt.Fprintf(&b, "  conf_dir = %s\n", q(cfg.CNIConfDir))
 	fmt.Fprintf(&b, "  max_conf_num = 1\n")
+	if err := renderRegistry(&b, cri, p.certsD, cfg.RegistryAuths); err != nil {
+		return "", err
+	}
 	return b.String(), nil
+}
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 // tomlString quotes s as a TOML basic string (s has no control characters).

@@ -69,7 +69,8 @@ type Managed struct {
 	restarts int
 }
 
-// Start writes RootDir/containerd/config.toml, replaces a containerd left
+// Start writes RootDir/containerd/config.toml and the registry hosts files
+// (RootDir/containerd/certs.d), replaces a containerd left
 // running by an earlier skiff run on the same root, starts containerd,
 // waits until its CRI socket answers a Version call (bounded by ctx and one
 // minute) and starts supervising it. ctx bounds only the start: containerd
@@ -94,17 +95,29 @@ func Start(ctx context.Context, cfg Config) (*Managed, error) {
 	if err := m.takeOver(ctx); err != nil {
 		return nil, err
 	}
-	conf, err := renderConfig(cfg)
-	if err != nil {
+	if err := writeConfigFiles(cfg, p); err != nil {
 		return nil, err
-	}
-	if err := writeFileAtomic(p.config, []byte(conf), 0o600); err != nil {
-		return nil, fmt.Errorf("write containerd config: %w", err)
 	}
 	if err := m.run(ctx); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// writeConfigFiles writes the registry hosts files (p.certsD) and
+// config.toml for cfg, which must have its defaults filled in.
+func writeConfigFiles(cfg Config, p paths) error {
+	conf, err := renderConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := writeHostsDir(p.certsD, cfg.RegistryHosts); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(p.config, []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("write containerd config: %w", err)
+	}
+	return nil
 }
 
 // run launches the first containerd and starts the supervisor goroutine,
