@@ -111,6 +111,12 @@ type Config struct {
 	// Credentials finds pull credentials for a pod's images; nil: pulls
 	// are anonymous (the runtime's own configuration still applies).
 	Credentials PullCredentials
+	// ContainerGC is the container GC's policy (see containergc.go); nil:
+	// no container GC runs.
+	ContainerGC *ContainerGCPolicy
+	// ContainerGCPeriod is the container GC's period (default
+	// DefaultContainerGCPeriod, the kubelet's 1 min).
+	ContainerGCPeriod time.Duration
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -173,6 +179,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.ResyncPeriod <= 0 {
 		cfg.ResyncPeriod = time.Minute
+	}
+	if cfg.ContainerGCPeriod <= 0 {
+		cfg.ContainerGCPeriod = DefaultContainerGCPeriod
 	}
 	if cfg.Starts == nil {
 		cfg.Starts = NewStartGate(cfg.MaxParallelStarts)
@@ -263,6 +272,13 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 		go func() {
 			defer wg.Done()
 			a.refreshVolumes(ctx)
+		}()
+	}
+	if a.cfg.ContainerGC != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.containerGCLoop(ctx)
 		}()
 	}
 	for {
