@@ -166,11 +166,14 @@ func TestRotateUndoesRenameWhenReopenFails(t *testing.T) {
 func TestRotateCleansLeftoversAndReopensMissingLog(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "0.log")
-	for _, f := range []string{"0.log.20261124-090000", "0.log.20261124-090000.gz", "0.log.20261124-091000.gz.tmp"} {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o640); err != nil {
+	// An interrupted compression: the .gz is complete, the plain file
+	// stayed (its content must not replace the .gz's).
+	for _, f := range []string{"0.log.20261124-090000", "0.log.20261124-091000.gz.tmp"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("stale"), 0o640); err != nil {
 			t.Fatal(err)
 		}
 	}
+	writeGzip(t, filepath.Join(dir, "0.log.20261124-090000.gz"), "complete")
 	rt := &fakeRotateRuntime{logs: []RunningLog{{ID: "c", Path: log}}}
 	r := newTestRotator(t, rt, clocktesting.NewFakeClock(rotT0), 5)
 	if err := r.RotateOnce(context.Background()); err != nil {
@@ -188,6 +191,27 @@ func TestRotateCleansLeftoversAndReopensMissingLog(t *testing.T) {
 	want := []string{"0.log", "0.log.20261124-090000.gz", "0.log.20261124-100000"}
 	if got := names(t, dir); !slices.Equal(got, want) {
 		t.Errorf("files %v, want %v", got, want)
+	}
+	if got := gunzip(t, filepath.Join(dir, "0.log.20261124-090000.gz")); got != "complete" {
+		t.Errorf("the compressed log holds %q, want its own content", got)
+	}
+}
+
+func writeGzip(t *testing.T, path, content string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gzip.NewWriter(f)
+	if _, err := io.WriteString(w, content); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
