@@ -177,7 +177,7 @@ func (g *GC) GarbageCollect(ctx context.Context, began time.Time) error {
 		g.cfg.NodeEvent(v1.EventTypeWarning, ReasonInvalidDiskCapacity, err.Error())
 		return err
 	}
-	capacity, available := int64(fs.Capacity), int64(min(fs.Available, fs.Capacity)) //nolint:gosec // disk sizes fit
+	capacity, available := int64(fs.Capacity), int64(min(fs.Available, fs.Capacity))
 	usage := 100 - int(available*100/capacity)
 	if usage < g.cfg.Policy.HighThresholdPercent {
 		return nil
@@ -190,7 +190,7 @@ func (g *GC) GarbageCollect(ctx context.Context, began time.Time) error {
 		return err
 	}
 	if freed < amount {
-		err := fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", amount, freed) //nolint:staticcheck // the kubelet's wording
+		err := fmt.Errorf("Failed to garbage collect required amount of images. Attempted to free %d bytes, but only found %d bytes eligible to free.", amount, freed) //nolint:staticcheck // ST1005: the kubelet's wording, which the event carries
 		g.cfg.NodeEvent(v1.EventTypeWarning, ReasonFreeDiskSpaceFailed, err.Error())
 		return err
 	}
@@ -237,7 +237,7 @@ func (g *GC) freeSpace(ctx context.Context, order []candidate, bytes int64, now 
 			errs = append(errs, err)
 			continue
 		}
-		freed += int64(c.size) //nolint:gosec // image sizes fit
+		freed += int64(c.size)
 		if freed >= bytes {
 			break
 		}

@@ -97,6 +97,6 @@ func Statfs(path string) (FsStats, error) {
 	if err := unix.Statfs(path, &st); err != nil {
 		return FsStats{}, fmt.Errorf("statfs %s: %w", path, err)
 	}
-	bsize := uint64(st.Bsize) //nolint:gosec // block sizes are positive
+	bsize := uint64(st.Bsize)
 	return FsStats{Capacity: st.Blocks * bsize, Available: st.Bavail * bsize}, nil
 }

@@ -79,11 +79,11 @@ type event struct{ typ, reason, msg string }
 // gcImage is one image of a table case: its age and last use relative to
 // the test's now (lastUsed 0: never used).
 type gcImage struct {
-	id              string
-	size            uint64
-	detected, used  time.Duration
-	tags            []string
-	pinned, newSeen bool
+	id             string
+	size           uint64
+	detected, used time.Duration
+	tags           []string
+	pinned         bool
 }
 
 const mib = 1 << 20
