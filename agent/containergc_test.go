@@ -242,3 +242,33 @@ func mustSandboxes(t *testing.T, rt *fake.Runtime, uid string) []string {
 	}
 	return slices.Clip(out)
 }
+
+// TestAgentRunsContainerGC_F1: an agent with a container GC policy runs
+// it every ContainerGCPeriod once its sources delivered: a stray dead
+// container of skiff's whose pod no source wants and that has no sandbox
+// of skiff's (what the relister's orphan handling cannot see) is removed.
+func TestAgentRunsContainerGC_F1(t *testing.T) {
+	rt := fake.New(time.Now)
+	cfg := testConfig(t, rt)
+	policy := DefaultContainerGCPolicy()
+	cfg.ContainerGC, cfg.ContainerGCPeriod = &policy, 20*time.Millisecond
+	ctx := context.Background()
+	sb, err := rt.RunSandbox(ctx, &runtime.SandboxSpec{Name: "other", UID: "other", Labels: map[string]string{"owner": "someone-else"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: "ns", UID: "stray"}}
+	id, err := rt.CreateContainer(ctx, sb, &runtime.ContainerSpec{Name: "app", Image: "img", Labels: containerLabels(pod, "app")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := runTestAgent(t, cfg)
+	h.src.ch <- nil
+	h.eventually("the stray container removed", func() bool {
+		_, err := rt.ContainerStatus(ctx, id)
+		return errors.Is(err, runtime.ErrNotFound)
+	})
+	if sbs := mustSandboxes(t, rt, "other"); len(sbs) != 1 {
+		t.Error("the foreign sandbox was removed")
+	}
+}

@@ -49,10 +49,10 @@ func (f *fakeRotateRuntime) ReopenContainerLog(_ context.Context, id string) err
 
 var rotT0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 
-func newTestRotator(t *testing.T, rt RotateRuntime, clk *clocktesting.FakeClock, maxFiles int) *Rotator {
+func newTestRotator(t *testing.T, rt RotateRuntime, clk *clocktesting.FakeClock, maxFiles, workers int) *Rotator {
 	t.Helper()
 	r, err := NewRotator(RotatorConfig{
-		Runtime: rt, MaxSize: 10, MaxFiles: maxFiles, Clock: clk, MaxWorkers: 2,
+		Runtime: rt, MaxSize: 10, MaxFiles: maxFiles, Clock: clk, MaxWorkers: workers,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -102,7 +102,7 @@ func TestRotateKeepsMaxFiles(t *testing.T) {
 	small := filepath.Join(dir, "1.log")
 	rt := &fakeRotateRuntime{logs: []RunningLog{{ID: "c", Path: log}, {ID: "small", Path: small}}}
 	clk := clocktesting.NewFakeClock(rotT0)
-	r := newTestRotator(t, rt, clk, 3)
+	r := newTestRotator(t, rt, clk, 3, 2)
 	if err := os.WriteFile(small, []byte("tiny\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestRotateUndoesRenameWhenReopenFails(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "0.log")
 	rt := &fakeRotateRuntime{logs: []RunningLog{{ID: "c", Path: log}}, failOpen: errors.New("not running")}
-	r := newTestRotator(t, rt, clocktesting.NewFakeClock(rotT0), 5)
+	r := newTestRotator(t, rt, clocktesting.NewFakeClock(rotT0), 5, 1)
 	if err := os.WriteFile(log, []byte("a long enough line\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestRotateCleansLeftoversAndReopensMissingLog(t *testing.T) {
 	}
 	writeGzip(t, filepath.Join(dir, "0.log.20261124-090000.gz"), "complete")
 	rt := &fakeRotateRuntime{logs: []RunningLog{{ID: "c", Path: log}}}
-	r := newTestRotator(t, rt, clocktesting.NewFakeClock(rotT0), 5)
+	r := newTestRotator(t, rt, clocktesting.NewFakeClock(rotT0), 5, 1)
 	if err := r.RotateOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestRotatorRunsEveryInterval(t *testing.T) {
 	log := filepath.Join(dir, "0.log")
 	rt := &fakeRotateRuntime{logs: []RunningLog{{ID: "c", Path: log}}}
 	clk := clocktesting.NewFakeClock(rotT0)
-	r := newTestRotator(t, rt, clk, 5)
+	r := newTestRotator(t, rt, clk, 5, 1)
 	if err := os.WriteFile(log, []byte("a long enough line\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
