@@ -148,15 +148,22 @@ func (r *Rotator) RotateOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list running containers: %w", err)
 	}
+	check := func(l RunningLog) {
+		if err := r.check(ctx, l); err != nil {
+			r.log.Error("failed to rotate log for container", "path", l.Path, "containerID", l.ID, "err", err)
+		}
+	}
+	if r.cfg.MaxWorkers == 1 {
+		// The default: no goroutine per container every interval.
+		for _, l := range logs {
+			check(l)
+		}
+		return nil
+	}
 	var g errgroup.Group
 	g.SetLimit(r.cfg.MaxWorkers)
 	for _, l := range logs {
-		g.Go(func() error {
-			if err := r.check(ctx, l); err != nil {
-				r.log.Error("failed to rotate log for container", "path", l.Path, "containerID", l.ID, "err", err)
-			}
-			return nil
-		})
+		g.Go(func() error { check(l); return nil })
 	}
 	return g.Wait()
 }
