@@ -117,6 +117,12 @@ type Config struct {
 	// agent's own on Runtime, as the kubelet's default. Its owner waits
 	// for it after Run returned.
 	Puller ImagePuller
+	// ContainerGC is the container GC's policy (see containergc.go); nil:
+	// no container GC runs.
+	ContainerGC *ContainerGCPolicy
+	// ContainerGCPeriod is the container GC's period (default
+	// DefaultContainerGCPeriod, the kubelet's 1 min).
+	ContainerGCPeriod time.Duration
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -181,6 +187,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.ResyncPeriod <= 0 {
 		cfg.ResyncPeriod = time.Minute
+	}
+	if cfg.ContainerGCPeriod <= 0 {
+		cfg.ContainerGCPeriod = DefaultContainerGCPeriod
 	}
 	if cfg.Starts == nil {
 		cfg.Starts = NewStartGate(cfg.MaxParallelStarts)
@@ -280,6 +289,13 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 		go func() {
 			defer wg.Done()
 			a.refreshVolumes(ctx)
+		}()
+	}
+	if a.cfg.ContainerGC != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.containerGCLoop(ctx)
 		}()
 	}
 	for {

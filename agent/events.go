@@ -33,6 +33,7 @@ const (
 	EventDeadlineExceeded                = "DeadlineExceeded"
 	EventSandboxChanged                  = "SandboxChanged"
 	EventFailedCreateSandbox             = "FailedCreatePodSandBox"
+	EventContainerGCFailed               = "ContainerGCFailed"
 )
 
 const (
@@ -92,8 +93,25 @@ func containerFieldPath(pod *v1.Pod, name string) string {
 // record adds an event about pod (fieldPath "" for the pod itself, else
 // containerFieldPath). Repeats increase the count of the stored event.
 func (r *EventRecorder) record(pod *v1.Pod, fieldPath, typ, reason, msg string) {
+	r.recordObject(v1.ObjectReference{
+		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
+		UID: pod.UID, FieldPath: fieldPath,
+	}, typ, reason, msg)
+}
+
+// NodeEvent records an event about this node, as the kubelet records
+// image GC failures on its node reference (kind Node, name and UID the
+// node name, no namespace). Safe for concurrent use; never blocks for
+// long.
+func (r *EventRecorder) NodeEvent(typ, reason, msg string) {
+	r.recordObject(v1.ObjectReference{Kind: "Node", Name: r.node, UID: types.UID(r.node)}, typ, reason, msg)
+}
+
+// recordObject adds an event about obj; repeats increase the count of the
+// stored event.
+func (r *EventRecorder) recordObject(obj v1.ObjectReference, typ, reason, msg string) {
 	now := metav1.NewTime(r.clock.Now())
-	k := eventKey{uid: pod.UID, fieldPath: fieldPath, typ: typ, reason: reason, msg: msg}
+	k := eventKey{uid: obj.UID, fieldPath: obj.FieldPath, typ: typ, reason: reason, msg: msg}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ev, ok := r.events[k]; ok {
@@ -102,17 +120,20 @@ func (r *EventRecorder) record(pod *v1.Pod, fieldPath, typ, reason, msg string) 
 		return
 	}
 	r.seq++
+	// Events about cluster-scoped objects live in "default", as
+	// client-go's recorder puts them.
+	ns := obj.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
 	r.events[k] = &v1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:              fmt.Sprintf("%s.%x%04x", pod.Name, now.UnixNano(), r.seq&0xffff),
-			Namespace:         pod.Namespace,
+			Name:              fmt.Sprintf("%s.%x%04x", obj.Name, now.UnixNano(), r.seq&0xffff),
+			Namespace:         ns,
 			CreationTimestamp: now,
 		},
-		InvolvedObject: v1.ObjectReference{
-			Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
-			UID: pod.UID, FieldPath: fieldPath,
-		},
-		Reason: reason, Message: msg, Type: typ, Count: 1,
+		InvolvedObject: obj,
+		Reason:         reason, Message: msg, Type: typ, Count: 1,
 		FirstTimestamp: now, LastTimestamp: now,
 		Source:              v1.EventSource{Component: eventComponent, Host: r.node},
 		ReportingController: eventComponent, ReportingInstance: r.node,

@@ -56,6 +56,7 @@ type agentOptions struct {
 	security          securityOptions
 	pull              pullOptions
 	registry          registryOptions
+	gc                gcOptions
 }
 
 func newAgentCmd() *cobra.Command {
@@ -95,6 +96,7 @@ func newAgentCmd() *cobra.Command {
 	addSecurityFlags(f, &o.security)
 	addPullFlags(f, &o.pull)
 	addRegistryFlags(f, &o.registry)
+	addGCFlags(f, &o.gc)
 	return cmd
 }
 
@@ -151,6 +153,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return fmt.Errorf("--max-parallel-starts %d: want 0 (adaptive, the default) or a positive upper bound", o.maxParallelStarts)
 	}
 	if err := o.pull.config().Validate(); err != nil {
+		return err
+	}
+	if err := o.gc.validate(); err != nil {
 		return err
 	}
 	log := newLogger(o.verbosity)
@@ -248,6 +253,8 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		ClusterDomain:     o.clusterDomain,
 		Puller:            puller,
 		Credentials:       creds,
+		ContainerGC:       &o.gc.container,
+		ContainerGCPeriod: o.gc.containerGCPeriod,
 	})
 	if err != nil {
 		return err
@@ -290,6 +297,16 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 			return nil
 		})
 	}
+	// The image GC and the log rotator (see gc.go).
+	var keep []string
+	if deps.sandboxImage != "" {
+		keep = append(keep, deps.sandboxImage)
+	}
+	_, runGC, err := o.gc.gcLoops(rt, keep, events.NodeEvent, log)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { runGC(gctx); return nil })
 	log.Info("skiff agent started", "node", node, "manifests", o.podManifestPath, "root", o.rootDir, "hostIPs", hostIPs)
 	g.Go(func() error { return a.Run(gctx, sources) })
 	if err := g.Wait(); err != nil && ctx.Err() == nil {
@@ -304,7 +321,10 @@ type runtimeDeps struct {
 	rt       runtime.Runtime
 	importer runtime.ImageImporter // nil with an external runtime
 	exits    runtime.ExitWatcher   // nil where the runtime has none
-	cleanup  func()
+	// sandboxImage is the managed containerd's pause image ("" with an
+	// external runtime).
+	sandboxImage string
+	cleanup      func()
 }
 
 // startRuntime connects to the CRI runtime: the endpoint given, or a managed
@@ -326,10 +346,11 @@ func startRuntime(ctx context.Context, o *agentOptions, log *slog.Logger) (_ *ru
 	endpoint, what := o.runtimeEndpoint, "--container-runtime-endpoint "+o.runtimeEndpoint
 	containerdAddr := strings.TrimPrefix(endpoint, "unix://")
 	if endpoint == "" {
-		m, imp, err := startManaged(ctx, o, log)
+		m, imp, pause, err := startManaged(ctx, o, log)
 		if err != nil {
 			return nil, err
 		}
+		deps.sandboxImage = pause
 		closers = append(closers, func() { stopManaged(m, log) }, func() { _ = imp.Close() })
 		deps.importer = imp
 		endpoint, what, containerdAddr = m.Endpoint(), "managed containerd", m.Address()
@@ -354,18 +375,18 @@ func startRuntime(ctx context.Context, o *agentOptions, log *slog.Logger) (_ *ru
 	return deps, nil
 }
 
-func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *containerd.Managed, imp *containerd.Importer, retErr error) {
+func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *containerd.Managed, imp *containerd.Importer, pauseImage string, retErr error) {
 	pauseSrc, err := pauseExecutable(o.pauseBinary, goruntime.GOARCH, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	pauseRef, err := pauseSrc.ref()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	cniDir := filepath.Join(o.rootDir, "cni", "net.d")
 	if _, err := network.WriteBridgeConflist(cniDir, network.BridgeConfig{PodCIDR: o.podCIDR}); err != nil {
-		return nil, nil, fmt.Errorf("CNI config: %w", err)
+		return nil, nil, "", fmt.Errorf("CNI config: %w", err)
 	}
 	regHosts, regAuths := o.registry.containerdRegistry()
 	started, err := containerd.Start(ctx, containerd.Config{
@@ -374,7 +395,7 @@ func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *co
 		RegistryHosts: regHosts, RegistryAuths: regAuths,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("start managed containerd: %w", err)
+		return nil, nil, "", fmt.Errorf("start managed containerd: %w", err)
 	}
 	// Roll back with the local: the returns below set the named m to nil.
 	defer func() {
@@ -385,23 +406,23 @@ func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *co
 	m = started
 	imp, err = containerd.NewImporter(m.Address())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	if _, err := pauseSrc.ensure(ctx, imp, filepath.Join(o.rootDir, "cache")); err != nil {
 		_ = imp.Close()
-		return nil, nil, fmt.Errorf("pause image: %w", err)
+		return nil, nil, "", fmt.Errorf("pause image: %w", err)
 	}
 	dir := filepath.Join(o.rootDir, "images")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		_ = imp.Close()
-		return nil, nil, fmt.Errorf("image archive directory: %w", err)
+		return nil, nil, "", fmt.Errorf("image archive directory: %w", err)
 	}
 	names, err := imp.ImportDir(ctx, dir)
 	if err != nil {
 		log.Error("importing image archives", "dir", dir, "err", err)
 	}
 	log.Info("managed containerd ready", "endpoint", m.Endpoint(), "pauseImage", pauseRef, "pauseFrom", pauseSrc.String(), "imported", names)
-	return m, imp, nil
+	return m, imp, pauseRef, nil
 }
 
 func stopManaged(m *containerd.Managed, log *slog.Logger) {
