@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -54,6 +55,18 @@ type Registry struct {
 	srv    *http.Server
 	faults *faults
 	served chan struct{} // closed when Serve returned
+
+	mu       sync.Mutex
+	requests []Request
+}
+
+// Request is one request the registry received (before authentication).
+type Request struct {
+	Time         time.Time
+	Method, Path string
+	// Status is the answer's status code (0 when the connection was
+	// dropped before one was sent).
+	Status int
 }
 
 // Start serves a new, empty registry on 127.0.0.1 at a free port. It
@@ -73,6 +86,7 @@ func Start(opts Options) (*Registry, error) {
 	if opts.Username != "" {
 		h = basicAuth(h, opts.Username, opts.Password)
 	}
+	h = r.record(h)
 	r.srv = &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ErrorLog: quiet}
 	if !opts.PlainHTTP {
 		ca, err := newTestCA()
@@ -136,6 +150,56 @@ func (r *Registry) Transport() *http.Transport {
 		tr.TLSClientConfig = &tls.Config{RootCAs: r.caPool, MinVersion: tls.VersionTLS12}
 	}
 	return tr
+}
+
+// Requests returns every request received so far, oldest first.
+func (r *Registry) Requests() []Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Request(nil), r.requests...)
+}
+
+// record appends each request to r.requests when its handler returns (or
+// panics to drop the connection).
+func (r *Registry) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		entry := Request{Time: time.Now(), Method: req.Method, Path: req.URL.Path}
+		defer func() {
+			entry.Status = sw.status
+			r.mu.Lock()
+			r.requests = append(r.requests, entry)
+			r.mu.Unlock()
+		}()
+		next.ServeHTTP(sw, req)
+	})
+}
+
+// statusWriter remembers the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+// Flush passes a flush on (CutBlobs flushes the part it sends).
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // basicAuth answers 401 with a Basic challenge unless the request carries

@@ -135,6 +135,18 @@ func TestPushPullByTagAndDigest(t *testing.T) {
 	if code := transportCode(err); code != http.StatusNotFound {
 		t.Errorf("pull of a missing image: %v (code %d), want 404", err, code)
 	}
+	var missing, unauthorized int
+	for _, req := range r.Requests() {
+		if req.Path == "/v2/team/missing/manifests/1" && req.Status == http.StatusNotFound {
+			missing++
+		}
+		if req.Status == http.StatusUnauthorized {
+			unauthorized++
+		}
+	}
+	if missing == 0 || unauthorized == 0 {
+		t.Errorf("Requests: %d 404s of the missing manifest, %d 401s; want both seen:\n%v", missing, unauthorized, r.Requests())
+	}
 }
 
 // TestMultiArchIndex: the index has an amd64 and an arm64 entry with

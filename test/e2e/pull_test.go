@@ -78,9 +78,11 @@ func TestPullWrongPasswordBacksOff_E8_E9(t *testing.T) {
 	checkPullFailure(t, e, PodName("wrongpw"), pushed.Ref, "")
 }
 
-// TestPullMissingImage_E9: an image the registry does not have fails the
-// same way, and the Failed event says it was not found.
-func TestPullMissingImage_E9(t *testing.T) {
+// TestPullMissingImage_E8_E9: an image the registry does not have fails
+// the same way, and the Failed event says it was not found. The pull
+// attempts, seen at the registry, follow the kubelet's back-off: the
+// second about 10 s after the first, the third about 20 s later.
+func TestPullMissingImage_E8_E9(t *testing.T) {
 	reg := startRegistry(t, testregistry.Options{Username: regUser, Password: regPassword})
 	ref := reg.Ref("e2e/missing:1")
 	e := NewEnv(t)
@@ -88,6 +90,37 @@ func TestPullMissingImage_E9(t *testing.T) {
 	e.WriteManifest(t, "missing.yaml", pullSecretManifest(t, "regcred", reg.Host, regUser, regPassword)+"---\n"+
 		pulledPod("missing", ref, "regcred"))
 	checkPullFailure(t, e, PodName("missing"), ref, "not found")
+	var attempts []time.Time
+	eventually(t, 90*time.Second, func() (bool, string) {
+		attempts = pullAttempts(reg.Requests(), "/v2/e2e/missing/manifests/1")
+		return len(attempts) >= 3, fmt.Sprintf("registry saw %d pull attempts of the missing image, want 3", len(attempts))
+	})
+	gap1, gap2 := attempts[1].Sub(attempts[0]), attempts[2].Sub(attempts[1])
+	t.Logf("pull attempts %s and %s apart", gap1, gap2)
+	if gap1 < 8*time.Second || gap1 > 16*time.Second {
+		t.Errorf("second pull %s after the first, want ~10s (8-16s)", gap1)
+	}
+	if gap2 < 16*time.Second || gap2 > 30*time.Second {
+		t.Errorf("third pull %s after the second, want ~20s (16-30s)", gap2)
+	}
+}
+
+// pullAttempts groups the registry's requests for manifest path into pull
+// attempts (requests less than 2 s apart belong to one; a resolver
+// retries HEAD and GET) and returns when each began.
+func pullAttempts(reqs []testregistry.Request, path string) []time.Time {
+	var out []time.Time
+	var last time.Time
+	for _, r := range reqs {
+		if r.Path != path {
+			continue
+		}
+		if len(out) == 0 || r.Time.Sub(last) >= 2*time.Second {
+			out = append(out, r.Time)
+		}
+		last = r.Time
+	}
+	return out
 }
 
 // checkPullFailure waits for ErrImagePull, then ImagePullBackOff, and
