@@ -91,6 +91,13 @@ spec:
     command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
 `, busyboxImage))
 	e.WaitForPod(t, PodName("user"), runningAndReady, podStartTimeout)
+	busybox, err := e.CRI(t).ImageStatus(t.Context(), busyboxImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.containerImageID(t, PodName("user"), "app"); got != busybox.ID {
+		t.Errorf("containerImageID = %q, want the image ID %s", got, busybox.ID)
+	}
 
 	out, err := e.Skiff(t, "images", "pull", pushed.Ref)
 	if err != nil {

@@ -220,3 +220,17 @@ func (e *Env) checkPulledEvents(t *testing.T, p *v1.Pod, image string) {
 		t.Errorf("Pulled event %q, want the kubelet's wording (\"... in 1.2s (1.2s including waiting). Image size: N bytes.\")", ev.Message)
 	}
 }
+
+// containerImageID is the image ID (config digest) of the newest container
+// called container in pod podName, from ListContainers: containerd's
+// ContainerStatus reports a repo digest instead when the image has one.
+func (e *Env) containerImageID(t *testing.T, podName, container string) string {
+	t.Helper()
+	labels := podLabels(podName)
+	labels["io.kubernetes.container.name"] = container
+	cs := e.Containers(t, labels)
+	if len(cs) == 0 {
+		t.Fatalf("no container %q of pod %s in the runtime", container, podName)
+	}
+	return cs[len(cs)-1].ImageRef
+}

@@ -33,17 +33,23 @@ func TestPullWithPullSecret_E1_E11_E12(t *testing.T) {
 	e.WriteManifest(t, "private.yaml", secret+"---\n"+pulledPod("private", pushed.Ref, "regcred"))
 	p := e.WaitForPod(t, PodName("private"), runningAndReady, pullTimeout)
 	e.checkPulledEvents(t, p, pushed.Ref)
-	if got := e.PodContainer(t, p.Name, "app").ImageRef; got != pushed.ImageID {
+	if got := e.containerImageID(t, p.Name, "app"); got != pushed.ImageID {
 		t.Errorf("container image %s, want the pushed image %s", got, pushed.ImageID)
 	}
 
-	// By digest (E.1's @sha256 form), in another manifest file: each
-	// file holds its own objects, so it names its own secret.
+	// By digest (E.1's @sha256 form) an image never pulled by tag, in
+	// another manifest file: each file holds its own objects, so it names
+	// its own secret.
+	other := pushUnique(t, reg, "e2e/bydigest:1")
 	e.WriteManifest(t, "bydigest.yaml", pullSecretManifest(t, "regcred2", reg.Host, regUser, regPassword)+"---\n"+
-		pulledPod("bydigest", pushed.ByDigest(), "regcred2"))
+		pulledPod("bydigest", other.ByDigest(), "regcred2"))
 	p = e.WaitForPod(t, PodName("bydigest"), runningAndReady, pullTimeout)
-	if st := statusOf(t, p, "app"); !strings.Contains(st.ImageID, pushed.Digest) {
-		t.Errorf("by digest: status imageID %q, want it to name %s", st.ImageID, pushed.Digest)
+	e.checkPulledEvents(t, p, other.ByDigest())
+	if got := e.containerImageID(t, p.Name, "app"); got != other.ImageID {
+		t.Errorf("by digest: container image %s, want %s", got, other.ImageID)
+	}
+	if st := statusOf(t, p, "app"); !strings.Contains(st.ImageID, other.Digest) {
+		t.Errorf("by digest: status imageID %q, want it to name %s", st.ImageID, other.Digest)
 	}
 }
 
@@ -60,7 +66,7 @@ func TestPullMultiArchIndex_E10(t *testing.T) {
 	e.WriteManifest(t, "multi.yaml", pullSecretManifest(t, "regcred", reg.Host, regUser, regPassword)+"---\n"+
 		pulledPod("multi", pushed.Ref, "regcred"))
 	p := e.WaitForPod(t, PodName("multi"), runningAndReady, pullTimeout)
-	if got := e.PodContainer(t, p.Name, "app").ImageRef; got != pushed.ImageID {
+	if got := e.containerImageID(t, p.Name, "app"); got != pushed.ImageID {
 		t.Errorf("container image %s, want this architecture's entry %s", got, pushed.ImageID)
 	}
 }
