@@ -7,6 +7,9 @@
 //	GET /events?fieldSelector=                    v1.EventList of the node's recent pod events
 //	POST /run/{namespace}/{pod}/{container}?cmd=&cmd=&timeout=   ExecResult of a one-shot command
 //	GET /stats/summary                            pod and container cpu/memory (kubelet summary API shape)
+//	GET /images                                   []Image: the runtime's images, their use and pinning
+//	POST /images/pull?image=REF                   pull through the agent: a stream of PullEvent lines
+//	DELETE /images?image=REF                      remove an image (all its tags)
 //
 // It is served on a unix socket (the CLI's default) and optionally on TCP
 // (--read-only-port). There is no authentication: the socket is created
@@ -22,6 +25,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/podlogs"
 )
@@ -54,6 +58,14 @@ type Config struct {
 	Exec Execer
 	// Stats provides /stats/summary; nil answers 501.
 	Stats StatsProvider
+	// Images serves /images (list, pull, remove); nil answers 501. For
+	// the root-only unix socket: pulls and removals change the node.
+	Images Images
+	// PullProgressInterval is how often /images/pull reports progress
+	// (DefaultPullProgressInterval when 0).
+	PullProgressInterval time.Duration
+	// Clock times pull progress (the real clock when nil).
+	Clock clock.WithTicker
 	// Profiling serves Go's profiles under /debug/pprof/ (as the kubelet's
 	// enableProfilingHandler does); for the root-only unix socket.
 	Profiling bool
@@ -71,6 +83,9 @@ type Server struct {
 	exec         Execer
 	stats        StatsProvider
 	profiling    bool
+	images       Images
+	pullInterval time.Duration
+	clock        clock.WithTicker
 }
 
 // New returns a Server for cfg. It does not start serving.
@@ -85,6 +100,15 @@ func New(cfg Config) *Server {
 		exec:         cfg.Exec,
 		stats:        cfg.Stats,
 		profiling:    cfg.Profiling,
+		images:       cfg.Images,
+		pullInterval: cfg.PullProgressInterval,
+		clock:        cfg.Clock,
+	}
+	if s.pullInterval <= 0 {
+		s.pullInterval = DefaultPullProgressInterval
+	}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
 	}
 	if s.pods == nil {
 		s.pods = noPods{}
@@ -102,7 +126,8 @@ func New(cfg Config) *Server {
 }
 
 // Handler returns the API's HTTP handler. Unknown paths get 404 and other
-// methods than the route's (GET, which allows HEAD, or POST for /run) get
+// methods than the route's (GET, which allows HEAD, POST for /run and /images/pull, DELETE for
+// /images) get
 // 405, from http.ServeMux.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -112,6 +137,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /events", s.handleEvents)
 	mux.HandleFunc("POST /run/{namespace}/{pod}/{container}", s.handleRun)
 	mux.HandleFunc("GET /stats/summary", s.handleStats)
+	mux.HandleFunc("GET /images", s.handleImages)
+	mux.HandleFunc("POST /images/pull", s.handlePullImage)
+	mux.HandleFunc("DELETE /images", s.handleRemoveImage)
 	if s.profiling {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)

@@ -284,6 +284,8 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	// containers: only the root-only unix socket serves /run.
 	roSrv := server.New(apiCfg)
 	apiCfg.Exec = a
+	// Image pulls and removals, like /run, only on the unix socket.
+	apiCfg.Images = newAgentImages(rt, importer)
 	apiCfg.Profiling = true
 	srv := server.New(apiCfg)
 	g.Go(func() error { return srv.ServeUnix(gctx, filepath.Join(o.rootDir, "skiff.sock")) })

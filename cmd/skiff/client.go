@@ -4,15 +4,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiffnode/skiff/cliview"
-	"github.com/skiffnode/skiff/runtime/containerd"
-	"github.com/skiffnode/skiff/runtime/cri"
 	"github.com/skiffnode/skiff/server"
 )
 
@@ -129,67 +126,4 @@ func containerNames(p v1.Pod) string {
 		names = append(names, c.Name)
 	}
 	return strings.Join(names, " ")
-}
-
-func newImagesCmd() *cobra.Command {
-	var rootDir, endpoint string
-	cmd := &cobra.Command{Use: "images", Short: "Manage the runtime's images"}
-	cmd.PersistentFlags().StringVar(&rootDir, "root-dir", defaultRootDir, "the agent's --root-dir (for the managed containerd)")
-	cmd.PersistentFlags().StringVar(&endpoint, "container-runtime-endpoint", "", "containerd socket (default: the managed one under --root-dir)")
-	sock := func() string {
-		if endpoint != "" {
-			return strings.TrimPrefix(endpoint, "unix://")
-		}
-		return filepath.Join(rootDir, "containerd", "containerd.sock")
-	}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "import FILE...",
-		Short: "Import docker or OCI image archives",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			imp, err := containerd.NewImporter(sock())
-			if err != nil {
-				return err
-			}
-			defer imp.Close()
-			for _, f := range args {
-				names, err := imp.ImportArchive(cmd.Context(), f)
-				if err != nil {
-					return fmt.Errorf("import %s: %w", f, err)
-				}
-				for _, n := range names {
-					fmt.Fprintln(cmd.OutOrStdout(), "imported", n)
-				}
-			}
-			return nil
-		},
-	}, &cobra.Command{
-		Use:   "ls",
-		Short: "List images",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			rt, err := cri.New(cmd.Context(), "unix://"+sock(), 30*time.Second)
-			if err != nil {
-				return err
-			}
-			defer rt.Close()
-			imgs, err := rt.ListImages(cmd.Context())
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 3, ' ', 0)
-			fmt.Fprintln(tw, "IMAGE\tID\tSIZE")
-			for _, img := range imgs {
-				id := strings.TrimPrefix(img.ID, "sha256:")
-				if len(id) > 13 {
-					id = id[:13]
-				}
-				for _, tag := range img.RepoTags {
-					fmt.Fprintf(tw, "%s\t%s\t%.1fMB\n", tag, id, float64(img.Size)/1e6)
-				}
-			}
-			return tw.Flush()
-		},
-	})
-	return cmd
 }

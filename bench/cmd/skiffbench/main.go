@@ -50,6 +50,8 @@ type config struct {
 	// the density scenario's. Off in full mode: the kubelet's 10, 50 and
 	// 250 pods take ~8 min on 2 cores, and the curve is skiff's.
 	scaleKubelet bool
+	// pullRuns: timed pulls each way in the pull scenario (issue 15).
+	pullRuns int
 	// only: the scenarios to run (nil: all); partial: a subset or an
 	// override, never reported as latest.
 	only    map[string]bool
@@ -58,9 +60,9 @@ type config struct {
 
 var modes = map[string]config{
 	"quick": {mode: "quick", startupPods: 3, densityPods: 5, steady: 5 * time.Second, floorParallelism: []int{2, 0},
-		reactionRuns: 1, scale: []int{2, 5}, scaleSteady: 3 * time.Second, scaleFloor: true, scaleKubelet: true},
+		reactionRuns: 1, scale: []int{2, 5}, scaleSteady: 3 * time.Second, scaleFloor: true, scaleKubelet: true, pullRuns: 3},
 	"full": {mode: "full", startupPods: 20, densityPods: 110, steady: 60 * time.Second, floorParallelism: []int{4, 8, 0},
-		reactionRuns: 3, scale: []int{10, 50, 110, 250}, scaleSteady: 10 * time.Second},
+		reactionRuns: 3, scale: []int{10, 50, 110, 250}, scaleSteady: 10 * time.Second, pullRuns: 10},
 }
 
 type flags struct {
@@ -89,7 +91,7 @@ func main() {
 	flag.StringVar(&f.skiffVersion, "skiff-version", "", "skiff version for the report (default: skiff's git describe)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the root directory (logs) afterwards")
 	flag.BoolVar(&f.latest, "latest", false, "also copy the report to <out>/latest.md")
-	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,burst,reaction,scale; default all); a partial run is never latest")
+	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,burst,reaction,scale,pull; default all); a partial run is never latest")
 	flag.StringVar(&f.floorPar, "floor-parallelism", "", "override the floor's parallelisms in the density scenario: comma-separated, 0 = unbounded, \"none\" (a partial run)")
 	flag.Var(&f.skiffArgs, "skiff-arg", "an extra argument for skiff agent (repeatable; a partial run)")
 	flag.IntVar(&f.densityPods, "density-pods", 0, "override the density scenario's pod count (a partial run, never latest)")
@@ -177,8 +179,8 @@ func run(f flags, log *slog.Logger) (retErr error) {
 }
 
 // measure runs the scenarios of runtime run.Runtime in order, filling run:
-// startup, density and burst on every runtime, reaction and scale on the
-// managed one only (time budget).
+// startup, density and burst on every runtime, reaction, scale and pull on
+// the managed one only (time budget).
 func (b *bench) measure(ctx context.Context, run *report.Run) error {
 	var err error
 	rt := run.Runtime
@@ -213,6 +215,12 @@ func (b *bench) measure(ctx context.Context, run *report.Run) error {
 		b.log.Info("scenario 4: scale", "runtime", rt, "pods", b.cfg.scale)
 		if run.Scale, err = b.scale(ctx, run.Density); err != nil {
 			return fmt.Errorf("%s: scale scenario: %w", rt, err)
+		}
+	}
+	if b.cfg.runs("pull") {
+		b.log.Info("scenario 5: image pull", "runtime", rt, "runs", b.cfg.pullRuns)
+		if run.Pull, err = b.pull(ctx); err != nil {
+			return fmt.Errorf("%s: pull scenario: %w", rt, err)
 		}
 	}
 	return nil
@@ -252,6 +260,7 @@ func notes(cfg config) []string {
 		"Burst: 12 different pods (inits, a sidecar, exec/httpGet/tcpSocket/grpc/startup probes, a crash loop, an OOM, plain ones) written at once; timed from the manifests' write to each pod's first container's CRI StartedAt (init or app; a crash loop's or OOM's first run). The gRPC probe targets the test server's grpc.health.v1 service.",
 		"CPU and RSS are the agent process only (/proc/<pid>/stat utime+stime, VmRSS sampled once a second), not containerd, shims or pods.",
 		"The kubelet kills pods it does not know, so its runs are not interleaved with the others: it is started for its part of each scenario (and given 10 s after its healthz answers before pods are written, so its start-up housekeeping is not counted) and stopped afterwards.",
+		"Pull (issue 15, managed runtime): an image of two random 4 MiB layers in a loopback registry (plain HTTP, which containerd uses for loopback hosts without configuration), pulled through skiff's API (POST /images/pull on its unix socket, the path of `skiff images pull`, timed from the request to the result line) and by one CRI PullImage call, alternately (each pair in the other order than the last) after an untimed warm-up each way; the image is removed through CRI before every pull and each pull must fetch the layers from the registry again.",
 		"Benchmarks are noisy on a shared 2-core machine: other work running beside the harness shifts every figure; compare ratios taken in the same run.",
 	}
 	if !cfg.scaleFloor {
@@ -333,7 +342,7 @@ func writeRunPlots(dir, base string, run report.Run) (report.RunPlots, error) {
 }
 
 // scenarios are the names -only accepts, in the order they run.
-var scenarios = []string{"startup", "density", "burst", "reaction", "scale"}
+var scenarios = []string{"startup", "density", "burst", "reaction", "scale", "pull"}
 
 // runtimeNames are the runtimes -runtimes accepts, in the order they run.
 var runtimeNames = []string{report.RuntimeManaged, report.RuntimeExternal}

@@ -34,6 +34,8 @@ const (
 type Client struct {
 	conn *grpc.ClientConn
 	RT   runtimeapi.RuntimeServiceClient
+	// IMG is the image service on the same connection.
+	IMG runtimeapi.ImageServiceClient
 }
 
 // Dial connects to the CRI unix socket path (not a URL).
@@ -44,7 +46,7 @@ func Dial(socket string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial CRI %s: %w", socket, err)
 	}
-	return &Client{conn: conn, RT: runtimeapi.NewRuntimeServiceClient(conn)}, nil
+	return &Client{conn: conn, RT: runtimeapi.NewRuntimeServiceClient(conn), IMG: runtimeapi.NewImageServiceClient(conn)}, nil
 }
 
 // Close closes the connection.

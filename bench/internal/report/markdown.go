@@ -87,6 +87,9 @@ func writeRun(b *strings.Builder, n int, run Run, l Limits, plots RunPlots) {
 	if len(run.Scale) > 0 {
 		writeScale(b, next(), run.Runtime, run.Scale, plots.Scale)
 	}
+	if run.Pull != nil {
+		writePull(b, next(), run.Runtime, run.Pull)
+	}
 }
 
 // writeGlance compares the runtimes' headline figures side by side.
@@ -276,6 +279,19 @@ func writeReaction(b *strings.Builder, num, rt string, r *Reaction) {
 	row(fmt.Sprintf("liveness failing -> container restarted (probe period %d s; floor: stop+create+start, no detection)", r.LivenessPeriodS), r.Liveness)
 	row("manifest edited -> new pod's container running (floor: stop old pod, start new)", r.Edit)
 	b.WriteString("\n")
+}
+
+func writePull(b *strings.Builder, num, rt string, p *Pull) {
+	fmt.Fprintf(b, "### %s Image pull, %s (median, min-max; image %.1f MB from a loopback registry)\n\n", num, rt, float64(p.ImageBytes)/1e6)
+	b.WriteString("| | skiff (POST /images/pull) | CRI PullImage | skiff vs PullImage |\n|---|---|---|---|\n")
+	sm, dm := math.NaN(), math.NaN()
+	if p.Skiff != nil {
+		sm = p.Skiff.Summary.Median
+	}
+	if p.Direct != nil {
+		dm = p.Direct.Summary.Median
+	}
+	fmt.Fprintf(b, "| pull, image removed before each | %s | %s | %s |\n\n", spread(p.Skiff), spread(p.Direct), ratio(sm, dm))
 }
 
 func spread(s *Series) string {

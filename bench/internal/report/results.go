@@ -46,6 +46,7 @@ type Run struct {
 	Reaction   *Reaction `json:"reaction,omitempty"`
 	Scale      []Scale   `json:"scale,omitempty"`
 	Burst      *Burst    `json:"burst,omitempty"`
+	Pull       *Pull     `json:"pull,omitempty"`
 }
 
 // Machine describes the host.
@@ -189,4 +190,17 @@ func PerPodMs(seconds float64, pods int) float64 {
 		return math.NaN()
 	}
 	return 1000 * seconds / float64(pods)
+}
+
+// Pull is the pull scenario (issue 15): one image pulled from a loopback
+// registry through skiff's API (POST /images/pull: the agent's pull path)
+// and by CRI PullImage directly, alternately, the image removed before
+// every pull.
+type Pull struct {
+	// ImageBytes is the image's compressed size (layers and config).
+	ImageBytes int64 `json:"image_bytes"`
+	// Skiff: request sent -> result line received. Direct: the
+	// PullImage call.
+	Skiff  *Series `json:"skiff,omitempty"`
+	Direct *Series `json:"direct,omitempty"`
 }

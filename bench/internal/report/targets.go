@@ -43,6 +43,8 @@ type Limits struct {
 	// ScaleFlatRatio: the highest over the lowest time per pod (all
 	// running / pods) across the scale curve's points (managed runtime).
 	ScaleFlatRatio float64
+	// PullMedianRatio: skiff's pull median / CRI PullImage's (issue 15).
+	PullMedianRatio float64
 }
 
 // IssueLimits are the targets of issue 13 (issue 5's, tightened, on both
@@ -56,6 +58,7 @@ var IssueLimits = Limits{
 	SteadyCPUPercent:          1.5,
 	SteadyRSSMB:               45,
 	ScaleFlatRatio:            1.2,
+	PullMedianRatio:           1.05,
 }
 
 // Evaluate checks run r against l; a figure that was not measured gives
@@ -105,6 +108,13 @@ func Evaluate(r Run, l Limits) []Target {
 	}
 	if r.Runtime == RuntimeManaged {
 		out = append(out, flatTarget(r.Scale, l.ScaleFlatRatio))
+	}
+	if p := r.Pull; p != nil {
+		sm, dm := math.NaN(), math.NaN()
+		if p.Skiff != nil && p.Direct != nil {
+			sm, dm = p.Skiff.Summary.Median, p.Direct.Summary.Median
+		}
+		out = append(out, ratioTarget("image pull median vs CRI PullImage", "PullImage", l.PullMedianRatio, sm, dm))
 	}
 	return out
 }

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/skiffnode/skiff/images"
+	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/server"
+)
+
+var imagesNow = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+
+func TestPrintImages(t *testing.T) {
+	used := imagesNow.Add(-5 * time.Minute)
+	imgs := []server.Image{
+		{ID: "sha256:0123456789abcdef0123", RepoTags: []string{"skiff.test/busybox:1.36", "127.0.0.1:5000/team/busybox:1"}, Size: 4_270_000, InUse: true},
+		{ID: "sha256:fedcba9876543210", RepoTags: []string{"skiff.local/pause:abc"}, Size: 745_000, Pinned: true},
+		{ID: "sha256:aaaaaaaaaaaaaaaaaaaa", RepoDigests: []string{"127.0.0.1:5000/app@sha256:dd"}, Size: 999, LastUsed: &used},
+		{ID: "sha256:bbbb", Size: 1_500_000_000},
+	}
+	var b strings.Builder
+	if err := printImages(&b, imgs, imagesNow); err != nil {
+		t.Fatal(err)
+	}
+	want := `IMAGE                         TAG      IMAGE ID        SIZE     LAST USED   PINNED
+127.0.0.1:5000/app            <none>   aaaaaaaaaaaaa   999B     5m ago      false
+127.0.0.1:5000/team/busybox   1        0123456789abc   4.27MB   in use      false
+<none>                        <none>   bbbb            1.5GB    -           false
+skiff.local/pause             abc      fedcba9876543   745kB    -           true
+skiff.test/busybox            1.36     0123456789abc   4.27MB   in use      false
+`
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestHumanSize(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0B", 999: "999B", 1000: "1kB", 745_000: "745kB", 4_270_000: "4.27MB", 1_234_567_890: "1.23GB"} {
+		if got := humanSize(n); got != want {
+			t.Errorf("humanSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestPullDisplay(t *testing.T) {
+	res := &server.PullResult{ImageID: "sha256:abc", Size: 4_270_000, Took: 1200 * time.Millisecond, Waited: 300 * time.Millisecond}
+	events := []server.PullEvent{{Bytes: 0}, {Elapsed: 2 * time.Second, Bytes: 1_000_000}, {Elapsed: 5 * time.Second, Bytes: 3_000_000}, {Elapsed: 6 * time.Second, Bytes: -1}}
+	run := func(tty bool, err error) string {
+		var b strings.Builder
+		d := &pullDisplay{w: &b, tty: tty, ref: "r:1"}
+		d.start()
+		for _, ev := range events {
+			d.progress(ev)
+		}
+		if err != nil {
+			d.done(nil, err)
+		} else {
+			d.done(res, nil)
+		}
+		return b.String()
+	}
+	final := "Pulled r:1: image sha256:abc, 4.27MB, in 1.2s (1.5s including waiting)\n"
+	wantTTY := "\r\x1b[KPulling r:1: 0s, 0B downloaded\r\x1b[KPulling r:1: 2s, 1MB downloaded" +
+		"\r\x1b[KPulling r:1: 5s, 3MB downloaded\r\x1b[KPulling r:1: 6s\r\x1b[K" + final
+	if got := run(true, nil); got != wantTTY {
+		t.Errorf("terminal:\n%q\nwant\n%q", got, wantTTY)
+	}
+	wantPlain := "Pulling r:1\nPulling r:1: 5s, 3MB downloaded\n" + final
+	if got := run(false, nil); got != wantPlain {
+		t.Errorf("plain:\n%q\nwant\n%q", got, wantPlain)
+	}
+	if got := run(false, errors.New("x")); strings.Contains(got, "Pulled") {
+		t.Errorf("failed pull printed a result: %q", got)
+	}
+}
+
+// imagesRuntime is a runtime.Runtime with images and containers; other
+// methods panic.
+type imagesRuntime struct {
+	runtime.Runtime
+	images     []*runtime.Image
+	containers []*runtime.Container
+	removed    []string
+	pulls      []string // "ref user" per PullImage call
+	pullOK     func(user string) bool
+}
+
+func (r *imagesRuntime) ListImages(context.Context) ([]*runtime.Image, error) { return r.images, nil }
+
+func (r *imagesRuntime) ListContainers(context.Context, runtime.ContainerFilter) ([]*runtime.Container, error) {
+	return r.containers, nil
+}
+
+func (r *imagesRuntime) ImageStatus(_ context.Context, ref string) (*runtime.Image, error) {
+	for _, img := range r.images {
+		if img.ID == ref || strings.Contains(strings.Join(img.RepoTags, " ")+" ", ref+" ") {
+			return img, nil
+		}
+	}
+	return nil, fmt.Errorf("image %s: %w", ref, runtime.ErrNotFound)
+}
+
+func (r *imagesRuntime) RemoveImage(_ context.Context, ref string) error {
+	r.removed = append(r.removed, ref)
+	return nil
+}
+
+func (r *imagesRuntime) PullImage(_ context.Context, ref string, auth *runtime.AuthConfig) (string, error) {
+	user := "<anonymous>"
+	if auth != nil {
+		user = auth.Username
+	}
+	r.pulls = append(r.pulls, ref+" "+user)
+	if r.pullOK != nil && !r.pullOK(user) {
+		return "", errors.New("401 unauthorized")
+	}
+	r.images = append(r.images, &runtime.Image{ID: "sha256:pulled", RepoTags: []string{ref}, Size: 42})
+	return "sha256:pulled", nil
+}
+
+func testImagesRuntime() *imagesRuntime {
+	return &imagesRuntime{
+		images: []*runtime.Image{
+			{ID: "sha256:busy", RepoTags: []string{"busybox:1"}, Size: 10},
+			{ID: "sha256:pause", RepoTags: []string{"pause:1"}, Pinned: true},
+			{ID: "sha256:old", RepoTags: []string{"old:1"}, RepoDigests: []string{"old@sha256:d1"}},
+			{ID: "sha256:free", RepoTags: []string{"free:1"}},
+		},
+		containers: []*runtime.Container{
+			{Name: "app", Image: "busybox:1", ImageRef: "sha256:busy", Labels: map[string]string{
+				"io.kubernetes.pod.name": "web", "io.kubernetes.pod.namespace": "default"}},
+			{Name: "exited", ImageRef: "old@sha256:d1", State: runtime.ContainerExited},
+		},
+	}
+}
+
+func TestAgentImagesList(t *testing.T) {
+	rt := testImagesRuntime()
+	last := imagesNow.Add(-time.Hour)
+	a := &agentImages{rt: rt, records: func() map[string]images.Record {
+		return map[string]images.Record{"sha256:free": {LastUsed: last}, "sha256:pause": {FirstDetected: last}}
+	}}
+	got, err := a.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := map[string]string{}
+	for _, img := range got {
+		s := fmt.Sprintf("inUse=%t pinned=%t", img.InUse, img.Pinned)
+		if img.LastUsed != nil {
+			s += " last=" + img.LastUsed.Format(time.TimeOnly)
+		}
+		summary[img.ID] = s
+	}
+	want := map[string]string{
+		"sha256:busy":  "inUse=true pinned=false",
+		"sha256:pause": "inUse=false pinned=true", // FirstDetected is not a use
+		"sha256:old":   "inUse=true pinned=false", // used by digest, by an exited container
+		"sha256:free":  "inUse=false pinned=false last=09:00:00",
+	}
+	if fmt.Sprint(summary) != fmt.Sprint(want) {
+		t.Errorf("List:\n%v\nwant\n%v", summary, want)
+	}
+}
+
+func TestAgentImagesRemove(t *testing.T) {
+	rt := testImagesRuntime()
+	a := &agentImages{rt: rt}
+	ctx := context.Background()
+	for ref, want := range map[string]error{
+		"busybox:1": server.ErrImageInUse, "pause:1": server.ErrImageInUse, "sha256:old": server.ErrImageInUse,
+		"nope:1": runtime.ErrNotFound,
+	} {
+		if err := a.Remove(ctx, ref); !errors.Is(err, want) {
+			t.Errorf("Remove(%s) = %v, want %v", ref, err, want)
+		}
+	}
+	if err := a.Remove(ctx, "busybox:1"); err == nil || !strings.Contains(err.Error(), "app of pod default/web") {
+		t.Errorf("Remove of an image in use: %v, want the container named", err)
+	}
+	if len(rt.removed) != 0 {
+		t.Fatalf("removed %v before any removable image", rt.removed)
+	}
+	if err := a.Remove(ctx, "free:1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.removed) != 1 || rt.removed[0] != "sha256:free" {
+		t.Errorf("removed %v, want the image by ID", rt.removed)
+	}
+}
+
+// fakeCreds returns node credentials for every image, and records the
+// pods it was asked for.
+type fakeCreds struct{ pods []*v1.Pod }
+
+func (f *fakeCreds) ForPod(pod *v1.Pod, image string) ([]runtime.AuthConfig, []string) {
+	f.pods = append(f.pods, pod)
+	return []runtime.AuthConfig{{Username: "first"}, {Username: "second"}}, nil
+}
+
+// TestAgentImagesPull_E16: the CLI's pull uses the node's credentials
+// (no pod's secrets) and, through the runtime directly, tries them in
+// order until one works.
+func TestAgentImagesPull_E16(t *testing.T) {
+	rt := testImagesRuntime()
+	rt.pullOK = func(user string) bool { return user == "second" }
+	clk := testingclock.NewFakePassiveClock(imagesNow)
+	creds := &fakeCreds{}
+	a := &agentImages{rt: rt, creds: creds, pull: directPull(rt, clk)}
+	res, err := a.Pull(context.Background(), "reg/app:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ImageID != "sha256:pulled" || res.Size != 42 {
+		t.Errorf("result %+v", res)
+	}
+	if fmt.Sprint(rt.pulls) != "[reg/app:1 first reg/app:1 second]" {
+		t.Errorf("pulls %v, want first then second", rt.pulls)
+	}
+	if len(creds.pods) != 1 || len(creds.pods[0].Spec.ImagePullSecrets) != 0 {
+		t.Errorf("credentials asked for %v, want one pod without secrets", creds.pods)
+	}
+
+	rt.pulls, rt.pullOK = nil, func(string) bool { return false }
+	if _, err := a.Pull(context.Background(), "reg/app:1"); err == nil || len(rt.pulls) != 2 {
+		t.Errorf("all credentials refused: err %v after %v, want an error after two tries", err, rt.pulls)
+	}
+	a.creds, rt.pulls, rt.pullOK = nil, nil, nil
+	if _, err := a.Pull(context.Background(), "pub:1"); err != nil || fmt.Sprint(rt.pulls) != "[pub:1 <anonymous>]" {
+		t.Errorf("no credentials: %v, pulls %v, want one anonymous pull", err, rt.pulls)
+	}
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/skiffnode/skiff/agent"
+	"github.com/skiffnode/skiff/images"
+	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/server"
+)
+
+// pullFunc pulls ref, trying auths in order (checklist E.16), under the
+// agent's pull serialization. images.Puller.Pull, adapted to
+// server.PullResult, is the one the agent wires; directPull is the
+// fallback without it.
+type pullFunc func(ctx context.Context, ref string, auths []runtime.AuthConfig) (server.PullResult, error)
+
+// agentImages implements server.Images for `skiff images` over the agent's
+// API: the runtime's images with the agent's use records, pulls with the
+// node's credentials through the agent's puller, removals that refuse
+// images in use. Safe for concurrent use.
+type agentImages struct {
+	rt runtime.Runtime
+	// pull pulls an image (required).
+	pull pullFunc
+	// creds gives the node's credentials for an image; nil: anonymous.
+	creds agent.PullCredentials
+	// records returns the image GC's use records by image ID; nil: use is
+	// not tracked (LastUsed stays empty).
+	records func() map[string]images.Record
+	// progress makes a counter of downloaded bytes; nil: unknown.
+	progress func() func(context.Context) (int64, error)
+}
+
+var _ server.Images = (*agentImages)(nil)
+
+// newAgentImages wires the agent's image API. Until the agent has its own
+// puller, credentials and GC records (issue 15), pulls go straight to the
+// runtime anonymously and use is not tracked; importer (nil with an
+// external runtime) counts downloaded bytes.
+//
+// Integration: set pull to the agent's images.Puller, adapted:
+//
+//	func(ctx context.Context, ref string, auths []runtime.AuthConfig) (server.PullResult, error) {
+//		r, err := puller.Pull(ctx, ref, auths)
+//		return server.PullResult{ImageID: r.ImageID, Size: r.Size, Took: r.Took, Waited: r.Waited}, err
+//	}
+//
+// creds to the agent.PullCredentials the agent uses, and records to the
+// image GC's Records.
+func newAgentImages(rt runtime.Runtime, importer runtime.ImageImporter) *agentImages {
+	a := &agentImages{rt: rt, pull: directPull(rt, clock.RealClock{})}
+	if dc, ok := importer.(downloadCounter); ok {
+		a.progress = dc.DownloadCounter
+	}
+	return a
+}
+
+// downloadCounter is the managed containerd's count of downloaded bytes
+// (containerd.Importer).
+type downloadCounter interface {
+	DownloadCounter() func(context.Context) (int64, error)
+}
+
+// List returns every image of the runtime with its last use (from the
+// records) and whether a container uses it now.
+func (a *agentImages) List(ctx context.Context) ([]server.Image, error) {
+	imgs, err := a.rt.ListImages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	inUse, err := a.imagesInUse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var recs map[string]images.Record
+	if a.records != nil {
+		recs = a.records()
+	}
+	out := make([]server.Image, 0, len(imgs))
+	for _, img := range imgs {
+		si := server.Image{
+			ID: img.ID, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests,
+			Size: img.Size, Pinned: img.Pinned, InUse: usedBy(inUse, img) != "",
+		}
+		if r, ok := recs[img.ID]; ok && !r.LastUsed.IsZero() {
+			last := r.LastUsed
+			si.LastUsed = &last
+		}
+		out = append(out, si)
+	}
+	return out, nil
+}
+
+// Pull pulls ref with the node's credentials for it (the credentials of no
+// pod: node credentials only).
+func (a *agentImages) Pull(ctx context.Context, ref string) (server.PullResult, error) {
+	var auths []runtime.AuthConfig
+	if a.creds != nil {
+		auths, _ = a.creds.ForPod(&v1.Pod{}, ref)
+	}
+	return a.pull(ctx, ref, auths)
+}
+
+// Remove removes the image ref names, with all its tags, unless the
+// runtime pins it or a container (running or not) uses it.
+func (a *agentImages) Remove(ctx context.Context, ref string) error {
+	img, err := a.rt.ImageStatus(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if img.Pinned {
+		return fmt.Errorf("image %s (%s) is pinned by the runtime: %w", ref, img.ID, server.ErrImageInUse)
+	}
+	inUse, err := a.imagesInUse(ctx)
+	if err != nil {
+		return err
+	}
+	if c := usedBy(inUse, img); c != "" {
+		return fmt.Errorf("image %s (%s) is used by container %s: %w", ref, img.ID, c, server.ErrImageInUse)
+	}
+	return a.rt.RemoveImage(ctx, img.ID)
+}
+
+// Progress implements server.Images.
+func (a *agentImages) Progress(ctx context.Context) func() (int64, error) {
+	if a.progress == nil {
+		return nil
+	}
+	count := a.progress()
+	return func() (int64, error) { return count(ctx) }
+}
+
+// imagesInUse maps the image names and IDs the runtime's containers use to
+// a description of one such container.
+func (a *agentImages) imagesInUse(ctx context.Context) (map[string]string, error) {
+	cs, err := a.rt.ListContainers(ctx, runtime.ContainerFilter{})
+	if err != nil {
+		return nil, err
+	}
+	used := make(map[string]string, 2*len(cs))
+	for _, c := range cs {
+		desc := c.Name
+		if pod := c.Labels["io.kubernetes.pod.name"]; pod != "" {
+			desc = fmt.Sprintf("%s of pod %s/%s", c.Name, c.Labels["io.kubernetes.pod.namespace"], pod)
+		}
+		for _, key := range []string{c.ImageRef, c.Image} {
+			if key != "" {
+				used[key] = desc
+			}
+		}
+	}
+	return used, nil
+}
+
+// usedBy returns the container that uses img ("" if none).
+func usedBy(used map[string]string, img *runtime.Image) string {
+	for _, key := range append([]string{img.ID}, img.RepoDigests...) {
+		if c := used[key]; c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// directPull pulls through the runtime alone, trying auths in order (the
+// first success wins; anonymous when there are none). It does not
+// serialize pulls: it stands in for the agent's puller where there is none.
+func directPull(rt runtime.Images, clk clock.PassiveClock) pullFunc {
+	return func(ctx context.Context, ref string, auths []runtime.AuthConfig) (server.PullResult, error) {
+		start := clk.Now()
+		tries := make([]*runtime.AuthConfig, 0, len(auths)+1)
+		for i := range auths {
+			tries = append(tries, &auths[i])
+		}
+		if len(tries) == 0 {
+			tries = append(tries, nil)
+		}
+		var errs []error
+		for _, auth := range tries {
+			id, err := rt.PullImage(ctx, ref, auth)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			res := server.PullResult{ImageID: id, Took: clk.Since(start)}
+			if img, err := rt.ImageStatus(ctx, id); err == nil {
+				res.Size = img.Size
+			}
+			return res, nil
+		}
+		return server.PullResult{}, errors.Join(errs...)
+	}
+}
