@@ -269,7 +269,8 @@ func (w *podWorker) postStart(ctx context.Context, st *podState, c *v1.Container
 }
 
 // pruneOld removes dead containers of name older than the previous attempt
-// (kept for lastState and `logs --previous`), and their log files.
+// (kept for lastState and `logs --previous`), and their log files with
+// their rotated siblings.
 func (w *podWorker) pruneOld(ctx context.Context, st *podState, name string, attempt uint32) {
 	for _, old := range st.history(name) {
 		if old.Attempt+1 >= attempt || old.State == runtime.ContainerRunning {
@@ -280,7 +281,7 @@ func (w *podWorker) pruneOld(ctx context.Context, st *podState, name string, att
 			continue
 		}
 		dir := podlogs.PodDir(w.d.podLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
-		_ = os.Remove(podlogs.ContainerLogPath(dir, name, int(old.Attempt)))
+		_ = podlogs.RemoveContainerLogs(podlogs.ContainerLogPath(dir, name, int(old.Attempt)))
 	}
 }
 

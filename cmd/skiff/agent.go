@@ -259,6 +259,16 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
+	// The image GC and the log rotator (see gc.go); they run under the
+	// errgroup below.
+	var keep []string
+	if deps.sandboxImage != "" {
+		keep = append(keep, deps.sandboxImage)
+	}
+	imageGC, runGC, err := o.gc.gcLoops(rt, keep, events.NodeEvent, log)
+	if err != nil {
+		return err
+	}
 	sources := map[string]agent.Source{}
 	if o.podManifestPath != "" {
 		src, err := staticpods.New(staticpods.Config{Dir: o.podManifestPath, NodeName: node, Logger: log, Objects: store})
@@ -285,7 +295,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	roSrv := server.New(apiCfg)
 	apiCfg.Exec = a
 	// Image pulls and removals, like /run, only on the unix socket.
-	apiCfg.Images = newAgentImages(rt, importer)
+	apiCfg.Images = newAgentImages(rt, importer, agentImagesDeps{
+		puller: puller, creds: creds, records: imageGC.Records,
+	})
 	apiCfg.Profiling = true
 	srv := server.New(apiCfg)
 	g.Go(func() error { return srv.ServeUnix(gctx, filepath.Join(o.rootDir, "skiff.sock")) })
@@ -298,15 +310,6 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 			watchImageDir(gctx, filepath.Join(o.rootDir, "images"), importer, a.WakeAll, log)
 			return nil
 		})
-	}
-	// The image GC and the log rotator (see gc.go).
-	var keep []string
-	if deps.sandboxImage != "" {
-		keep = append(keep, deps.sandboxImage)
-	}
-	_, runGC, err := o.gc.gcLoops(rt, keep, events.NodeEvent, log)
-	if err != nil {
-		return err
 	}
 	g.Go(func() error { runGC(gctx); return nil })
 	log.Info("skiff agent started", "node", node, "manifests", o.podManifestPath, "root", o.rootDir, "hostIPs", hostIPs)

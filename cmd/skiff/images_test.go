@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/skiffnode/skiff/images"
@@ -207,34 +208,50 @@ func (f *fakeCreds) ForPod(pod *v1.Pod, image string) ([]runtime.AuthConfig, []s
 }
 
 // TestAgentImagesPull_E16: the CLI's pull uses the node's credentials
-// (no pod's secrets) and, through the runtime directly, tries them in
-// order until one works.
+// (no pod's secrets) and tries them in order until one works, both through
+// the runtime directly and through the agent's puller (as runAgent wires it).
 func TestAgentImagesPull_E16(t *testing.T) {
-	rt := testImagesRuntime()
-	rt.pullOK = func(user string) bool { return user == "second" }
-	clk := testingclock.NewFakePassiveClock(imagesNow)
-	creds := &fakeCreds{}
-	a := &agentImages{rt: rt, creds: creds, pull: directPull(rt, clk)}
-	res, err := a.Pull(context.Background(), "reg/app:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.ImageID != "sha256:pulled" || res.Size != 42 {
-		t.Errorf("result %+v", res)
-	}
-	if fmt.Sprint(rt.pulls) != "[reg/app:1 first reg/app:1 second]" {
-		t.Errorf("pulls %v, want first then second", rt.pulls)
-	}
-	if len(creds.pods) != 1 || len(creds.pods[0].Spec.ImagePullSecrets) != 0 {
-		t.Errorf("credentials asked for %v, want one pod without secrets", creds.pods)
-	}
+	for _, tc := range []struct {
+		name string
+		pull func(rt runtime.Images, clk clock.PassiveClock) pullFunc
+	}{
+		{"direct", directPull},
+		{"puller", func(rt runtime.Images, clk clock.PassiveClock) pullFunc {
+			p, err := images.NewPuller(rt, clk, images.PullerConfig{SerializePulls: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return newAgentImages(nil, nil, agentImagesDeps{puller: p}).pull
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := testImagesRuntime()
+			rt.pullOK = func(user string) bool { return user == "second" }
+			clk := testingclock.NewFakePassiveClock(imagesNow)
+			creds := &fakeCreds{}
+			a := &agentImages{rt: rt, creds: creds, pull: tc.pull(rt, clk)}
+			res, err := a.Pull(context.Background(), "reg/app:1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ImageID != "sha256:pulled" || res.Size != 42 {
+				t.Errorf("result %+v", res)
+			}
+			if fmt.Sprint(rt.pulls) != "[reg/app:1 first reg/app:1 second]" {
+				t.Errorf("pulls %v, want first then second", rt.pulls)
+			}
+			if len(creds.pods) != 1 || len(creds.pods[0].Spec.ImagePullSecrets) != 0 {
+				t.Errorf("credentials asked for %v, want one pod without secrets", creds.pods)
+			}
 
-	rt.pulls, rt.pullOK = nil, func(string) bool { return false }
-	if _, err := a.Pull(context.Background(), "reg/app:1"); err == nil || len(rt.pulls) != 2 {
-		t.Errorf("all credentials refused: err %v after %v, want an error after two tries", err, rt.pulls)
-	}
-	a.creds, rt.pulls, rt.pullOK = nil, nil, nil
-	if _, err := a.Pull(context.Background(), "pub:1"); err != nil || fmt.Sprint(rt.pulls) != "[pub:1 <anonymous>]" {
-		t.Errorf("no credentials: %v, pulls %v, want one anonymous pull", err, rt.pulls)
+			rt.pulls, rt.pullOK = nil, func(string) bool { return false }
+			if _, err := a.Pull(context.Background(), "reg/app:1"); err == nil || len(rt.pulls) != 2 {
+				t.Errorf("all credentials refused: err %v after %v, want an error after two tries", err, rt.pulls)
+			}
+			a.creds, rt.pulls, rt.pullOK = nil, nil, nil
+			if _, err := a.Pull(context.Background(), "pub:1"); err != nil || fmt.Sprint(rt.pulls) != "[pub:1 <anonymous>]" {
+				t.Errorf("no credentials: %v, pulls %v, want one anonymous pull", err, rt.pulls)
+			}
+		})
 	}
 }

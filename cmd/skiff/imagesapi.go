@@ -39,26 +39,44 @@ type agentImages struct {
 
 var _ server.Images = (*agentImages)(nil)
 
-// newAgentImages wires the agent's image API. Until the agent has its own
-// puller, credentials and GC records (issue 15), pulls go straight to the
-// runtime anonymously and use is not tracked; importer (nil with an
+// agentImagesDeps are the agent's own parts that `skiff images` shares;
+// each may be nil (tests): pulls then go straight to the runtime
+// anonymously and use is not tracked.
+type agentImagesDeps struct {
+	// puller is the pods' puller, so that an API pull queues with theirs
+	// and shares a pull of the same image.
+	puller *images.Puller
+	// creds are the agent's credentials; the API pull is no pod's, so it
+	// gets the node's only.
+	creds agent.PullCredentials
+	// records are the image GC's use records.
+	records func() map[string]images.Record
+}
+
+// newAgentImages wires the agent's image API; importer (nil with an
 // external runtime) counts downloaded bytes.
-//
-// Integration: set pull to the agent's images.Puller, adapted:
-//
-//	func(ctx context.Context, ref string, auths []runtime.AuthConfig) (server.PullResult, error) {
-//		r, err := puller.Pull(ctx, ref, auths)
-//		return server.PullResult{ImageID: r.ImageID, Size: r.Size, Took: r.Took, Waited: r.Waited}, err
-//	}
-//
-// creds to the agent.PullCredentials the agent uses, and records to the
-// image GC's Records.
-func newAgentImages(rt runtime.Runtime, importer runtime.ImageImporter) *agentImages {
-	a := &agentImages{rt: rt, pull: directPull(rt, clock.RealClock{})}
+func newAgentImages(rt runtime.Runtime, importer runtime.ImageImporter, deps agentImagesDeps) *agentImages {
+	a := &agentImages{rt: rt, pull: directPull(rt, clock.RealClock{}), creds: deps.creds, records: deps.records}
+	if deps.puller != nil {
+		a.pull = pullerPull(deps.puller)
+	}
 	if dc, ok := importer.(downloadCounter); ok {
 		a.progress = dc.DownloadCounter
 	}
 	return a
+}
+
+// pullerPull adapts images.Puller to pullFunc. server.PullResult's Waited
+// is the time queued before the pull began; images.PullResult's is the
+// caller's whole time (pull included).
+func pullerPull(p *images.Puller) pullFunc {
+	return func(ctx context.Context, ref string, auths []runtime.AuthConfig) (server.PullResult, error) {
+		r, err := p.Pull(ctx, ref, auths)
+		if err != nil {
+			return server.PullResult{}, err
+		}
+		return server.PullResult{ImageID: r.ImageID, Size: r.Size, Took: r.Took, Waited: max(0, r.Waited-r.Took)}, nil
+	}
 }
 
 // downloadCounter is the managed containerd's count of downloaded bytes

@@ -81,8 +81,7 @@ func Start(opts Options) (*Registry, error) {
 	}
 	r := &Registry{Host: ln.Addr().String(), opts: opts, faults: newFaults(), served: make(chan struct{})}
 	quiet := log.New(io.Discard, "", 0)
-	var h http.Handler = registry.New(registry.Logger(quiet))
-	h = r.faults.wrap(h)
+	h := r.faults.wrap(registry.New(registry.Logger(quiet)))
 	if opts.Username != "" {
 		h = basicAuth(h, opts.Username, opts.Password)
 	}

@@ -184,5 +184,8 @@ func skiffPull(ctx context.Context, hc *http.Client, ref string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("pull stream ended without a result: %v", sc.Err())
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("pull stream ended without a result: %w", err)
+	}
+	return errors.New("pull stream ended without a result")
 }
