@@ -15,7 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/skiffnode/skiff/runtime"
@@ -90,7 +91,7 @@ func ParseAny(data []byte, source string) (DockerConfig, error) {
 
 func parseEntries(raw map[string]json.RawMessage, source string) (DockerConfig, error) {
 	cfg := make(DockerConfig, len(raw))
-	for _, key := range sortedKeys(raw) {
+	for _, key := range slices.Sorted(maps.Keys(raw)) {
 		e, err := parseEntry(raw[key])
 		if err != nil {
 			return nil, fmt.Errorf("%s: key %q: %w", source, key, err)
@@ -132,13 +133,4 @@ func decodeAuth(field string) (username, password string, err error) {
 		return "", "", errors.New("unable to parse auth field, must be formatted as base64(username:password)")
 	}
 	return user, pass, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

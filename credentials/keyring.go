@@ -14,6 +14,7 @@ package credentials
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"path/filepath"
 	"slices"
@@ -42,7 +43,7 @@ func (k *Keyring) Add(cfg DockerConfig) []error {
 		k.creds = map[string][]runtime.AuthConfig{}
 	}
 	var errs []error
-	for _, loc := range sortedKeys(cfg) {
+	for _, loc := range slices.Sorted(maps.Keys(cfg)) {
 		e := cfg[loc]
 		if e.empty() {
 			continue

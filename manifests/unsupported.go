@@ -49,6 +49,9 @@ func supportedFieldPaths() []string {
 		"spec.securityContext.seccompProfile", "spec.securityContext.appArmorProfile",
 		"spec.securityContext.seLinuxOptions",
 		"spec.hostAliases", "spec.setHostnameAsFQDN",
+		// Pull secrets (issue 15): Secrets of the pod's namespace; an empty
+		// name is ignored, as by the kubelet (credentials/).
+		"spec.imagePullSecrets",
 	}
 	containerFields := []string{
 		"name", "image", "command", "args", "workingDir",

@@ -76,7 +76,6 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 		{"generateName", func(p *v1.Pod) { p.GenerateName = "web-" }, "metadata.generateName"},
 		{"ownerReferences", func(p *v1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Name: "o"}} }, "metadata.ownerReferences"},
 		{"finalizers", func(p *v1.Pod) { p.Finalizers = []string{"example.com/f"} }, "metadata.finalizers"},
-		{"spec.volumes on init image pull secrets", func(p *v1.Pod) { p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "s"}} }, "spec.imagePullSecrets"},
 		{"topologySpreadConstraints", func(p *v1.Pod) { p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1}} }, "spec.topologySpreadConstraints"},
 	}
 	for _, tt := range tests {

@@ -117,6 +117,11 @@ func TestValidateEnv_G3(t *testing.T) {
 		},
 			[]string{`spec.hostAliases[0].hostnames[1]: Invalid value: "Not_OK"`}},
 		{"setHostnameAsFQDN accepted", func(p *v1.Pod) { p.Spec.SetHostnameAsFQDN = ptr(true); p.Spec.Subdomain = "web" }, nil},
+		// imagePullSecrets (E.11): accepted, an empty name too (the API
+		// server lets it through; the kubelet ignores it).
+		{"imagePullSecrets accepted", func(p *v1.Pod) {
+			p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "regcred"}, {Name: ""}}
+		}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,10 +12,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -107,7 +109,7 @@ func Parse(data []byte, baseDir string) (*File, error) {
 func (f *File) Validate() error {
 	var errs []error
 	add := func(field string, err error) { errs = append(errs, fmt.Errorf("%s: %w", field, err)) }
-	for _, host := range sortedKeys(f.Mirrors) {
+	for _, host := range slices.Sorted(maps.Keys(f.Mirrors)) {
 		field := fmt.Sprintf("mirrors[%q]", host)
 		if host != "*" {
 			if err := checkHost(host); err != nil {
@@ -120,7 +122,7 @@ func (f *File) Validate() error {
 			}
 		}
 	}
-	for _, host := range sortedKeys(f.Configs) {
+	for _, host := range slices.Sorted(maps.Keys(f.Configs)) {
 		field := fmt.Sprintf("configs[%q]", host)
 		if host == "*" {
 			add(field, errors.New(`"*" is not supported here; name each host`))

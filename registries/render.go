@@ -2,8 +2,9 @@ package registries
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -56,7 +57,7 @@ func (f *File) Render() Rendered {
 			r.Auths[dockerHubHost] = a
 		}
 	}
-	for _, ns := range sortedKeys(namespaces) {
+	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
 		dir := ns
 		if ns == "*" {
 			dir = DefaultDir
@@ -132,13 +133,4 @@ func tomlString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -8,10 +8,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"maps"
 	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,7 +128,7 @@ skip_verify = true
 	}
 }
 
-func keys[V any](m map[string]V) []string { return sortedKeys(m) }
+func keys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // TestRenderedHostsAsContainerdReadsThem feeds the rendered files to
 // containerd's own hosts.toml reader (remotes/docker/config, the code the

@@ -102,13 +102,8 @@ func (s *Server) handleImages(w http.ResponseWriter, r *http.Request) {
 // handleRemoveImage serves DELETE /images?image=REF: 204, 404 for an
 // unknown image, 409 for one in use or pinned.
 func (s *Server) handleRemoveImage(w http.ResponseWriter, r *http.Request) {
-	if s.images == nil {
-		writeError(w, errorf(http.StatusNotImplemented, "images are not available on this server"))
-		return
-	}
-	ref := r.URL.Query().Get("image")
-	if ref == "" {
-		writeError(w, errorf(http.StatusBadRequest, "missing image query parameter"))
+	ref, ok := s.imageRef(w, r)
+	if !ok {
 		return
 	}
 	if err := s.images.Remove(r.Context(), ref); err != nil {
@@ -131,13 +126,8 @@ func (s *Server) handleRemoveImage(w http.ResponseWriter, r *http.Request) {
 // failed pull is a final line with Error, not an HTTP error). The pull is
 // cancelled when the client goes away.
 func (s *Server) handlePullImage(w http.ResponseWriter, r *http.Request) {
-	if s.images == nil {
-		writeError(w, errorf(http.StatusNotImplemented, "images are not available on this server"))
-		return
-	}
-	ref := r.URL.Query().Get("image")
-	if ref == "" {
-		writeError(w, errorf(http.StatusBadRequest, "missing image query parameter"))
+	ref, ok := s.imageRef(w, r)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
@@ -248,4 +238,19 @@ func (c *Client) RemoveImage(ctx context.Context, ref string) error {
 		return err
 	}
 	return resp.Body.Close()
+}
+
+// imageRef returns the request's image query parameter, or writes the
+// error (501 without images, 400 without the parameter) and returns false.
+func (s *Server) imageRef(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if s.images == nil {
+		writeError(w, errorf(http.StatusNotImplemented, "images are not available on this server"))
+		return "", false
+	}
+	ref := r.URL.Query().Get("image")
+	if ref == "" {
+		writeError(w, errorf(http.StatusBadRequest, "missing image query parameter"))
+		return "", false
+	}
+	return ref, true
 }
