@@ -37,10 +37,12 @@ type ImagePuller interface {
 type PullCredentials interface {
 	// ForPod returns the credentials that match image (checklist E.14), in
 	// the order to try them (E.16): the pod's imagePullSecrets first, then
-	// the node's. Problems with the pod's secrets (missing, wrong type,
-	// bad content) come back as warnings, one line each naming the
-	// secret; the pull goes on with what is left, as in the kubelet.
-	ForPod(pod *v1.Pod, image string) (auths []runtime.AuthConfig, warnings []string)
+	// the node's. missing names the pod's pull secrets that could not be
+	// retrieved (the kubelet's FailedToRetrieveImagePullSecret event);
+	// warnings are the other problems with them (wrong type, bad
+	// content), one line each naming the secret, which the kubelet only
+	// logs. The pull goes on with what is left, as in the kubelet.
+	ForPod(pod *v1.Pod, image string) (auths []runtime.AuthConfig, missing, warnings []string)
 }
 
 // imageError is a container's image problem, shown as its Waiting reason.
@@ -127,16 +129,20 @@ func (w *podWorker) pullImage(ctx context.Context, c *v1.Container) (string, err
 	return res.ImageID, nil
 }
 
-// pullCredentials returns the credentials to try for image; problems with
-// the pod's pull secrets become the kubelet's pod event.
+// pullCredentials returns the credentials to try for image; pull secrets
+// that cannot be retrieved become the kubelet's pod event, other problems
+// with them are logged (as the kubelet logs them).
 func (w *podWorker) pullCredentials(image string) []runtime.AuthConfig {
 	if w.d.credentials == nil {
 		return nil
 	}
-	auths, warnings := w.d.credentials.ForPod(w.pod, image)
-	if len(warnings) > 0 {
+	auths, missing, warnings := w.d.credentials.ForPod(w.pod, image)
+	if len(missing) > 0 {
 		w.event("", v1.EventTypeWarning, EventFailedToRetrieveImagePullSecret,
-			fmt.Sprintf("Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(warnings, ", ")))
+			fmt.Sprintf("Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", ")))
+	}
+	for _, msg := range warnings {
+		w.log.Warn("image pull secret ignored", "image", image, "problem", msg)
 	}
 	return auths
 }

@@ -316,16 +316,16 @@ func TestImagePullAlwaysPullsEveryLaunch_E4(t *testing.T) {
 	}
 }
 
-// fakeCredentials returns fixed credentials and warnings.
+// fakeCredentials returns fixed credentials, missing secrets and warnings.
 type fakeCredentials struct {
-	auths    []runtime.AuthConfig
-	warnings []string
-	asked    []string
+	auths             []runtime.AuthConfig
+	missing, warnings []string
+	asked             []string
 }
 
-func (c *fakeCredentials) ForPod(pod *v1.Pod, image string) ([]runtime.AuthConfig, []string) {
+func (c *fakeCredentials) ForPod(pod *v1.Pod, image string) ([]runtime.AuthConfig, []string, []string) {
 	c.asked = append(c.asked, pod.Name+" "+image)
-	return c.auths, c.warnings
+	return c.auths, c.missing, c.warnings
 }
 
 // The puller gets the credentials the pod's PullCredentials give, in their
@@ -333,7 +333,8 @@ func (c *fakeCredentials) ForPod(pod *v1.Pod, image string) ([]runtime.AuthConfi
 func TestImagePullCredentials_E16(t *testing.T) {
 	creds := &fakeCredentials{
 		auths:    []runtime.AuthConfig{{Username: "pod"}, {Username: "node"}},
-		warnings: []string{"missing", "wrong-type"},
+		missing:  []string{"missing", "elsewhere"},
+		warnings: []string{`image pull secret "opaque" is of type Opaque`},
 	}
 	pw := newPullWorker(t, imagePod("registry.example/app:1", v1.PullIfNotPresent), creds)
 	pw.syncAt(0)
@@ -347,9 +348,16 @@ func TestImagePullCredentials_E16(t *testing.T) {
 	if fmt.Sprint(creds.asked) != "[web-node registry.example/app:1]" {
 		t.Errorf("credentials asked for %q", creds.asked)
 	}
-	want := "pod Warning FailedToRetrieveImagePullSecret: Unable to retrieve some image pull secrets (missing, wrong-type); attempting to pull the image may not succeed."
-	if evs := pw.events(); len(evs) == 0 || evs[0] != want {
+	// Only the missing secrets make the event (the kubelet logs the rest).
+	want := "pod Warning FailedToRetrieveImagePullSecret: Unable to retrieve some image pull secrets (missing, elsewhere); attempting to pull the image may not succeed."
+	evs := pw.events()
+	if len(evs) == 0 || evs[0] != want {
 		t.Errorf("events %q, want first %q", evs, want)
+	}
+	for _, ev := range evs[1:] {
+		if strings.Contains(ev, "FailedToRetrieveImagePullSecret") || strings.Contains(ev, "Opaque") {
+			t.Errorf("event %q: a warning that is no missing secret made an event", ev)
+		}
 	}
 }
 

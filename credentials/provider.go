@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/distribution/reference"
 	v1 "k8s.io/api/core/v1"
@@ -76,27 +75,26 @@ func New(cfg Config) (*Provider, error) {
 // MakeDockerKeyring/UnionDockerKeyring order them. An image name that
 // does not parse gets none (the caller reports InvalidImageName).
 //
-// Warnings, one line each: secrets that cannot be retrieved (one line
-// naming them all, the kubelet's FailedToRetrieveImagePullSecret
-// message), secrets of another type, and secrets whose content does not
-// parse or has entries that are ignored (naming the secret and the key).
-func (p *Provider) ForPod(pod *v1.Pod, image string) (auths []runtime.AuthConfig, warnings []string) {
-	podKeyring, warnings := p.podKeyring(pod)
+// missing names the pull secrets that cannot be retrieved, in the pod's
+// order; warnings, one line each: secrets of another type, and secrets
+// whose content does not parse or has entries that are ignored (naming
+// the secret and the key).
+func (p *Provider) ForPod(pod *v1.Pod, image string) (auths []runtime.AuthConfig, missing, warnings []string) {
+	podKeyring, missing, warnings := p.podKeyring(pod)
 	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
-		return nil, warnings
+		return nil, missing, warnings
 	}
 	repo := named.Name()
 	auths = append(auths, podKeyring.Lookup(repo)...)
 	auths = append(auths, p.node.Get().Lookup(repo)...)
-	return auths, warnings
+	return auths, missing, warnings
 }
 
 // podKeyring builds one keyring of all the pod's pull secrets (in their
 // order; the kubelet's secretsToTrackedDockerConfigs).
-func (p *Provider) podKeyring(pod *v1.Pod) (*Keyring, []string) {
-	kr := &Keyring{}
-	var warnings, missing []string
+func (p *Provider) podKeyring(pod *v1.Pod) (kr *Keyring, missing, warnings []string) {
+	kr = &Keyring{}
 	for _, ref := range pod.Spec.ImagePullSecrets {
 		if ref.Name == "" {
 			continue // API validation let these through; the kubelet ignores them too
@@ -119,13 +117,7 @@ func (p *Provider) podKeyring(pod *v1.Pod) (*Keyring, []string) {
 			warnings = append(warnings, fmt.Sprintf("image pull secret %q: %v", ref.Name, err))
 		}
 	}
-	if len(missing) > 0 {
-		// The kubelet's FailedToRetrieveImagePullSecret event message.
-		warnings = append([]string{fmt.Sprintf(
-			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.",
-			strings.Join(missing, ", "))}, warnings...)
-	}
-	return kr, warnings
+	return kr, missing, warnings
 }
 
 // secretConfig parses an image pull secret (checklist E.12): type

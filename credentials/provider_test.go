@@ -102,9 +102,9 @@ func TestNodeSearchOrder(t *testing.T) {
 	}
 }
 
-func must(a []runtime.AuthConfig, w []string) []runtime.AuthConfig {
-	if len(w) > 0 {
-		panic(strings.Join(w, "; "))
+func must(a []runtime.AuthConfig, missing, w []string) []runtime.AuthConfig {
+	if len(missing)+len(w) > 0 {
+		panic(strings.Join(append(missing, w...), "; "))
 	}
 	return a
 }
@@ -170,12 +170,14 @@ func TestForPod_E12_E13(t *testing.T) {
 		secret("nokey", "ns", v1.SecretTypeDockercfg, "wrong", `{}`),
 	})
 	p := d.provider(t, store)
-	auths, warnings := p.ForPod(pod("json", "", "missing", "cfg", "opaque", "elsewhere", "broken", "nokey"), "my.io/images/app:1")
+	auths, missing, warnings := p.ForPod(pod("json", "", "missing", "cfg", "opaque", "elsewhere", "broken", "nokey"), "my.io/images/app:1")
 	if got, want := names(auths), []string{"pod-cfg", "pod-json", "node"}; !slices.Equal(got, want) {
 		t.Errorf("auths = %v, want %v", got, want)
 	}
+	if want := []string{"missing", "elsewhere"}; !slices.Equal(missing, want) {
+		t.Errorf("missing = %q, want %q (the secrets of the kubelet's FailedToRetrieveImagePullSecret)", missing, want)
+	}
 	wantWarnings := []string{
-		"Unable to retrieve some image pull secrets (missing, elsewhere); attempting to pull the image may not succeed.",
 		`image pull secret "opaque" is of type Opaque, not kubernetes.io/dockercfg or kubernetes.io/dockerconfigjson; ignoring it`,
 		`image pull secret "broken" key .dockerconfigjson: key "my.io": auth: not base64`,
 		`image pull secret "nokey" of type kubernetes.io/dockercfg has no .dockercfg key; ignoring it`,
@@ -197,8 +199,8 @@ func TestForPod_E12_E13(t *testing.T) {
 	if got := names(must(p.ForPod(pod(), "busybox"))); len(got) != 0 {
 		t.Errorf("busybox: %v", got)
 	}
-	if auths, w := p.ForPod(pod(), "UPPER/Case::bad"); auths != nil || w != nil {
-		t.Errorf("invalid name: %v %v", auths, w)
+	if auths, m, w := p.ForPod(pod(), "UPPER/Case::bad"); auths != nil || m != nil || w != nil {
+		t.Errorf("invalid name: %v %v %v", auths, m, w)
 	}
 }
 

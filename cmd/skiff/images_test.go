@@ -202,9 +202,9 @@ func TestAgentImagesRemove(t *testing.T) {
 // pods it was asked for.
 type fakeCreds struct{ pods []*v1.Pod }
 
-func (f *fakeCreds) ForPod(pod *v1.Pod, image string) ([]runtime.AuthConfig, []string) {
+func (f *fakeCreds) ForPod(pod *v1.Pod, image string) ([]runtime.AuthConfig, []string, []string) {
 	f.pods = append(f.pods, pod)
-	return []runtime.AuthConfig{{Username: "first"}, {Username: "second"}}, nil
+	return []runtime.AuthConfig{{Username: "first"}, {Username: "second"}}, nil, nil
 }
 
 // TestAgentImagesPull_E16: the CLI's pull uses the node's credentials

@@ -120,7 +120,7 @@ func (a *agentImages) List(ctx context.Context) ([]server.Image, error) {
 func (a *agentImages) Pull(ctx context.Context, ref string) (server.PullResult, error) {
 	var auths []runtime.AuthConfig
 	if a.creds != nil {
-		auths, _ = a.creds.ForPod(&v1.Pod{}, ref)
+		auths, _, _ = a.creds.ForPod(&v1.Pod{}, ref)
 	}
 	return a.pull(ctx, ref, auths)
 }
