@@ -345,6 +345,19 @@ func TestErrorTranslation(t *testing.T) {
 	}
 }
 
+// TestPullImageErrorVerbatim_E9: a failed pull is the runtime's gRPC error
+// as is, NotFound included, since the kubelet's Failed event and
+// ErrImagePull message show it verbatim.
+func TestPullImageErrorVerbatim_E9(t *testing.T) {
+	f := newFakeCRI()
+	r := newTestRuntime(t, f, time.Second)
+	f.failWith = codes.NotFound
+	_, err := r.PullImage(context.Background(), "reg/missing:1", nil)
+	if err == nil || errors.Is(err, runtime.ErrNotFound) || !strings.HasPrefix(err.Error(), "rpc error: code = NotFound desc = ") {
+		t.Errorf("PullImage = %v, want the gRPC NotFound error verbatim", err)
+	}
+}
+
 func TestPerCallTimeout(t *testing.T) {
 	f := newFakeCRI()
 	f.block = true

@@ -26,7 +26,10 @@ func (r *Runtime) ImageStatus(ctx context.Context, ref string) (*runtime.Image, 
 }
 
 // PullImage pulls ref and returns the image ID (CRI's image ref). Pulls can
-// be slow, so only the caller's context bounds the call.
+// be slow, so only the caller's context bounds the call. A failure is the
+// runtime's gRPC error as is (never runtime.ErrNotFound): the kubelet shows
+// it verbatim in the Failed event and the ErrImagePull message
+// (`rpc error: code = NotFound desc = failed to pull and unpack image ...`).
 func (r *Runtime) PullImage(ctx context.Context, ref string, auth *runtime.AuthConfig) (string, error) {
 	req := &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}
 	if auth != nil {
@@ -37,7 +40,7 @@ func (r *Runtime) PullImage(ctx context.Context, ref string, auth *runtime.AuthC
 	}
 	resp, err := r.img.PullImage(ctx, req)
 	if err != nil {
-		return "", wrap(err, "pull image %s", ref)
+		return "", err
 	}
 	return resp.ImageRef, nil
 }

@@ -85,7 +85,8 @@ func TestPullWrongPasswordBacksOff_E8_E9(t *testing.T) {
 }
 
 // TestPullMissingImage_E8_E9: an image the registry does not have fails
-// the same way, and the Failed event says it was not found. The pull
+// the same way, and the Failed event carries the runtime's error as the
+// kubelet shows it (the gRPC status text). The pull
 // attempts, seen at the registry, follow the kubelet's back-off: the
 // second about 10 s after the first, the third about 20 s later.
 func TestPullMissingImage_E8_E9(t *testing.T) {
@@ -95,7 +96,7 @@ func TestPullMissingImage_E8_E9(t *testing.T) {
 	e.StartAgent(t, AgentOptions{Args: []string{"--registry-config", e.registriesFile(t, trustRegistry(reg))}})
 	e.WriteManifest(t, "missing.yaml", pullSecretManifest(t, "regcred", reg.Host, regUser, regPassword)+"---\n"+
 		pulledPod("missing", ref, "regcred"))
-	checkPullFailure(t, e, PodName("missing"), ref, "not found")
+	checkPullFailure(t, e, PodName("missing"), ref, fmt.Sprintf("Failed to pull image %q: rpc error: code = NotFound desc = failed to pull and unpack image %q", ref, ref))
 	var attempts []time.Time
 	eventually(t, 90*time.Second, func() (bool, string) {
 		attempts = pullAttempts(reg.Requests(), "/v2/e2e/missing/manifests/1")
