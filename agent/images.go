@@ -82,6 +82,9 @@ func (w *podWorker) ensureImage(ctx context.Context, c *v1.Container) (string, e
 		case err == nil:
 			w.event(c.Name, v1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
 			return img.ID, nil
+		case ctx.Err() != nil:
+			// The agent stops or the pod is killed: no inspect failure.
+			return "", fmt.Errorf("image status of %s cancelled: %w", c.Image, err)
 		case !errors.Is(err, runtime.ErrNotFound):
 			msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
 			w.event(c.Name, v1.EventTypeWarning, EventInspectFailed, msg)

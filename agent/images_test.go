@@ -67,7 +67,8 @@ func (p *scriptPuller) count() int {
 	return len(p.pulls)
 }
 
-// statusCounting counts ImageStatus calls, which the fake does not record.
+// statusCounting counts ImageStatus calls, which the fake does not record;
+// with a done context ImageStatus fails as a gRPC call would.
 type statusCounting struct {
 	*fake.Runtime
 	calls atomic.Int32
@@ -75,7 +76,27 @@ type statusCounting struct {
 
 func (r *statusCounting) ImageStatus(ctx context.Context, ref string) (*runtime.Image, error) {
 	r.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return r.Runtime.ImageStatus(ctx, ref)
+}
+
+// An image status check cut off because the agent stops (or the pod is
+// killed) is no ImageInspectError: no InspectFailed event, no waiting
+// reason.
+func TestImageStatusCancelledIsNoInspectFailure(t *testing.T) {
+	pw := newPullWorker(t, imagePod("app:1", v1.PullIfNotPresent), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := pw.w.ensureImage(ctx, &pw.w.pod.Spec.Containers[0])
+	var ie *imageError
+	if err == nil || errors.As(err, &ie) {
+		t.Errorf("ensureImage on a cancelled context = %v, want a plain error, no image error", err)
+	}
+	if evs := pw.events(); len(evs) != 0 {
+		t.Errorf("events %q, want none", evs)
+	}
 }
 
 // pullWorker is a pod worker on a fake runtime, a fake clock and puller,

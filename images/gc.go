@@ -316,19 +316,20 @@ func updateRecords(recs map[string]*record, imgs []*runtime.Image, used, keep ma
 			r = &record{Record: Record{FirstDetected: now}}
 			recs[img.ID] = r
 		}
-		inUse := refersTo(used, img)
+		inUse := RefersTo(used, img)
 		if inUse {
 			r.LastUsed = now
 		}
 		r.size = img.Size
-		r.protected = inUse || img.Pinned || refersTo(keep, img)
+		r.protected = inUse || img.Pinned || RefersTo(keep, img)
 	}
 	maps.DeleteFunc(recs, func(id string, _ *record) bool { return !seen[id] })
 	return recs
 }
 
-// refersTo reports whether refs holds img's ID, one of its tags or digests.
-func refersTo(refs map[string]bool, img *runtime.Image) bool {
+// RefersTo reports whether refs holds img's ID, one of its tags or digests.
+// Pure.
+func RefersTo(refs map[string]bool, img *runtime.Image) bool {
 	if refs[img.ID] {
 		return true
 	}

@@ -296,7 +296,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	apiCfg.Exec = a
 	// Image pulls and removals, like /run, only on the unix socket.
 	apiCfg.Images = newAgentImages(rt, importer, agentImagesDeps{
-		puller: puller, creds: creds, records: imageGC.Records,
+		puller: puller, creds: creds, records: imageGC.Records, keep: keep, wake: a.WakeAll,
 	})
 	apiCfg.Profiling = true
 	srv := server.New(apiCfg)

@@ -134,6 +134,8 @@ func testImagesRuntime() *imagesRuntime {
 			{ID: "sha256:pause", RepoTags: []string{"pause:1"}, Pinned: true},
 			{ID: "sha256:old", RepoTags: []string{"old:1"}, RepoDigests: []string{"old@sha256:d1"}},
 			{ID: "sha256:free", RepoTags: []string{"free:1"}},
+			// The managed containerd's imported pause image: not pinned.
+			{ID: "sha256:sandbox", RepoTags: []string{"skiff.local/pause:1"}},
 		},
 		containers: []*runtime.Container{
 			{Name: "app", Image: "busybox:1", ImageRef: "sha256:busy", Labels: map[string]string{
@@ -146,9 +148,9 @@ func testImagesRuntime() *imagesRuntime {
 func TestAgentImagesList(t *testing.T) {
 	rt := testImagesRuntime()
 	last := imagesNow.Add(-time.Hour)
-	a := &agentImages{rt: rt, records: func() map[string]images.Record {
+	a := newAgentImages(rt, nil, agentImagesDeps{keep: []string{"skiff.local/pause:1"}, records: func() map[string]images.Record {
 		return map[string]images.Record{"sha256:free": {LastUsed: last}, "sha256:pause": {FirstDetected: last}}
-	}}
+	}})
 	got, err := a.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +168,8 @@ func TestAgentImagesList(t *testing.T) {
 		"sha256:pause": "inUse=false pinned=true", // FirstDetected is not a use
 		"sha256:old":   "inUse=true pinned=false", // used by digest, by an exited container
 		"sha256:free":  "inUse=false pinned=false last=09:00:00",
+		// A kept image shows pinned: it is never removed.
+		"sha256:sandbox": "inUse=false pinned=true",
 	}
 	if fmt.Sprint(summary) != fmt.Sprint(want) {
 		t.Errorf("List:\n%v\nwant\n%v", summary, want)
@@ -174,11 +178,12 @@ func TestAgentImagesList(t *testing.T) {
 
 func TestAgentImagesRemove(t *testing.T) {
 	rt := testImagesRuntime()
-	a := &agentImages{rt: rt}
+	a := newAgentImages(rt, nil, agentImagesDeps{keep: []string{"skiff.local/pause:1"}})
 	ctx := context.Background()
 	for ref, want := range map[string]error{
 		"busybox:1": server.ErrImageInUse, "pause:1": server.ErrImageInUse, "sha256:old": server.ErrImageInUse,
-		"nope:1": runtime.ErrNotFound,
+		"sha256:sandbox": server.ErrImageInUse, // the sandbox image, by ID
+		"nope:1":         runtime.ErrNotFound,
 	} {
 		if err := a.Remove(ctx, ref); !errors.Is(err, want) {
 			t.Errorf("Remove(%s) = %v, want %v", ref, err, want)
@@ -229,13 +234,17 @@ func TestAgentImagesPull_E16(t *testing.T) {
 			rt.pullOK = func(user string) bool { return user == "second" }
 			clk := testingclock.NewFakePassiveClock(imagesNow)
 			creds := &fakeCreds{}
-			a := &agentImages{rt: rt, creds: creds, pull: tc.pull(rt, clk)}
+			woke := 0
+			a := &agentImages{rt: rt, creds: creds, pull: tc.pull(rt, clk), wake: func() { woke++ }}
 			res, err := a.Pull(context.Background(), "reg/app:1")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if res.ImageID != "sha256:pulled" || res.Size != 42 {
 				t.Errorf("result %+v", res)
+			}
+			if woke != 1 {
+				t.Errorf("pod workers woken %d times after a pull, want 1 (a pod in ImagePullBackOff starts at once)", woke)
 			}
 			if fmt.Sprint(rt.pulls) != "[reg/app:1 first reg/app:1 second]" {
 				t.Errorf("pulls %v, want first then second", rt.pulls)
@@ -245,8 +254,8 @@ func TestAgentImagesPull_E16(t *testing.T) {
 			}
 
 			rt.pulls, rt.pullOK = nil, func(string) bool { return false }
-			if _, err := a.Pull(context.Background(), "reg/app:1"); err == nil || len(rt.pulls) != 2 {
-				t.Errorf("all credentials refused: err %v after %v, want an error after two tries", err, rt.pulls)
+			if _, err := a.Pull(context.Background(), "reg/app:1"); err == nil || len(rt.pulls) != 2 || woke != 1 {
+				t.Errorf("all credentials refused: err %v after %v (woken %d), want an error after two tries, no wake", err, rt.pulls, woke)
 			}
 			a.creds, rt.pulls, rt.pullOK = nil, nil, nil
 			if _, err := a.Pull(context.Background(), "pub:1"); err != nil || fmt.Sprint(rt.pulls) != "[pub:1 <anonymous>]" {

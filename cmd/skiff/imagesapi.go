@@ -35,6 +35,13 @@ type agentImages struct {
 	records func() map[string]images.Record
 	// progress makes a counter of downloaded bytes; nil: unknown.
 	progress func() func(context.Context) (int64, error)
+	// keep are the references (ID, tag, digest) of images the node needs
+	// whatever the containers say (the sandbox image: only sandboxes use
+	// it, and an imported one is not pinned); shown pinned, never removed.
+	keep map[string]bool
+	// wake asks the pod workers to look again after a pull (a pod in
+	// ImagePullBackOff starts at once); nil: none.
+	wake func()
 }
 
 var _ server.Images = (*agentImages)(nil)
@@ -51,12 +58,20 @@ type agentImagesDeps struct {
 	creds agent.PullCredentials
 	// records are the image GC's use records.
 	records func() map[string]images.Record
+	// keep are the images never removed (see agentImages.keep).
+	keep []string
+	// wake is called after every successful pull (Agent.WakeAll).
+	wake func()
 }
 
 // newAgentImages wires the agent's image API; importer (nil with an
 // external runtime) counts downloaded bytes.
 func newAgentImages(rt runtime.Runtime, importer runtime.ImageImporter, deps agentImagesDeps) *agentImages {
-	a := &agentImages{rt: rt, pull: directPull(rt, clock.RealClock{}), creds: deps.creds, records: deps.records}
+	a := &agentImages{rt: rt, pull: directPull(rt, clock.RealClock{}), creds: deps.creds, records: deps.records, wake: deps.wake}
+	a.keep = make(map[string]bool, len(deps.keep))
+	for _, ref := range deps.keep {
+		a.keep[ref] = true
+	}
 	if deps.puller != nil {
 		a.pull = pullerPull(deps.puller)
 	}
@@ -104,7 +119,7 @@ func (a *agentImages) List(ctx context.Context) ([]server.Image, error) {
 	for _, img := range imgs {
 		si := server.Image{
 			ID: img.ID, RepoTags: img.RepoTags, RepoDigests: img.RepoDigests,
-			Size: img.Size, Pinned: img.Pinned, InUse: usedBy(inUse, img) != "",
+			Size: img.Size, Pinned: img.Pinned || images.RefersTo(a.keep, img), InUse: usedBy(inUse, img) != "",
 		}
 		if r, ok := recs[img.ID]; ok && !r.LastUsed.IsZero() {
 			last := r.LastUsed
@@ -116,17 +131,22 @@ func (a *agentImages) List(ctx context.Context) ([]server.Image, error) {
 }
 
 // Pull pulls ref with the node's credentials for it (the credentials of no
-// pod: node credentials only).
+// pod: node credentials only), then wakes the pod workers.
 func (a *agentImages) Pull(ctx context.Context, ref string) (server.PullResult, error) {
 	var auths []runtime.AuthConfig
 	if a.creds != nil {
 		auths, _, _ = a.creds.ForPod(&v1.Pod{}, ref)
 	}
-	return a.pull(ctx, ref, auths)
+	res, err := a.pull(ctx, ref, auths)
+	if err == nil && a.wake != nil {
+		a.wake()
+	}
+	return res, err
 }
 
 // Remove removes the image ref names, with all its tags, unless the
-// runtime pins it or a container (running or not) uses it.
+// runtime pins it, the node keeps it (the sandbox image) or a container
+// (running or not) uses it.
 func (a *agentImages) Remove(ctx context.Context, ref string) error {
 	img, err := a.rt.ImageStatus(ctx, ref)
 	if err != nil {
@@ -134,6 +154,9 @@ func (a *agentImages) Remove(ctx context.Context, ref string) error {
 	}
 	if img.Pinned {
 		return fmt.Errorf("image %s (%s) is pinned by the runtime: %w", ref, img.ID, server.ErrImageInUse)
+	}
+	if images.RefersTo(a.keep, img) {
+		return fmt.Errorf("image %s (%s) is the sandbox (pause) image: %w", ref, img.ID, server.ErrImageInUse)
 	}
 	inUse, err := a.imagesInUse(ctx)
 	if err != nil {
