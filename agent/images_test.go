@@ -430,6 +430,17 @@ func TestKillCancelsImagePull(t *testing.T) {
 	}
 }
 
+// An eviction cancels a pull in progress, as a kill does.
+func TestEvictCancelsImagePull(t *testing.T) {
+	pw := newPullWorker(t, imagePod("app:1", v1.PullIfNotPresent), nil)
+	pctx, done := pw.w.pullContext(context.Background())
+	defer done()
+	pw.w.evict("Pod ephemeral local storage usage exceeds the total limit of containers 1Mi.")
+	if pctx.Err() == nil {
+		t.Error("pull still running after the eviction")
+	}
+}
+
 // The agent's own puller (Config.Puller nil) pulls a missing image through
 // the runtime, and the pod runs.
 func TestAgentPullsMissingImage(t *testing.T) {

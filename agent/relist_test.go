@@ -22,6 +22,21 @@ type listedRuntime struct {
 	mu         sync.Mutex
 	sandboxes  []*runtime.Sandbox
 	containers []*runtime.Container
+	// statusGate, when set, holds ContainerStatus (which only pod workers
+	// call, never the relist) until the call's context ends: it keeps an
+	// orphan's worker alive for the test.
+	statusGate chan struct{}
+}
+
+func (r *listedRuntime) ContainerStatus(ctx context.Context, id string) (*runtime.ContainerStatus, error) {
+	if r.statusGate != nil {
+		select {
+		case <-r.statusGate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return r.Runtime.ContainerStatus(ctx, id)
 }
 
 func (r *listedRuntime) set(sbs []*runtime.Sandbox, cs []*runtime.Container) {
@@ -250,6 +265,9 @@ func TestRelistRebuildsOrphanFromItsSandbox(t *testing.T) {
 	rt.set([]*runtime.Sandbox{listedSandbox("a", "sa", runtime.SandboxReady), listedSandbox("x", "sx", runtime.SandboxReady), listedSandbox("b", "sb", runtime.SandboxReady)},
 		[]*runtime.Container{listedContainer("a", "ca", runtime.ContainerRunning)})
 	a.workers["b"] = &podWorker{uid: "b", wakeCh: make(chan struct{}, 1)}
+	// The orphan's worker would otherwise terminate it and leave the
+	// workers map before the test looks (a flake under -race).
+	rt.statusGate = make(chan struct{})
 	for uid, w := range a.workers {
 		w.pod = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + string(uid), Namespace: "default", UID: uid}}
 	}

@@ -305,6 +305,10 @@ func (w *podWorker) evict(msg string) {
 	if w.evictMsg == "" {
 		w.evictMsg = msg
 	}
+	// An evicted pod starts nothing more: its image pull need not finish.
+	if w.cancelPull != nil {
+		w.cancelPull()
+	}
 	w.mu.Unlock()
 	w.wake()
 }
