@@ -1,0 +1,128 @@
+package nodestatus
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TestInitialLabelsTaints_H1_H9: the default labels, user labels over
+// them (as the kubelet lets them), taints, the attach/detach annotation.
+func TestInitialLabelsTaints_H1_H9(t *testing.T) {
+	taints := []v1.Taint{{Key: "os", Value: "edge", Effect: v1.TaintEffectNoSchedule}}
+	n := Initial(Registration{
+		Name: "edge-1", Hostname: "edge-1", OS: "linux", Arch: "arm64",
+		Labels: map[string]string{"role": "edge", v1.LabelArchStable: "custom"},
+		Taints: taints,
+	})
+	want := "beta.kubernetes.io/arch=arm64 beta.kubernetes.io/os=linux kubernetes.io/arch=custom kubernetes.io/hostname=edge-1 kubernetes.io/os=linux role=edge"
+	var got []string
+	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
+		got = append(got, k+"="+n.Labels[k])
+	}
+	if strings.Join(got, " ") != want {
+		t.Errorf("labels %s\nwant   %s", strings.Join(got, " "), want)
+	}
+	if n.Name != "edge-1" || n.Kind != "Node" || fmt.Sprint(n.Spec.Taints) != fmt.Sprint(taints) {
+		t.Errorf("node %s %s taints %v", n.Kind, n.Name, n.Spec.Taints)
+	}
+	if n.Annotations["volumes.kubernetes.io/controller-managed-attach-detach"] != "true" {
+		t.Errorf("annotations %v", n.Annotations)
+	}
+	taints[0].Key = "changed"
+	if n.Spec.Taints[0].Key != "os" {
+		t.Error("Initial shares the caller's taints slice")
+	}
+}
+
+// TestSetStatus_H5_H7_H8: addresses (InternalIPs then Hostname),
+// capacity, allocatable, nodeInfo, daemon endpoint; images largest first,
+// at most MaxImages, at most MaxNamesPerImage names, digests first.
+func TestSetStatus_H5_H7_H8(t *testing.T) {
+	var imgs []Image
+	for i := range MaxImages + 2 {
+		imgs = append(imgs, Image{RepoTags: []string{fmt.Sprintf("img%d:1", i)}, Size: int64(i)})
+	}
+	imgs = append(imgs, Image{
+		RepoDigests: []string{"big@sha256:1", "big@sha256:2"},
+		RepoTags:    []string{"big:1", "big:2", "big:3", "big:4"}, Size: 1 << 30,
+	})
+	n := &v1.Node{}
+	n.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeExternalIP, Address: "203.0.113.9"}}
+	f := Facts{
+		Hostname: "edge-1", InternalIPs: []net.IP{net.ParseIP("192.0.2.2"), net.ParseIP("fd00::2")},
+		Capacity:    v1.ResourceList{v1.ResourcePods: resource.MustParse("110")},
+		Allocatable: v1.ResourceList{v1.ResourcePods: resource.MustParse("100")},
+		Info:        v1.NodeSystemInfo{KernelVersion: "6.1.0", OperatingSystem: "linux", ContainerRuntimeVersion: "containerd://1.6.20"},
+		Images:      imgs, KubeletPort: 10250,
+	}
+	SetStatus(n, f)
+	st := n.Status
+	if got := fmt.Sprint(st.Addresses); got != "[{InternalIP 192.0.2.2} {InternalIP fd00::2} {Hostname edge-1}]" {
+		t.Errorf("addresses %s", got)
+	}
+	if st.Capacity.Pods().Value() != 110 || st.Allocatable.Pods().Value() != 100 {
+		t.Errorf("capacity %v allocatable %v", st.Capacity, st.Allocatable)
+	}
+	if st.NodeInfo.ContainerRuntimeVersion != "containerd://1.6.20" || st.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+		t.Errorf("nodeInfo %+v endpoints %+v", st.NodeInfo, st.DaemonEndpoints)
+	}
+	if len(st.Images) != MaxImages {
+		t.Fatalf("%d images, want %d", len(st.Images), MaxImages)
+	}
+	first, last := st.Images[0], st.Images[MaxImages-1]
+	if fmt.Sprint(first.Names) != "[big@sha256:1 big@sha256:2 big:1 big:2 big:3]" || first.SizeBytes != 1<<30 {
+		t.Errorf("largest image %+v", first)
+	}
+	if fmt.Sprint(last.Names) != "[img3:1]" {
+		t.Errorf("smallest image listed %+v, want img3:1 (the two smallest dropped)", last)
+	}
+	f.Capacity[v1.ResourcePods] = resource.MustParse("1")
+	if n.Status.Capacity.Pods().Value() != 110 {
+		t.Error("SetStatus shares the caller's capacity")
+	}
+}
+
+// TestNeedsReport_H10: a status is sent when it changed in anything but
+// the heartbeats, or every 5 minutes anyway.
+func TestNeedsReport_H10(t *testing.T) {
+	sent := withCapacity()
+	SetConditions(sent, Health{}, t0, nil)
+	beat := sent.DeepCopy()
+	SetConditions(beat, Health{}, t0.Add(10*time.Second), nil)
+	pressure := sent.DeepCopy()
+	SetConditions(pressure, Health{DiskPressure: true}, t0.Add(10*time.Second), nil)
+	image := beat.DeepCopy()
+	image.Status.Images = []v1.ContainerImage{{Names: []string{"new:1"}}}
+	tests := []struct {
+		name   string
+		status *v1.NodeStatus
+		at     time.Duration
+		want   bool
+	}{
+		{"heartbeat only", &beat.Status, 10 * time.Second, false},
+		{"heartbeat only, just before 5 min", &beat.Status, DefaultReportFrequency - time.Second, false},
+		{"heartbeat only, at 5 min", &beat.Status, DefaultReportFrequency, true},
+		{"condition changed", &pressure.Status, 10 * time.Second, true},
+		{"images changed", &image.Status, 10 * time.Second, true},
+		{"nothing sent yet", &beat.Status, 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			prev := &sent.Status
+			if tc.name == "nothing sent yet" {
+				prev = nil
+			}
+			if got := NeedsReport(prev, tc.status, t0, t0.Add(tc.at), 0); got != tc.want {
+				t.Errorf("NeedsReport = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
