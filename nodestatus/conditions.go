@@ -2,8 +2,10 @@
 // API server (checklist H.1, H.5-H.10): the initial Node of a
 // registration (labels, taints), its status (addresses, capacity and
 // allocatable, nodeInfo, images, conditions) and whether a status must be
-// sent. It is pure: callers gather the facts (machine, runtime, pressure)
-// and own the API calls, so every rule here is table-tested.
+// sent, and the node Lease. It makes no API calls and, but for
+// SystemInfo (host files through an fs.FS), no I/O: callers gather the
+// facts (machine, runtime, pressure) and own the API calls, so every rule
+// here is table-tested.
 //
 // The rules are the kubelet's (pkg/kubelet/nodestatus/setters.go and
 // kubelet_node_status.go, v1.34.4), with its reasons and messages, so
