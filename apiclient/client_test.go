@@ -1,0 +1,122 @@
+package apiclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+func boundPod(name, rv string) v1.Pod {
+	return v1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", ResourceVersion: rv},
+		Spec:       v1.PodSpec{NodeName: "node1"}}
+}
+
+// fakeAPIServer serves a pod list (p1), then a watch (p2 added, p1
+// modified), and echoes POSTs and PUTs; it records each request.
+type fakeAPIServer struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.reqs = append(f.reqs, r.Method+" "+r.URL.Path+"?"+r.URL.Query().Get("fieldSelector")+" watch="+r.URL.Query().Get("watch"))
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/api/v1/pods" && r.URL.Query().Get("watch") != "true":
+		_ = json.NewEncoder(w).Encode(v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"},
+			ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: []v1.Pod{boundPod("p1", "9")}})
+	case r.Method == http.MethodGet && r.URL.Path == "/api/v1/pods":
+		w.WriteHeader(http.StatusOK)
+		p2, p1 := boundPod("p2", "11"), boundPod("p1", "12")
+		p1.Labels = map[string]string{"x": "y"}
+		for _, ev := range []struct {
+			typ string
+			pod v1.Pod
+		}{{"ADDED", p2}, {"MODIFIED", p1}} {
+			b, _ := json.Marshal(ev.pod)
+			_, _ = fmt.Fprintf(w, `{"type":%q,"object":%s}`+"\n", ev.typ, b)
+			w.(http.Flusher).Flush()
+		}
+		<-r.Context().Done()
+	case r.Method == http.MethodPost || r.Method == http.MethodPut:
+		b, _ := io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(b)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// TestPodInformerEventsLease_H1_H11: the pods of this node only (the
+// kubelet's field selector) are listed, then watched into the informer;
+// events are posted and the lease is put under coordination.k8s.io.
+func TestPodInformerEventsLease_H1_H11(t *testing.T) {
+	fake := &fakeAPIServer{}
+	srv := httptest.NewTLSServer(fake)
+	defer srv.Close()
+	c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := c.PodInformer("node1")
+	seen := make(chan string, 8)
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { seen <- "add " + o.(*v1.Pod).Name },
+		UpdateFunc: func(_, o any) { seen <- "update " + o.(*v1.Pod).Name + " x=" + o.(*v1.Pod).Labels["x"] },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	var got []string
+	for len(got) < 3 {
+		select {
+		case s := <-seen:
+			got = append(got, s)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("informer events %q, want the list's add, the watch's add and update", got)
+		}
+	}
+	if want := []string{"add p1", "add p2", "update p1 x=y"}; !slices.Equal(got, want) {
+		t.Errorf("informer events %q, want %q", got, want)
+	}
+
+	ev, err := c.CreateEvent(ctx, &v1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: "p1.", Namespace: "default"}, Reason: "Started"})
+	if err != nil || ev.Reason != "Started" {
+		t.Fatalf("event: %v %+v", err, ev)
+	}
+	l, err := c.UpdateLease(ctx, &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "node1", Namespace: "kube-node-lease"}})
+	if err != nil || l.Name != "node1" {
+		t.Fatalf("lease: %v %+v", err, l)
+	}
+	fake.mu.Lock()
+	reqs := slices.Clone(fake.reqs)
+	fake.mu.Unlock()
+	want := []string{
+		"GET /api/v1/pods?spec.nodeName=node1 watch=",
+		"GET /api/v1/pods?spec.nodeName=node1 watch=true",
+		"POST /api/v1/namespaces/default/events? watch=",
+		"PUT /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node1? watch=",
+	}
+	if !slices.Equal(reqs, want) {
+		t.Errorf("requests\n%q\nwant\n%q", reqs, want)
+	}
+}
