@@ -119,18 +119,7 @@ func TestRenderConfig(t *testing.T) {
 	}
 
 	// containerd itself parses the file, where installed (no root needed).
-	bin, err := exec.LookPath("containerd")
-	if err != nil {
-		t.Skip("containerd not installed; skipping parse check")
-	}
-	path := filepath.Join(root, "config.toml")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, "--config", path, "config", "dump").CombinedOutput()
-	if err != nil {
-		t.Fatalf("containerd config dump: %v\n%s", err, out)
-	}
+	out := containerdConfigDump(t, root, conf)
 	for _, want := range []string{`sandbox_image = "skiff.local/pause:abc"`, "SystemdCgroup = false", `path = "` + root + `/containerd/opt"`} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("containerd's view lacks %q", want)
@@ -144,4 +133,24 @@ func TestTOMLString(t *testing.T) {
 			t.Errorf("tomlString(%q) = %s, want %s", in, got, want)
 		}
 	}
+}
+
+// containerdConfigDump writes conf under root and returns what
+// `containerd config dump` makes of it; it skips t where containerd is not
+// installed (no root needed).
+func containerdConfigDump(t *testing.T, root, conf string) []byte {
+	t.Helper()
+	bin, err := exec.LookPath("containerd")
+	if err != nil {
+		t.Skip("containerd not installed; skipping parse check")
+	}
+	path := filepath.Join(root, "config.toml")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "--config", path, "config", "dump").CombinedOutput()
+	if err != nil {
+		t.Fatalf("containerd config dump: %v\n%s", err, out)
+	}
+	return out
 }

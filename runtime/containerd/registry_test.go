@@ -2,7 +2,6 @@ package containerd
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,18 +59,7 @@ func TestRenderConfigRegistry(t *testing.T) {
 	}
 
 	// containerd parses it, where installed (no root needed).
-	bin, err := exec.LookPath("containerd")
-	if err != nil {
-		t.Skip("containerd not installed; skipping parse check")
-	}
-	path := filepath.Join(root, "config.toml")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(bin, "--config", path, "config", "dump").CombinedOutput()
-	if err != nil {
-		t.Fatalf("containerd config dump: %v\n%s", err, out)
-	}
+	out := containerdConfigDump(t, root, conf)
 	for _, w := range []string{`config_path = "` + root + `/containerd/certs.d"`, `identitytoken = "tok"`, `username = "user"`, `[plugins."io.containerd.grpc.v1.cri".registry.configs."docker.io".auth]`} {
 		if !strings.Contains(string(out), w) {
 			t.Errorf("containerd's view lacks %q:\n%s", w, out)
