@@ -36,13 +36,16 @@ fi
 packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables kmod procps ca-certificates)
 # gcc and libc6-dev: `go test -race` needs cgo. qemu-system-x86: the cgroup v2
 # VM of `make test-v2` (test/vm), which also needs a cloud kernel (below).
-$runtime_only || packages+=(gcc libc6-dev qemu-system-x86)
+# etcd-server: etcd, the store of the control plane test/cluster starts for
+# the API-source tests (the package's own service is never started: see the
+# policy file below).
+$runtime_only || packages+=(gcc libc6-dev qemu-system-x86 etcd-server)
 
 # The commands the packages above must provide, checked after the install: a
 # package list that misses one fails right after the install, not halfway
 # through a test.
 commands=(containerd containerd-shim-runc-v2 runc iptables iptables-save ip busybox modprobe sysctl)
-$runtime_only || commands+=(gcc depmod qemu-system-x86_64)
+$runtime_only || commands+=(gcc depmod qemu-system-x86_64 etcd)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
@@ -55,8 +58,9 @@ done
 
 if [ "${#missing[@]}" -gt 0 ]; then
 	echo "setup: installing ${missing[*]}"
-	# Keep package scripts from starting a system containerd: skiff runs
-	# its own. Only add the policy file if none exists, and remove it after.
+	# Keep package scripts from starting a system containerd or etcd: skiff
+	# runs its own containerd, test/cluster its own etcd. Only add the
+	# policy file if none exists, and remove it after.
 	policy=/usr/sbin/policy-rc.d
 	if [ ! -e "$policy" ]; then
 		printf '#!/bin/sh\nexit 101\n' >"$policy"
@@ -126,6 +130,7 @@ echo "  cni         $(CNI_COMMAND=VERSION /usr/lib/cni/bridge 2>/dev/null || ech
 echo "  iptables    $(iptables --version)"
 if ! $runtime_only; then
 	echo "  qemu        $(qemu-system-x86_64 --version | head -n1)"
+	echo "  etcd        $(etcd --version | head -n1)"
 	echo "  vm kernel   $(ls /boot/vmlinuz-*-cloud-amd64 "$vm_kernel_root"/boot/vmlinuz-*-cloud-amd64 2>/dev/null | tr '\n' ' ')"
 fi
 if command -v go >/dev/null; then
