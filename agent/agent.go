@@ -123,6 +123,12 @@ type Config struct {
 	// ContainerGCPeriod is the container GC's period (default
 	// DefaultContainerGCPeriod, the kubelet's 1 min).
 	ContainerGCPeriod time.Duration
+	// PodChanged, when set, is told the UID of every pod whose published
+	// state (see Pod) was replaced, and of every pod the agent forgot
+	// (terminated and gone from the runtime). It is called with the
+	// agent's lock held: it must return at once and never call into the
+	// Agent (e.g. record the UID and signal a goroutine of its own).
+	PodChanged func(types.UID)
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -342,14 +348,19 @@ func (a *Agent) desired() map[types.UID]*v1.Pod {
 	return out
 }
 
-// reconcile starts workers for new pods and kills pods no source wants.
+// reconcile starts workers for new pods and kills pods no source wants,
+// and those a source deleted (an API pod with a deletionTimestamp) with
+// the grace period of the deletion.
 func (a *Agent) reconcile(ctx context.Context) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	want := a.desired()
 	for uid, w := range a.workers {
-		if _, ok := want[uid]; !ok {
+		switch p, ok := want[uid]; {
+		case !ok:
 			w.kill(nil)
+		case p.DeletionTimestamp != nil:
+			w.kill(p.DeletionGracePeriodSeconds)
 		}
 	}
 	uids := make([]types.UID, 0, len(want))
@@ -358,14 +369,30 @@ func (a *Agent) reconcile(ctx context.Context) {
 	}
 	sort.Slice(uids, func(i, j int) bool { return want[uids[i]].Name < want[uids[j]].Name })
 	for _, uid := range uids {
-		if _, ok := a.workers[uid]; !ok {
-			a.startWorkerLocked(ctx, want[uid], false)
+		if _, ok := a.workers[uid]; ok {
+			continue
+		}
+		p := want[uid]
+		if finished(p) && !a.running[uid] {
+			continue // deleted or terminal, and nothing of it runs here
+		}
+		w := a.startWorkerLocked(ctx, p, false)
+		if p.DeletionTimestamp != nil {
+			w.kill(p.DeletionGracePeriodSeconds)
 		}
 	}
 	if len(a.sources) >= a.numSources {
 		a.sourcesReady = true
 	}
 	a.updateQoSLocked(ctx, want)
+}
+
+// finished reports whether a source's pod must not (re)start: it is being
+// deleted, or its status (an API pod's, as the API server has it) is
+// terminal, as the kubelet never restarts a pod whose phase is Succeeded
+// or Failed. Pure.
+func finished(p *v1.Pod) bool {
+	return p.DeletionTimestamp != nil || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
 }
 
 // startWorkerLocked starts the worker of pod. A pod replacing another of the
@@ -427,6 +454,7 @@ func (a *Agent) workerDone(w *podWorker) {
 	if a.workers[w.uid] == w {
 		delete(a.workers, w.uid)
 		delete(a.published, w.uid)
+		a.changedLocked(w.uid)
 	}
 	select {
 	case a.updated <- struct{}{}:
@@ -442,7 +470,42 @@ func (a *Agent) publish(p *v1.Pod) {
 	}
 }
 
-func (a *Agent) publishLocked(p *v1.Pod) { a.published[p.UID] = p }
+func (a *Agent) publishLocked(p *v1.Pod) {
+	a.published[p.UID] = p
+	a.changedLocked(p.UID)
+}
+
+func (a *Agent) changedLocked(uid types.UID) {
+	if a.cfg.PodChanged != nil {
+		a.cfg.PodChanged(uid)
+	}
+}
+
+// Pod returns a copy of the pod uid as published (spec and status), and
+// whether the agent has it. Safe for concurrent use.
+func (a *Agent) Pod(uid types.UID) (*v1.Pod, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.published[uid]
+	if !ok {
+		return nil, false
+	}
+	return p.DeepCopy(), true
+}
+
+// Terminated reports whether nothing of pod uid is left on the node: every
+// source has delivered its first list, the agent has no worker for the
+// pod (it never started one, or the worker stopped every container,
+// removed the sandbox and tore the volumes down), and no sandbox of it was
+// found at start that is still to be adopted. A pod deleted through the
+// API may be removed from it once this holds (the kubelet's
+// canBeDeleted). Safe for concurrent use.
+func (a *Agent) Terminated(uid types.UID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, hasWorker := a.workers[uid]
+	return a.sourcesReady && !hasWorker && !a.running[uid]
+}
 
 // Pods returns the pods this node runs, with status, sorted by namespace and
 // name. The returned objects are copies. Safe for concurrent use.

@@ -62,6 +62,19 @@ type EventRecorder struct {
 	mu     sync.Mutex
 	seq    uint64
 	events map[eventKey]*v1.Event
+	// forward: see Forward.
+	forward func(ev *v1.Event, repeat bool)
+}
+
+// Forward makes the recorder hand a copy of every event it records to fn
+// too (e.g. to post it to an API server), with repeat set when it is a
+// repeat of a kept event (same name, higher count). fn is called with the
+// recorder's lock held: it must not block or call the recorder. Safe for
+// concurrent use.
+func (r *EventRecorder) Forward(fn func(ev *v1.Event, repeat bool)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.forward = fn
 }
 
 // NewEventRecorder returns a recorder stamping events with c's time (nil:
@@ -117,6 +130,9 @@ func (r *EventRecorder) recordObject(obj v1.ObjectReference, typ, reason, msg st
 	if ev, ok := r.events[k]; ok {
 		ev.Count++
 		ev.LastTimestamp = now
+		if r.forward != nil {
+			r.forward(ev.DeepCopy(), true)
+		}
 		return
 	}
 	r.seq++
@@ -137,6 +153,9 @@ func (r *EventRecorder) recordObject(obj v1.ObjectReference, typ, reason, msg st
 		FirstTimestamp: now, LastTimestamp: now,
 		Source:              v1.EventSource{Component: eventComponent, Host: r.node},
 		ReportingController: eventComponent, ReportingInstance: r.node,
+	}
+	if r.forward != nil {
+		r.forward(r.events[k].DeepCopy(), false)
 	}
 	r.pruneLocked()
 }

@@ -10,6 +10,8 @@ import (
 	"context"
 	"fmt"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	coordv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -24,8 +27,8 @@ import (
 
 // Client talks to one API server. Create with New; safe for concurrent use.
 type Client struct {
-	core, coord *rest.RESTClient
-	params      runtime.ParameterCodec
+	core, coord, authn, authz *rest.RESTClient
+	params                    runtime.ParameterCodec
 }
 
 // New builds the REST clients for /api/v1 and
@@ -37,6 +40,12 @@ func New(cfg *rest.Config) (*Client, error) {
 		return nil, fmt.Errorf("apiclient: scheme: %w", err)
 	}
 	if err := coordv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("apiclient: scheme: %w", err)
+	}
+	if err := authnv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("apiclient: scheme: %w", err)
+	}
+	if err := authzv1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("apiclient: scheme: %w", err)
 	}
 	// ListOptions and the other options as query parameters, as
@@ -61,6 +70,12 @@ func New(cfg *rest.Config) (*Client, error) {
 	}
 	if cl.coord, err = restFor("/apis", coordv1.SchemeGroupVersion); err != nil {
 		return nil, fmt.Errorf("apiclient: coordination/v1: %w", err)
+	}
+	if cl.authn, err = restFor("/apis", authnv1.SchemeGroupVersion); err != nil {
+		return nil, fmt.Errorf("apiclient: authentication/v1: %w", err)
+	}
+	if cl.authz, err = restFor("/apis", authzv1.SchemeGroupVersion); err != nil {
+		return nil, fmt.Errorf("apiclient: authorization/v1: %w", err)
 	}
 	return cl, nil
 }
@@ -94,4 +109,120 @@ func (c *Client) CreateEvent(ctx context.Context, ev *v1.Event) (*v1.Event, erro
 func (c *Client) UpdateLease(ctx context.Context, l *coordv1.Lease) (*coordv1.Lease, error) {
 	out := &coordv1.Lease{}
 	return out, c.coord.Put().Namespace(l.Namespace).Resource("leases").Name(l.Name).Body(l).Do(ctx).Into(out)
+}
+
+// GetNode reads the Node name. Blocking.
+func (c *Client) GetNode(ctx context.Context, name string) (*v1.Node, error) {
+	out := &v1.Node{}
+	return out, c.core.Get().Resource("nodes").Name(name).Do(ctx).Into(out)
+}
+
+// CreateNode registers n. Blocking.
+func (c *Client) CreateNode(ctx context.Context, n *v1.Node) (*v1.Node, error) {
+	out := &v1.Node{}
+	return out, c.core.Post().Resource("nodes").Body(n).Do(ctx).Into(out)
+}
+
+// UpdateNode replaces n's metadata and spec (n.ResourceVersion is the
+// precondition). Blocking.
+func (c *Client) UpdateNode(ctx context.Context, n *v1.Node) (*v1.Node, error) {
+	out := &v1.Node{}
+	return out, c.core.Put().Resource("nodes").Name(n.Name).Body(n).Do(ctx).Into(out)
+}
+
+// UpdateNodeStatus replaces n's status (n.ResourceVersion is the
+// precondition). Blocking.
+func (c *Client) UpdateNodeStatus(ctx context.Context, n *v1.Node) (*v1.Node, error) {
+	out := &v1.Node{}
+	return out, c.core.Put().Resource("nodes").Name(n.Name).SubResource("status").Body(n).Do(ctx).Into(out)
+}
+
+// GetLease reads the lease namespace/name. Blocking.
+func (c *Client) GetLease(ctx context.Context, namespace, name string) (*coordv1.Lease, error) {
+	out := &coordv1.Lease{}
+	return out, c.coord.Get().Namespace(namespace).Resource("leases").Name(name).Do(ctx).Into(out)
+}
+
+// CreateLease creates l. Blocking.
+func (c *Client) CreateLease(ctx context.Context, l *coordv1.Lease) (*coordv1.Lease, error) {
+	out := &coordv1.Lease{}
+	return out, c.coord.Post().Namespace(l.Namespace).Resource("leases").Body(l).Do(ctx).Into(out)
+}
+
+// CreatePod creates p (a mirror pod). Blocking.
+func (c *Client) CreatePod(ctx context.Context, p *v1.Pod) (*v1.Pod, error) {
+	out := &v1.Pod{}
+	return out, c.core.Post().Namespace(p.Namespace).Resource("pods").Body(p).Do(ctx).Into(out)
+}
+
+// PatchPodStatus applies a strategic merge patch to the status of pod
+// namespace/name. Blocking.
+func (c *Client) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
+	out := &v1.Pod{}
+	return out, c.core.Patch(types.StrategicMergePatchType).Namespace(namespace).Resource("pods").Name(name).
+		SubResource("status").Body(patch).Do(ctx).Into(out)
+}
+
+// DeletePod deletes pod namespace/name if its UID is uid, with grace
+// seconds (nil: the pod's own). Blocking.
+func (c *Client) DeletePod(ctx context.Context, namespace, name string, uid types.UID, grace *int64) error {
+	opts := &metav1.DeleteOptions{GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: &uid}}
+	return c.core.Delete().Namespace(namespace).Resource("pods").Name(name).Body(opts).Do(ctx).Error()
+}
+
+// PatchEvent applies a strategic merge patch to the event namespace/name
+// (a repeat's count and lastTimestamp). Blocking.
+func (c *Client) PatchEvent(ctx context.Context, namespace, name string, patch []byte) (*v1.Event, error) {
+	out := &v1.Event{}
+	return out, c.core.Patch(types.StrategicMergePatchType).Namespace(namespace).Resource("events").Name(name).
+		Body(patch).Do(ctx).Into(out)
+}
+
+// CreateToken requests a token of the service account namespace/name
+// (TokenRequest). Blocking.
+func (c *Client) CreateToken(ctx context.Context, namespace, name string, tr *authnv1.TokenRequest) (*authnv1.TokenRequest, error) {
+	out := &authnv1.TokenRequest{}
+	return out, c.core.Post().Namespace(namespace).Resource("serviceaccounts").Name(name).SubResource("token").
+		Body(tr).Do(ctx).Into(out)
+}
+
+// ObjectInformer returns an informer of the one ConfigMap or Secret
+// (resource "configmaps" or "secrets") namespace/name: a list and watch
+// with a metadata.name field selector, which is all the Node authorizer
+// lets a node read (the kubelet's watch-based object manager). The caller
+// runs it and waits for it.
+func (c *Client) ObjectInformer(resource, namespace, name string) cache.SharedIndexInformer {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	var obj runtime.Object
+	newList := func() runtime.Object { return &v1.ConfigMapList{} }
+	obj = &v1.ConfigMap{}
+	if resource == "secrets" {
+		newList, obj = func() runtime.Object { return &v1.SecretList{} }, &v1.Secret{}
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			l := newList()
+			return l, c.core.Get().Namespace(namespace).Resource(resource).VersionedParams(&o, c.params).Do(ctx).Into(l)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector, o.Watch = sel, true
+			return c.core.Get().Namespace(namespace).Resource(resource).VersionedParams(&o, c.params).Watch(ctx)
+		},
+	}
+	return cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
+}
+
+// CreateTokenReview asks the API server who a bearer token belongs to.
+// Blocking.
+func (c *Client) CreateTokenReview(ctx context.Context, tr *authnv1.TokenReview) (*authnv1.TokenReview, error) {
+	out := &authnv1.TokenReview{}
+	return out, c.authn.Post().Resource("tokenreviews").Body(tr).Do(ctx).Into(out)
+}
+
+// CreateSubjectAccessReview asks the API server whether a user may do
+// something. Blocking.
+func (c *Client) CreateSubjectAccessReview(ctx context.Context, sar *authzv1.SubjectAccessReview) (*authzv1.SubjectAccessReview, error) {
+	out := &authzv1.SubjectAccessReview{}
+	return out, c.authz.Post().Resource("subjectaccessreviews").Body(sar).Do(ctx).Into(out)
 }

@@ -18,8 +18,9 @@ import (
 var ErrNotFound = errors.New("not found")
 
 // Getter reads ConfigMaps and Secrets. Implementations are safe for
-// concurrent use and never block on I/O. Returned objects are shared:
-// callers must not modify them.
+// concurrent use and never block on I/O, but for a bounded wait for the
+// first listing of an object an API server watches (apisource's object
+// manager). Returned objects are shared: callers must not modify them.
 type Getter interface {
 	// ConfigMap returns the ConfigMap namespace/name, or an error wrapping
 	// ErrNotFound.
@@ -111,4 +112,39 @@ func (s *Store) Subscribe() <-chan struct{} {
 	s.subs = append(s.subs, ch)
 	s.mu.Unlock()
 	return ch
+}
+
+// Chain reads from each getter in turn: the first that has the object
+// (does not answer ErrNotFound) wins, e.g. the static objects of the
+// manifest directory, then the API server's.
+func Chain(gs ...Getter) Getter { return chain(gs) }
+
+type chain []Getter
+
+func (c chain) ConfigMap(namespace, name string) (*v1.ConfigMap, error) {
+	var err error
+	for _, g := range c {
+		var cm *v1.ConfigMap
+		if cm, err = g.ConfigMap(namespace, name); !errors.Is(err, ErrNotFound) {
+			return cm, err
+		}
+	}
+	if err == nil {
+		err = fmt.Errorf("configmap %s/%s: %w", namespace, name, ErrNotFound)
+	}
+	return nil, err
+}
+
+func (c chain) Secret(namespace, name string) (*v1.Secret, error) {
+	var err error
+	for _, g := range c {
+		var s *v1.Secret
+		if s, err = g.Secret(namespace, name); !errors.Is(err, ErrNotFound) {
+			return s, err
+		}
+	}
+	if err == nil {
+		err = fmt.Errorf("secret %s/%s: %w", namespace, name, ErrNotFound)
+	}
+	return nil, err
 }

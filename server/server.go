@@ -10,9 +10,15 @@
 //	GET /images                                   []Image: the runtime's images, their use and pinning
 //	POST /images/pull?image=REF                   pull through the agent: a stream of PullEvent lines
 //	DELETE /images?image=REF                      remove an image (all its tags)
+//	GET|POST /exec/{namespace}/{pod}[/{uid}]/{container}?command=&input=1&output=1&error=1&tty=1
+//	GET|POST /attach/{namespace}/{pod}[/{uid}]/{container}?input=1&output=1&error=1
+//	GET|POST /portForward/{namespace}/{pod}[/{uid}]  the kubelet's streaming endpoints (SPDY or
+//	                                              WebSocket upgrades, proxied to the runtime's streaming server)
+//	GET /metrics                                  Prometheus metrics (none yet: an empty exposition)
 //
-// It is served on a unix socket (the CLI's default) and optionally on TCP
-// (--read-only-port). There is no authentication: the socket is created
+// It is served on a unix socket (the CLI's default), optionally on TCP
+// (--read-only-port), and as the kubelet's authenticated HTTPS API
+// (--port, ServeTLS; see Auth). There is no authentication: the socket is created
 // 0600 and the TCP port is meant for loopback or trusted networks, as the
 // kubelet's read-only port. Note that /run executes commands in containers:
 // expose the TCP port only where that is acceptable, or leave Config.Exec nil.
@@ -28,6 +34,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/runtime"
 )
 
 // PodProvider gives the server the pods it reports.
@@ -66,6 +73,12 @@ type Config struct {
 	PullProgressInterval time.Duration
 	// Clock times pull progress (the real clock when nil).
 	Clock clock.WithTicker
+	// Streamer serves /exec, /attach and /portForward (with Sandboxes);
+	// nil answers 501. They run commands in containers: like Exec, for
+	// the unix socket and the authenticated HTTPS port only.
+	Streamer runtime.Streamer
+	// Sandboxes finds the pods' sandboxes for /portForward.
+	Sandboxes SandboxFinder
 	// Profiling serves Go's profiles under /debug/pprof/ (as the kubelet's
 	// enableProfilingHandler does); for the root-only unix socket.
 	Profiling bool
@@ -86,6 +99,10 @@ type Server struct {
 	images       Images
 	pullInterval time.Duration
 	clock        clock.WithTicker
+	streamer     runtime.Streamer
+	sandboxes    SandboxFinder
+	// streamTransport reaches the runtime's streaming server.
+	streamTransport http.RoundTripper
 }
 
 // New returns a Server for cfg. It does not start serving.
@@ -103,6 +120,11 @@ func New(cfg Config) *Server {
 		images:       cfg.Images,
 		pullInterval: cfg.PullProgressInterval,
 		clock:        cfg.Clock,
+		streamer:     cfg.Streamer,
+		sandboxes:    cfg.Sandboxes,
+	}
+	if s.streamer != nil {
+		s.streamTransport = newStreamTransport()
 	}
 	if s.pullInterval <= 0 {
 		s.pullInterval = DefaultPullProgressInterval
@@ -126,9 +148,9 @@ func New(cfg Config) *Server {
 }
 
 // Handler returns the API's HTTP handler. Unknown paths get 404 and other
-// methods than the route's (GET, which allows HEAD, POST for /run and /images/pull, DELETE for
-// /images) get
-// 405, from http.ServeMux.
+// methods than the route's (GET, which allows HEAD, POST for /run and
+// /images/pull, DELETE for /images, GET or POST for the streaming
+// endpoints) get 405, from http.ServeMux.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /pods", s.handlePods)
@@ -140,6 +162,15 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /images", s.handleImages)
 	mux.HandleFunc("POST /images/pull", s.handlePullImage)
 	mux.HandleFunc("DELETE /images", s.handleRemoveImage)
+	mux.HandleFunc("GET /metrics", handleMetrics)
+	for _, method := range []string{"GET", "POST"} {
+		mux.HandleFunc(method+" /exec/{namespace}/{pod}/{container}", s.handleExec)
+		mux.HandleFunc(method+" /exec/{namespace}/{pod}/{uid}/{container}", s.handleExec)
+		mux.HandleFunc(method+" /attach/{namespace}/{pod}/{container}", s.handleAttach)
+		mux.HandleFunc(method+" /attach/{namespace}/{pod}/{uid}/{container}", s.handleAttach)
+		mux.HandleFunc(method+" /portForward/{namespace}/{pod}", s.handlePortForward)
+		mux.HandleFunc(method+" /portForward/{namespace}/{pod}/{uid}", s.handlePortForward)
+	}
 	if s.profiling {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)

@@ -50,10 +50,21 @@ type Config struct {
 	// memory-backed volumes and the value of unset limits in
 	// resourceFieldRef items. nil: unbounded / unknown.
 	Allocatable v1.ResourceList
+	// Tokens issues the service account tokens of projected
+	// serviceAccountToken sources; nil: such a volume fails to set up.
+	Tokens TokenSource
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
 	// Now stamps the data directories; nil: time.Now.
 	Now func() time.Time
+}
+
+// TokenSource issues service account tokens bound to a pod (the API
+// source's token manager). Token may block on an API call; it returns a
+// cached token while that is fresh, so a volume refresh re-reads it and
+// writes a rotated one.
+type TokenSource interface {
+	Token(pod *v1.Pod, audience string, expirationSeconds int64) (string, error)
 }
 
 // Volume is a set-up volume as containers mount it.

@@ -149,7 +149,7 @@ func TestSetUpErrors_G1(t *testing.T) {
 			`MountVolume.SetUp failed for volume "pvc" : volume type not supported by skiff yet`},
 		{v1.Volume{Name: "p", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}},
-			"serviceAccountToken is not supported by skiff yet"},
+			`MountVolume.SetUp failed for volume "p" : failed to fetch token: serviceAccountToken needs an API server`},
 	}
 	for i, tt := range tests {
 		if tt.vol.Secret != nil || tt.vol.Projected != nil {

@@ -133,7 +133,7 @@ func (m *Manager) projectedPayload(pod *v1.Pod, src *v1.ProjectedVolumeSource) (
 		case s.DownwardAPI != nil:
 			part, err = downwardAPIPayload(pod, s.DownwardAPI.Items, def, m.cfg.Allocatable)
 		case s.ServiceAccountToken != nil:
-			err = fmt.Errorf("projected source %d: serviceAccountToken is not supported by skiff yet (no API server issues tokens)", i)
+			part, err = m.tokenPayload(pod, s.ServiceAccountToken, def)
 		default:
 			err = fmt.Errorf("projected source %d: this source type is not supported by skiff yet", i)
 		}
@@ -148,3 +148,25 @@ func (m *Manager) projectedPayload(pod *v1.Pod, src *v1.ProjectedVolumeSource) (
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+// defaultTokenExpiration is a projected token's life when the source sets
+// none (the API server's default, 1 h).
+const defaultTokenExpiration = 3600
+
+// tokenPayload is the kubelet's projected serviceAccountToken: a token of
+// the pod's service account bound to the pod, for the audience (empty:
+// the API server's), written with the volume's mode.
+func (m *Manager) tokenPayload(pod *v1.Pod, s *v1.ServiceAccountTokenProjection, mode int32) (map[string]file, error) {
+	if m.cfg.Tokens == nil {
+		return nil, errors.New("failed to fetch token: serviceAccountToken needs an API server to issue tokens (skiff agent --kubeconfig)")
+	}
+	exp := int64(defaultTokenExpiration)
+	if s.ExpirationSeconds != nil {
+		exp = *s.ExpirationSeconds
+	}
+	tok, err := m.cfg.Tokens.Token(pod, s.Audience, exp)
+	if err != nil {
+		return nil, fmt.Errorf("failed to fetch token: %w", err)
+	}
+	return map[string]file{s.Path: {Data: []byte(tok), Mode: mode}}, nil
+}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/agent"
+	"github.com/skiffnode/skiff/apiclient"
 	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/network"
 	"github.com/skiffnode/skiff/objects"
@@ -57,6 +58,8 @@ type agentOptions struct {
 	pull              pullOptions
 	registry          registryOptions
 	gc                gcOptions
+	api               apiOptions
+	kubeletAPI        kubeletAPIOptions
 }
 
 func newAgentCmd() *cobra.Command {
@@ -65,7 +68,15 @@ func newAgentCmd() *cobra.Command {
 		Use:   "agent",
 		Short: "Run the node agent",
 		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runAgent(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The kubelet API serves a node of an API server; without one
+			// it listens only where --port asks for it (see ARCHITECTURE.md,
+			// "The kubelet API").
+			if o.api.kubeconfig == "" && !cmd.Flags().Changed("port") {
+				o.kubeletAPI.port = 0
+			}
+			return runAgent(cmd.Context(), o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests to run")
@@ -97,6 +108,8 @@ func newAgentCmd() *cobra.Command {
 	addPullFlags(f, &o.pull)
 	addRegistryFlags(f, &o.registry)
 	addGCFlags(f, &o.gc)
+	addAPIFlags(f, &o.api)
+	addKubeletAPIFlags(f, &o.kubeletAPI)
 	return cmd
 }
 
@@ -158,6 +171,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err := o.gc.validate(); err != nil {
 		return err
 	}
+	if err := o.kubeletAPI.validate(o.api.kubeconfig != ""); err != nil {
+		return err
+	}
 	log := newLogger(o.verbosity)
 	tuneGoRuntime()
 	node, err := nodeName(o.hostnameOverride)
@@ -204,17 +220,50 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	// store holds the ConfigMaps and Secrets that pods may use; the
 	// static-pod source fills it.
 	store := objects.NewStore()
-	// creds: the pods' imagePullSecrets (from store), then the node's
+	events := agent.NewEventRecorder(clock.RealClock{}, node)
+	// The API source (--kubeconfig): its status manager learns each pod
+	// the agent publishes, through Config.PodChanged.
+	var api *apiSource
+	apiPods := &lateBoundPods{}
+	var podChanged func(types.UID)
+	if o.api.kubeconfig != "" {
+		ips, err := nodeIPsFlag(o.api.nodeIP, hostIPs)
+		if err != nil {
+			return err
+		}
+		capacity, err := agent.NodeCapacity("/proc/meminfo", o.resources.maxPods)
+		if err != nil {
+			return err
+		}
+		facts := nodeFacts(rt, o.rootDir, capacity, allocatable, ips, int32(o.kubeletAPI.port), log)
+		if api, err = o.api.newAPISource(node, apiPods, facts, events, log); err != nil {
+			return err
+		}
+		podChanged = api.status.PodChanged
+	}
+	// objs: the static objects, then (with an API server) the objects the
+	// API pods reference; objChanges fires when any of them changed (or a
+	// service account token is due for renewal).
+	var objs objects.Getter = store
+	objChanges := store.Subscribe()
+	var tokens volumes.TokenSource
+	var fanIn func(context.Context)
+	if api != nil {
+		objs, tokens = objects.Chain(store, api.objects), api.tokens
+		merged := make(chan struct{}, 1)
+		fanIn = signalFanIn(merged, objChanges, api.objects.Changes(), api.tokens.Changes())
+		objChanges = merged
+	}
+	// creds: the pods' imagePullSecrets (from objs), then the node's
 	// docker config file.
-	creds, err := o.registry.credentials(o.rootDir, store, log)
+	creds, err := o.registry.credentials(o.rootDir, objs, log)
 	if err != nil {
 		return err
 	}
-	events := agent.NewEventRecorder(clock.RealClock{}, node)
 	// vols owns the pods' volumes under <root-dir>/pods; it reads the
 	// store, and rewrites object-backed volumes when the store changes.
 	vols, err := volumes.New(volumes.Config{
-		PodsDir: filepath.Join(o.rootDir, "pods"), Objects: store, Allocatable: allocatable, Logger: log,
+		PodsDir: filepath.Join(o.rootDir, "pods"), Objects: objs, Tokens: tokens, Allocatable: allocatable, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -246,19 +295,21 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		ProbeChanges:      changes,
 		Cgroups:           podCgroups,
 		Allocatable:       allocatable,
-		Objects:           store,
+		Objects:           objs,
 		Volumes:           vols,
-		ObjectChanges:     store.Subscribe(),
+		ObjectChanges:     objChanges,
 		Security:          o.security.config(o.rootDir),
 		ClusterDomain:     o.clusterDomain,
 		Puller:            puller,
 		Credentials:       creds,
 		ContainerGC:       &o.gc.container,
 		ContainerGCPeriod: o.gc.containerGCPeriod,
+		PodChanged:        podChanged,
 	})
 	if err != nil {
 		return err
 	}
+	apiPods.a = a
 	// The image GC and the log rotator (see gc.go); they run under the
 	// errgroup below.
 	var keep []string
@@ -277,6 +328,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		}
 		sources["file"] = src
 	}
+	if api != nil {
+		if src, ok := sources["file"]; ok {
+			sources["file"] = api.mirror.Wrap(src)
+		}
+		sources["api"] = api.source
+	}
 	// Everything below runs under one errgroup: the first to fail stops the
 	// others, and runAgent returns only after all of them returned. Then,
 	// in reverse order of start, the prober stops (deferred above) and the
@@ -294,11 +351,25 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	// containers: only the root-only unix socket serves /run.
 	roSrv := server.New(apiCfg)
 	apiCfg.Exec = a
+	withStreaming(&apiCfg, rt)
 	// Image pulls and removals, like /run, only on the unix socket.
 	apiCfg.Images = newAgentImages(rt, importer, agentImagesDeps{
 		puller: puller, creds: creds, records: imageGC.Records, keep: keep, wake: a.WakeAll,
 	})
 	apiCfg.Profiling = true
+	var apiClient *apiclient.Client
+	if api != nil {
+		apiClient = api.client
+	}
+	kubeletAPI, err := o.kubeletAPI.newKubeletAPI(kubeletAPIDeps{
+		RootDir: o.rootDir, NodeName: node, Config: apiCfg, Client: apiClient, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if kubeletAPI != nil {
+		g.Go(func() error { return kubeletAPI.serve(gctx) })
+	}
 	srv := server.New(apiCfg)
 	g.Go(func() error { return srv.ServeUnix(gctx, filepath.Join(o.rootDir, "skiff.sock")) })
 	if o.readOnlyPort > 0 {
@@ -312,6 +383,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		})
 	}
 	g.Go(func() error { runGC(gctx); return nil })
+	if api != nil {
+		for _, run := range []func(context.Context){api.status.Run, api.node.Run, api.lease.Run, api.mirror.Run, api.events.Run,
+			api.objects.Run, api.tokens.Run, fanIn} {
+			g.Go(func() error { run(gctx); return nil })
+		}
+	}
 	log.Info("skiff agent started", "node", node, "manifests", o.podManifestPath, "root", o.rootDir, "hostIPs", hostIPs)
 	g.Go(func() error { return a.Run(gctx, sources) })
 	if err := g.Wait(); err != nil && ctx.Err() == nil {

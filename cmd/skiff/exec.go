@@ -44,18 +44,26 @@ func newExecCmd() *cobra.Command {
 Its stdout and stderr are passed through and skiff exits with its exit code
 (without kubectl's "command terminated with exit code N" line).
 Without -c the pod's first app container is used (or the one named by the
-kubectl.kubernetes.io/default-container annotation). The command gets no
-stdin and no terminal: -i and -t are not supported yet.`,
+kubectl.kubernetes.io/default-container annotation). Without -i and -t the
+command gets no stdin and its output is printed when it exits; with -i
+stdin is passed on and output streams as it comes, and -it gives it a
+terminal (the local one in raw mode), through the runtime's streaming
+server. Over that stream the end of stdin is not passed on: a command
+reading stdin to its end does not see it.`,
 		Example: `  skiff exec web-node1 -- sh -c 'echo $HOSTNAME'
-  skiff exec web-node1 -c sidecar --timeout 10s -- cat /etc/resolv.conf`,
+  skiff exec web-node1 -c sidecar --timeout 10s -- cat /etc/resolv.conf
+  skiff exec -it web-node1 -- sh`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.stdin || o.tty {
-				return errors.New("-i/--stdin and -t/--tty are not supported yet: skiff exec runs a command without stdin or a terminal and prints its output when it exits")
-			}
 			pod, command, err := execArgs(args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err
+			}
+			if o.stdin || o.tty {
+				if o.timeout != 0 {
+					return errors.New("--timeout applies to commands without -i/-t only")
+				}
+				return o.runInteractive(cmd, pod, command)
 			}
 			return o.run(cmd, pod, command)
 		},
@@ -65,8 +73,8 @@ stdin and no terminal: -i and -t are not supported yet.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "default", "pod namespace")
 	f.StringVarP(&o.container, "container", "c", "", "container name (default: the pod's first app container)")
 	f.DurationVar(&o.timeout, "timeout", 0, "stop waiting for the command after this long, rounded up to whole seconds (0: no limit)")
-	f.BoolVarP(&o.stdin, "stdin", "i", false, "pass stdin to the container (not supported yet)")
-	f.BoolVarP(&o.tty, "tty", "t", false, "allocate a terminal (not supported yet)")
+	f.BoolVarP(&o.stdin, "stdin", "i", false, "pass stdin to the container")
+	f.BoolVarP(&o.tty, "tty", "t", false, "stdin is a terminal: give the command one (with -i)")
 	return cmd
 }
 

@@ -48,6 +48,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newAgentCmd(), newPodsCmd(), newLogsCmd(), newImagesCmd(),
-		newExecCmd(), newDescribeCmd(), newEventsCmd(), newTopCmd())
+		newExecCmd(), newDescribeCmd(), newEventsCmd(), newTopCmd(),
+		newAttachCmd(), newPortForwardCmd())
 	return root
 }

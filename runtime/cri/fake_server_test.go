@@ -35,6 +35,12 @@ type fakeCRI struct {
 	lastListCtr *runtimeapi.ListContainersRequest
 	lastListSb  *runtimeapi.ListPodSandboxRequest
 	execResp    *runtimeapi.ExecSyncResponse
+	// streamURL answers Exec, Attach and PortForward ("" is an empty
+	// answer); the last requests are kept.
+	streamURL   string
+	lastStream  *runtimeapi.ExecRequest
+	lastAttach  *runtimeapi.AttachRequest
+	lastForward *runtimeapi.PortForwardRequest
 }
 
 func newFakeCRI() *fakeCRI {
@@ -257,4 +263,34 @@ func (f *fakeCRI) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequ
 	}
 	delete(f.images, req.Image.GetImage())
 	return &runtimeapi.RemoveImageResponse{}, nil
+}
+
+func (f *fakeCRI) Exec(_ context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	if err := f.lookupContainer(req.ContainerId); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastStream = req
+	return &runtimeapi.ExecResponse{Url: f.streamURL}, nil
+}
+
+func (f *fakeCRI) Attach(_ context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	if err := f.lookupContainer(req.ContainerId); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastAttach = req
+	return &runtimeapi.AttachResponse{Url: f.streamURL}, nil
+}
+
+func (f *fakeCRI) PortForward(_ context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	if err := f.lookupSandbox(req.PodSandboxId); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastForward = req
+	return &runtimeapi.PortForwardResponse{Url: f.streamURL}, nil
 }

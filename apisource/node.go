@@ -1,0 +1,234 @@
+package apisource
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
+
+	"github.com/skiffnode/skiff/nodestatus"
+)
+
+// NodeAPI is the API server as the node manager uses it.
+type NodeAPI interface {
+	GetNode(ctx context.Context, name string) (*v1.Node, error)
+	CreateNode(ctx context.Context, n *v1.Node) (*v1.Node, error)
+	UpdateNode(ctx context.Context, n *v1.Node) (*v1.Node, error)
+	UpdateNodeStatus(ctx context.Context, n *v1.Node) (*v1.Node, error)
+}
+
+// DefaultNodeStatusUpdateFrequency is how often the node's status is
+// computed (and sent if changed): the kubelet's nodeStatusUpdateFrequency.
+const DefaultNodeStatusUpdateFrequency = 10 * time.Second
+
+// registration retries: 100 ms doubling to 7 s, as the kubelet's
+// registerWithAPIServer.
+const (
+	firstRegisterRetry = 100 * time.Millisecond
+	maxRegisterRetry   = 7 * time.Second
+)
+
+// NodeConfig configures a NodeManager.
+type NodeConfig struct {
+	API          NodeAPI
+	Registration nodestatus.Registration
+	// Register: create the Node when it does not exist (--register-node);
+	// false: wait for someone else to create it.
+	Register bool
+	// Facts gathers the status facts and health now. Blocking.
+	Facts func(ctx context.Context) (nodestatus.Facts, nodestatus.Health)
+	// UpdateFrequency (default DefaultNodeStatusUpdateFrequency) and
+	// ReportFrequency (default nodestatus.DefaultReportFrequency).
+	UpdateFrequency, ReportFrequency time.Duration
+	// Record gets each condition transition's event (may be nil).
+	Record func(eventType, reason, message string)
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+// NodeManager registers the Node and keeps its status current (H.1,
+// H.5-H.10). Create with NewNodeManager, then Run.
+type NodeManager struct {
+	cfg NodeConfig
+
+	mu         sync.Mutex
+	node       *v1.Node
+	registered chan struct{}
+
+	// sent and sentAt are owned by Run's goroutine.
+	sent   *v1.NodeStatus
+	sentAt time.Time
+}
+
+// NewNodeManager returns a manager for cfg, with its defaults filled in.
+func NewNodeManager(cfg NodeConfig) *NodeManager {
+	if cfg.UpdateFrequency <= 0 {
+		cfg.UpdateFrequency = DefaultNodeStatusUpdateFrequency
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Record == nil {
+		cfg.Record = func(string, string, string) {}
+	}
+	return &NodeManager{cfg: cfg, registered: make(chan struct{})}
+}
+
+// Node returns a copy of the Node as last read or written; nil before the
+// registration. Safe for concurrent use.
+func (n *NodeManager) Node() *v1.Node {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.node == nil {
+		return nil
+	}
+	return n.node.DeepCopy()
+}
+
+// Registered is closed once the Node exists.
+func (n *NodeManager) Registered() <-chan struct{} { return n.registered }
+
+func (n *NodeManager) setNode(node *v1.Node) {
+	n.mu.Lock()
+	n.node = node
+	n.mu.Unlock()
+}
+
+// Run registers the node (retrying until it succeeds) and then updates
+// its status every UpdateFrequency until ctx is done. Blocking.
+func (n *NodeManager) Run(ctx context.Context) {
+	retry := time.Duration(0)
+	for {
+		err := n.register(ctx)
+		if err == nil {
+			break
+		}
+		retry = min(max(2*retry, firstRegisterRetry), maxRegisterRetry)
+		n.cfg.Logger.Warn("registering the node", "node", n.cfg.Registration.Name, "err", err, "retry", retry)
+		if !sleep(ctx, n.cfg.Clock, retry) {
+			return
+		}
+	}
+	close(n.registered)
+	n.cfg.Logger.Info("node registered", "node", n.cfg.Registration.Name)
+	for {
+		if err := n.updateStatus(ctx); err != nil && ctx.Err() == nil {
+			n.cfg.Logger.Warn("updating node status", "err", err)
+		}
+		if !sleep(ctx, n.cfg.Clock, n.cfg.UpdateFrequency) {
+			return
+		}
+	}
+}
+
+// register creates the Node with its first status, or adopts the one
+// there, fixing its default labels (the kubelet's reconcileExistingNode).
+func (n *NodeManager) register(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	want := nodestatus.Initial(n.cfg.Registration)
+	if n.cfg.Register {
+		created, err := n.cfg.API.CreateNode(ctx, want)
+		if err == nil {
+			n.setNode(created)
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating node: %w", err)
+		}
+	}
+	existing, err := n.cfg.API.GetNode(ctx, want.Name)
+	if err != nil {
+		return fmt.Errorf("reading node: %w", err)
+	}
+	if fixed, changed := defaultLabels(existing, want); changed {
+		if existing, err = n.cfg.API.UpdateNode(ctx, fixed); err != nil {
+			return fmt.Errorf("updating node labels: %w", err)
+		}
+	}
+	n.setNode(existing)
+	return nil
+}
+
+// defaultLabels returns existing with want's default labels
+// (kubernetes.io/hostname, os, arch and the beta twins), and whether any
+// differed (the kubelet's updateDefaultLabels). Pure.
+func defaultLabels(existing, want *v1.Node) (*v1.Node, bool) {
+	out := existing.DeepCopy()
+	changed := false
+	for _, k := range []string{v1.LabelHostname, v1.LabelOSStable, v1.LabelArchStable, "beta.kubernetes.io/os", "beta.kubernetes.io/arch"} {
+		v, ok := want.Labels[k]
+		if !ok || out.Labels[k] == v {
+			continue
+		}
+		if out.Labels == nil {
+			out.Labels = map[string]string{}
+		}
+		out.Labels[k], changed = v, true
+	}
+	return out, changed
+}
+
+// updateStatus computes the status and, when it changed or the report
+// frequency passed, sends it on the Node as the API server has it now
+// (read first: others change the Node too, e.g. the node lifecycle
+// controller's taints, and NodeRestriction forbids a node's update that
+// would undo them); a conflict tries once more.
+func (n *NodeManager) updateStatus(ctx context.Context) error {
+	facts, health := n.cfg.Facts(ctx)
+	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	if !n.due(facts, health) {
+		return nil
+	}
+	for attempt := 0; ; attempt++ {
+		node, err := n.cfg.API.GetNode(ctx, n.cfg.Registration.Name)
+		if err != nil {
+			return fmt.Errorf("reading node: %w", err)
+		}
+		now := n.cfg.Clock.Now()
+		nodestatus.SetStatus(node, facts)
+		var events [][2]string
+		nodestatus.SetConditions(node, health, now, func(typ, reason string) { events = append(events, [2]string{typ, reason}) })
+		updated, err := n.cfg.API.UpdateNodeStatus(ctx, node)
+		if apierrors.IsConflict(err) && attempt == 0 {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		n.setNode(updated)
+		n.sent, n.sentAt = updated.Status.DeepCopy(), now
+		for _, e := range events {
+			n.cfg.Record(e[0], e[1], fmt.Sprintf("Node %s status is now: %s", node.Name, e[1]))
+		}
+		return nil
+	}
+}
+
+// due reports whether the status computed from facts and health on the
+// last Node differs from the one sent, or the report frequency passed.
+func (n *NodeManager) due(facts nodestatus.Facts, health nodestatus.Health) bool {
+	node := n.Node()
+	now := n.cfg.Clock.Now()
+	nodestatus.SetStatus(node, facts)
+	nodestatus.SetConditions(node, health, now, nil)
+	return nodestatus.NeedsReport(n.sent, &node.Status, n.sentAt, now, n.cfg.ReportFrequency)
+}
+
+// sleep waits d on c; false if ctx ended first.
+func sleep(ctx context.Context, c clock.WithTicker, d time.Duration) bool {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}

@@ -1,0 +1,102 @@
+package apisource
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func cond(t v1.PodConditionType, s v1.ConditionStatus, at time.Time) v1.PodCondition {
+	return v1.PodCondition{Type: t, Status: s, LastTransitionTime: metav1.NewTime(at)}
+}
+
+// TestMergedStatus_A23: the agent's conditions replace the kubelet-owned
+// ones, keeping the API's transition time where the status is the same
+// (a restarted agent flips nothing); others' conditions (a readiness
+// gate) and the scheduler's PodScheduled stay.
+func TestMergedStatus_A23(t *testing.T) {
+	t0, t1 := time.Unix(1000, 0), time.Unix(2000, 0)
+	api := &v1.PodStatus{
+		Phase:             v1.PodRunning,
+		NominatedNodeName: "n",
+		Conditions: []v1.PodCondition{
+			cond(v1.PodScheduled, v1.ConditionTrue, t0),
+			cond(v1.PodReady, v1.ConditionTrue, t0),
+			cond(v1.ContainersReady, v1.ConditionFalse, t0),
+			cond("example.com/gate", v1.ConditionTrue, t0),
+		},
+	}
+	ours := v1.PodStatus{
+		Phase: v1.PodRunning,
+		Conditions: []v1.PodCondition{
+			cond(v1.PodScheduled, v1.ConditionTrue, t1),
+			cond(v1.PodReady, v1.ConditionTrue, t1),
+			cond(v1.ContainersReady, v1.ConditionTrue, t1),
+		},
+	}
+	got := mergedStatus(api, ours)
+	want := map[v1.PodConditionType]time.Time{
+		v1.PodScheduled: t0, v1.PodReady: t0, v1.ContainersReady: t1, "example.com/gate": t0,
+	}
+	if len(got.Conditions) != len(want) {
+		t.Fatalf("conditions %+v, want %d", got.Conditions, len(want))
+	}
+	for _, c := range got.Conditions {
+		if w, ok := want[c.Type]; !ok || !c.LastTransitionTime.Time.Equal(w) {
+			t.Errorf("condition %s transition %v, want %v", c.Type, c.LastTransitionTime, w)
+		}
+	}
+	if got.NominatedNodeName != "n" {
+		t.Errorf("nominatedNodeName %q lost", got.NominatedNodeName)
+	}
+	if !sameStatus(&got, &got) || sameStatus(&got, api) {
+		t.Error("sameStatus: want equal to itself and different from the API's")
+	}
+	reordered := got.DeepCopy()
+	reordered.Conditions[0], reordered.Conditions[1] = reordered.Conditions[1], reordered.Conditions[0]
+	if !sameStatus(&got, reordered) {
+		t.Error("sameStatus depends on the conditions' order")
+	}
+}
+
+// TestStatusPatch_A23: the patch carries the UID precondition, every owned
+// field (null when empty, so it is removed), the pod IPs replaced whole,
+// and the conditions to merge by type.
+func TestStatusPatch_A23(t *testing.T) {
+	st := v1.PodStatus{
+		Phase: v1.PodRunning, PodIP: "10.0.0.1", PodIPs: []v1.PodIP{{IP: "10.0.0.1"}},
+		Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue, time.Unix(1000, 0))},
+	}
+	b, err := statusPatch("u1", st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Metadata map[string]any `json:"metadata"`
+		Status   map[string]any `json:"status"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Metadata["uid"] != "u1" {
+		t.Errorf("metadata %v, want the uid precondition", got.Metadata)
+	}
+	for _, f := range []string{"message", "reason", "hostIP", "startTime", "containerStatuses"} {
+		if v, ok := got.Status[f]; !ok || v != nil {
+			t.Errorf("status.%s = %v (present %t), want null", f, v, ok)
+		}
+	}
+	if !strings.Contains(string(b), `"podIPs":[{"ip":"10.0.0.1"},{"$patch":"replace"}]`) {
+		t.Errorf("podIPs not replaced whole: %s", b)
+	}
+	if c, _ := got.Status["conditions"].([]any); len(c) != 1 {
+		t.Errorf("conditions %v, want the one", got.Status["conditions"])
+	}
+	if got.Status["phase"] != "Running" {
+		t.Errorf("phase %v", got.Status["phase"])
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiffnode/skiff/agent"
+	"github.com/skiffnode/skiff/apiclient"
+	"github.com/skiffnode/skiff/apisource"
+	"github.com/skiffnode/skiff/nodestatus"
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// skiffKubeletVersion is the nodeInfo.kubeletVersion skiff reports: the
+// Kubernetes version whose kubelet it follows, with build metadata naming
+// skiff (a semantic version that sorts as that release).
+const skiffKubeletVersion = "v1.34.4+skiff"
+
+// apiOptions are the flags of the API source (issue 16); names and
+// defaults are the kubelet's.
+type apiOptions struct {
+	kubeconfig         string
+	registerNode       bool
+	registerWithTaints string
+	nodeLabels         map[string]string
+	nodeIP             string
+	statusUpdate       time.Duration
+	statusReport       time.Duration
+	leaseDuration      int32
+}
+
+func addAPIFlags(f *pflag.FlagSet, o *apiOptions) {
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server to join: its pods bound to this node run here, beside the static pods (empty: no API server)")
+	f.BoolVar(&o.registerNode, "register-node", true, "register this node with the API server (with --kubeconfig)")
+	f.StringVar(&o.registerWithTaints, "register-with-taints", "", "taints the node registers with, <key>=<value>:<effect>,...")
+	f.StringToStringVar(&o.nodeLabels, "node-labels", nil, "labels the node registers with, <key>=<value>,...")
+	f.StringVar(&o.nodeIP, "node-ip", "", "IP addresses of the node (comma-separated, at most one per family); empty: detected")
+	f.DurationVar(&o.statusUpdate, "node-status-update-frequency", apisource.DefaultNodeStatusUpdateFrequency, "how often the node's status is computed and sent when it changed")
+	f.DurationVar(&o.statusReport, "node-status-report-frequency", nodestatus.DefaultReportFrequency, "how often an unchanged node status is sent anyway")
+	f.Int32Var(&o.leaseDuration, "node-lease-duration-seconds", nodestatus.DefaultLeaseDurationSeconds, "duration of the node's lease; it is renewed every quarter of it")
+}
+
+// apiSource is the API source wired for one agent: its pod source, the
+// status manager (the agent's Config.PodChanged) and the loops to run.
+type apiSource struct {
+	client  *apiclient.Client
+	source  *apisource.Source
+	status  *apisource.StatusManager
+	mirror  *apisource.MirrorManager
+	node    *apisource.NodeManager
+	lease   *apisource.LeaseManager
+	events  *apisource.EventSink
+	objects *apisource.ObjectManager
+	tokens  *apisource.TokenManager
+}
+
+// newAPISource loads --kubeconfig and builds the managers; nothing runs
+// and nothing connects yet. pods is filled in later (the agent needs the
+// status manager's callback first).
+func (o *apiOptions) newAPISource(node string, pods *lateBoundPods, facts func(context.Context) (nodestatus.Facts, nodestatus.Health), events *agent.EventRecorder, log *slog.Logger) (*apiSource, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	taints, err := nodestatus.ParseTaints(o.registerWithTaints)
+	if err != nil {
+		return nil, fmt.Errorf("--register-with-taints: %w", err)
+	}
+	client, err := apiclient.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	hostname, _ := os.Hostname()
+	s := &apiSource{client: client}
+	index := apisource.NewIndex()
+	s.objects = apisource.NewObjectManager(client, log)
+	s.tokens = apisource.NewTokenManager(client, nil, log)
+	s.source = &apisource.Source{Informer: client.PodInformer(node), Index: index, Logger: log, OnPods: s.objects.SetPods}
+	s.status = apisource.NewStatusManager(client, pods, index, 0, log)
+	s.node = apisource.NewNodeManager(apisource.NodeConfig{
+		API: client, Register: o.registerNode,
+		Registration: nodestatus.Registration{
+			Name: node, Hostname: strings.ToLower(hostname), OS: goruntime.GOOS, Arch: goruntime.GOARCH,
+			Labels: o.nodeLabels, Taints: taints,
+		},
+		Facts: facts, UpdateFrequency: o.statusUpdate, ReportFrequency: o.statusReport,
+		Record: func(typ, reason, msg string) { events.NodeEvent(typ, reason, msg) },
+		Logger: log,
+	})
+	s.mirror = &apisource.MirrorManager{API: client, Index: index, Node: s.node.Node, Logger: log}
+	s.events = apisource.NewEventSink(client, log)
+	events.Forward(s.events.Record)
+	s.lease = &apisource.LeaseManager{API: client, Node: s.node.Node, Name: node, DurationSeconds: o.leaseDuration, Logger: log}
+	return s, nil
+}
+
+// lateBoundPods is the agent as the status manager sees it, set once the
+// agent exists (before anything runs).
+type lateBoundPods struct{ a *agent.Agent }
+
+func (l *lateBoundPods) Pod(uid types.UID) (*v1.Pod, bool) { return l.a.Pod(uid) }
+func (l *lateBoundPods) Terminated(uid types.UID) bool     { return l.a.Terminated(uid) }
+
+// nodeIPsFlag parses --node-ip (empty: detected).
+func nodeIPsFlag(flag string, detected []string) ([]net.IP, error) {
+	var out []net.IP
+	if flag == "" {
+		for _, s := range detected {
+			if ip := net.ParseIP(s); ip != nil {
+				out = append(out, ip)
+			}
+		}
+		return out, nil
+	}
+	for _, s := range strings.Split(flag, ",") {
+		ip := net.ParseIP(strings.TrimSpace(s))
+		if ip == nil {
+			return nil, fmt.Errorf("--node-ip %q: %q is not an IP address", flag, s)
+		}
+		out = append(out, ip)
+	}
+	return out, nil
+}
+
+// nodeFacts gathers the node status facts: capacity (the machine's, with
+// the root dir's file system as ephemeral-storage), allocatable, nodeInfo,
+// the runtime's images; the node is NotReady while the runtime does not
+// answer.
+func nodeFacts(rt runtime.Runtime, rootDir string, capacity, allocatable v1.ResourceList, ips []net.IP, kubeletPort int32, log *slog.Logger) func(context.Context) (nodestatus.Facts, nodestatus.Health) {
+	hostname, _ := os.Hostname()
+	info, err := nodestatus.SystemInfo(os.DirFS("/"))
+	if err != nil {
+		log.Warn("node system info", "err", err)
+	}
+	info.KubeletVersion = skiffKubeletVersion
+	return func(ctx context.Context) (nodestatus.Facts, nodestatus.Health) {
+		f := nodestatus.Facts{Hostname: hostname, InternalIPs: ips, Info: info,
+			Capacity: capacity.DeepCopy(), Allocatable: allocatable.DeepCopy(), KubeletPort: kubeletPort}
+		var st unix.Statfs_t
+		if err := unix.Statfs(rootDir, &st); err == nil {
+			q := resource.NewQuantity(int64(st.Blocks)*st.Bsize, resource.BinarySI)
+			f.Capacity[v1.ResourceEphemeralStorage], f.Allocatable[v1.ResourceEphemeralStorage] = *q, *q
+		}
+		var h nodestatus.Health
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		v, err := rt.Version(ctx)
+		if err != nil {
+			h.NotReady = append(h.NotReady, fmt.Errorf("container runtime is down: %w", err))
+		} else {
+			f.Info.ContainerRuntimeVersion = v.Name + "://" + v.Version
+		}
+		if imgs, err := rt.ListImages(ctx); err == nil {
+			for _, img := range imgs {
+				f.Images = append(f.Images, nodestatus.Image{RepoDigests: img.RepoDigests, RepoTags: img.RepoTags, Size: int64(img.Size)})
+			}
+		}
+		return f, h
+	}
+}
+
+// signalFanIn returns a loop that forwards a signal of any of ins to out
+// (coalesced) until its context is done.
+func signalFanIn(out chan struct{}, ins ...<-chan struct{}) func(context.Context) {
+	return func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for _, in := range ins {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-in:
+						select {
+						case out <- struct{}{}:
+						default:
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+
+	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/runtime/fake"
+	"github.com/skiffnode/skiff/server"
+)
+
+// parseKubeletAPIFlags parses args into kubeletAPIOptions.
+func parseKubeletAPIFlags(t *testing.T, args ...string) *kubeletAPIOptions {
+	t.Helper()
+	o := &kubeletAPIOptions{}
+	f := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	addKubeletAPIFlags(f, o)
+	if err := f.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// TestKubeletAPIFlagDefaults checks the kubelet's defaults (H.25).
+func TestKubeletAPIFlagDefaults(t *testing.T) {
+	got := *parseKubeletAPIFlags(t)
+	want := kubeletAPIOptions{port: 10250, anonymousAuth: true, authorizationMode: "AlwaysAllow"}
+	if got != want {
+		t.Errorf("defaults = %+v, want %+v", got, want)
+	}
+}
+
+// reviewers answers token and access reviews, allowing everything.
+type reviewers struct{}
+
+func (reviewers) CreateTokenReview(_ context.Context, tr *authnv1.TokenReview) (*authnv1.TokenReview, error) {
+	return tr, nil
+}
+
+func (reviewers) CreateSubjectAccessReview(_ context.Context, sar *authzv1.SubjectAccessReview) (*authzv1.SubjectAccessReview, error) {
+	out := sar.DeepCopy()
+	out.Status.Allowed = true
+	return out, nil
+}
+
+// TestKubeletAPIAuthFromFlags checks which authorizer the flags choose and
+// that the modes needing an API server fail, naming their flag, without
+// one.
+func TestKubeletAPIAuthFromFlags(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		apiServer bool
+		wantAuthz string // "allow" or "webhook"
+		wantErr   string
+	}{
+		{name: "defaults", wantAuthz: "allow"},
+		{name: "webhook", args: []string{"--authorization-mode=Webhook", "--authentication-token-webhook", "--anonymous-auth=false"},
+			apiServer: true, wantAuthz: "webhook"},
+		{name: "webhook authorization without API server", args: []string{"--authorization-mode=Webhook"},
+			wantErr: "--authorization-mode Webhook needs an API server to ask: set --kubeconfig"},
+		{name: "token webhook without API server", args: []string{"--authentication-token-webhook"},
+			wantErr: "--authentication-token-webhook needs an API server to review tokens: set --kubeconfig"},
+		{name: "unknown mode", args: []string{"--authorization-mode=RBAC"}, apiServer: true,
+			wantErr: `--authorization-mode "RBAC": want AlwaysAllow or Webhook`},
+		{name: "no way in", args: []string{"--anonymous-auth=false"}, apiServer: true,
+			wantErr: "no authentication method configured"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := parseKubeletAPIFlags(t, tt.args...)
+			var tokens server.TokenReviewer
+			var reviews server.SubjectAccessReviewer
+			if tt.apiServer {
+				tokens, reviews = reviewers{}, reviewers{}
+			}
+			auth, err := o.auth("node1", nil, tokens, reviews)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch auth.Authorizer.(type) {
+			case server.AlwaysAllow:
+				if tt.wantAuthz != "allow" {
+					t.Errorf("authorizer AlwaysAllow, want %s", tt.wantAuthz)
+				}
+			case *server.WebhookAuthorizer:
+				if tt.wantAuthz != "webhook" {
+					t.Errorf("authorizer Webhook, want %s", tt.wantAuthz)
+				}
+			default:
+				t.Errorf("authorizer %T", auth.Authorizer)
+			}
+			if auth.NodeName != "node1" {
+				t.Errorf("node = %q", auth.NodeName)
+			}
+		})
+	}
+}
+
+// TestKubeletAPIValidate checks the flag errors the agent reports before
+// it starts anything.
+func TestKubeletAPIValidate(t *testing.T) {
+	tests := []struct {
+		args      []string
+		apiServer bool
+		wantErr   string
+	}{
+		{args: nil},
+		{args: []string{"--port=0", "--authorization-mode=Webhook"}},
+		{args: []string{"--port=-1"}, wantErr: "--port -1"},
+		{args: []string{"--tls-cert-file=/x.crt"}, wantErr: "--tls-cert-file and --tls-private-key-file must be given together"},
+		{args: []string{"--authorization-mode=Node"}, apiServer: true, wantErr: `--authorization-mode "Node"`},
+		{args: []string{"--authorization-mode=Webhook"}, wantErr: "--authorization-mode Webhook needs an API server"},
+		{args: []string{"--authorization-mode=Webhook"}, apiServer: true},
+		{args: []string{"--authentication-token-webhook"}, wantErr: "--authentication-token-webhook needs an API server"},
+		{args: []string{"--anonymous-auth=false"}, apiServer: true, wantErr: "--anonymous-auth=false leaves no way in"},
+		{args: []string{"--anonymous-auth=false", "--client-ca-file=/ca.crt"}},
+	}
+	for _, tt := range tests {
+		err := parseKubeletAPIFlags(t, tt.args...).validate(tt.apiServer)
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("validate(%q, API server %v) = %v, want %q", tt.args, tt.apiServer, err, tt.wantErr)
+		}
+	}
+}
+
+// TestNewKubeletAPI checks --port 0, the port range, that a nil API
+// client fails Webhook mode, and the self-signed certificate in
+// <root-dir>/pki.
+func TestNewKubeletAPI(t *testing.T) {
+	root := t.TempDir()
+	deps := kubeletAPIDeps{RootDir: root, NodeName: "node1", Config: server.Config{Profiling: true}}
+	if k, err := parseKubeletAPIFlags(t, "--port=0").newKubeletAPI(deps); k != nil || err != nil {
+		t.Errorf("--port 0: %v, %v; want nothing to serve", k, err)
+	}
+	if _, err := parseKubeletAPIFlags(t, "--port=70000").newKubeletAPI(deps); err == nil || !strings.Contains(err.Error(), "--port 70000") {
+		t.Errorf("--port 70000: err = %v", err)
+	}
+	if _, err := parseKubeletAPIFlags(t, "--authorization-mode=Webhook").newKubeletAPI(deps); err == nil || !strings.Contains(err.Error(), "--kubeconfig") {
+		t.Errorf("Webhook without client: err = %v", err)
+	}
+	if _, err := parseKubeletAPIFlags(t, "--client-ca-file", filepath.Join(root, "nope.crt")).newKubeletAPI(deps); err == nil || !strings.Contains(err.Error(), "--client-ca-file") {
+		t.Errorf("missing CA file: err = %v", err)
+	}
+	k, err := parseKubeletAPIFlags(t).newKubeletAPI(deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.addr != ":10250" {
+		t.Errorf("address = %q, want :10250", k.addr)
+	}
+	for _, name := range []string{"kubelet.crt", "kubelet.key"} {
+		if _, err := os.Stat(filepath.Join(root, "pki", name)); err != nil {
+			t.Errorf("serving certificate: %v", err)
+		}
+	}
+}
+
+// TestPodSandboxes checks that port-forward finds the pod's newest ready
+// sandbox by the pod UID label, and ErrNotFound without one.
+func TestPodSandboxes(t *testing.T) {
+	now := time.Unix(1000, 0)
+	rt := fake.New(func() time.Time { now = now.Add(time.Second); return now })
+	ctx := context.Background()
+	run := func(uid string) string {
+		id, err := rt.RunSandbox(ctx, &runtime.SandboxSpec{Name: "web", Namespace: "default", UID: uid,
+			Labels: map[string]string{"io.kubernetes.pod.uid": uid}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	old, newer := run("uid-1"), run("uid-1")
+	run("uid-2")
+	var cfg server.Config
+	withStreaming(&cfg, rt)
+	if cfg.Streamer == nil || cfg.Sandboxes == nil {
+		t.Fatal("withStreaming: no streaming for a runtime that has it")
+	}
+	for _, step := range []struct {
+		stop, want string
+	}{
+		{want: newer},            // both ready: the newest
+		{stop: newer, want: old}, // only the old one is ready
+		{stop: old, want: ""},    // none
+	} {
+		if step.stop != "" {
+			if err := rt.StopSandbox(ctx, step.stop); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := cfg.Sandboxes.PodSandboxID(ctx, "uid-1")
+		if step.want == "" {
+			if !errors.Is(err, runtime.ErrNotFound) {
+				t.Errorf("PodSandboxID without ready sandbox: %q, %v; want ErrNotFound", got, err)
+			}
+			continue
+		}
+		if got != step.want || err != nil {
+			t.Errorf("PodSandboxID(uid-1) = %q, %v; want %q", got, err, step.want)
+		}
+	}
+}
+
+// TestKubeletAPIServes serves the kubelet API with the defaults
+// (anonymous, AlwaysAllow, a self-signed certificate) and asks /healthz.
+func TestKubeletAPIServes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	o := parseKubeletAPIFlags(t, "--port", strconv.Itoa(port))
+	k, err := o.newKubeletAPI(kubeletAPIDeps{Address: "127.0.0.1", RootDir: t.TempDir(), NodeName: "node1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- k.serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	// The self-signed certificate is not verified here, as the API
+	// server does not without --kubelet-certificate-authority.
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer hc.CloseIdleConnections()
+	var resp *http.Response
+	for range 100 {
+		if resp, err = hc.Get("https://127.0.0.1:" + strconv.Itoa(port) + "/healthz"); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "ok" {
+		t.Errorf("GET /healthz = %d %q, want 200 ok", resp.StatusCode, body)
+	}
+}
