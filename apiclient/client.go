@@ -12,6 +12,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	certsv1 "k8s.io/api/certificates/v1"
 	coordv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,8 +28,8 @@ import (
 
 // Client talks to one API server. Create with New; safe for concurrent use.
 type Client struct {
-	core, coord, authn, authz *rest.RESTClient
-	params                    runtime.ParameterCodec
+	core, coord, authn, authz, certs *rest.RESTClient
+	params                           runtime.ParameterCodec
 }
 
 // New builds the REST clients for /api/v1 and
@@ -46,6 +47,9 @@ func New(cfg *rest.Config) (*Client, error) {
 		return nil, fmt.Errorf("apiclient: scheme: %w", err)
 	}
 	if err := authzv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("apiclient: scheme: %w", err)
+	}
+	if err := certsv1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("apiclient: scheme: %w", err)
 	}
 	// ListOptions and the other options as query parameters, as
@@ -76,6 +80,9 @@ func New(cfg *rest.Config) (*Client, error) {
 	}
 	if cl.authz, err = restFor("/apis", authzv1.SchemeGroupVersion); err != nil {
 		return nil, fmt.Errorf("apiclient: authorization/v1: %w", err)
+	}
+	if cl.certs, err = restFor("/apis", certsv1.SchemeGroupVersion); err != nil {
+		return nil, fmt.Errorf("apiclient: certificates/v1: %w", err)
 	}
 	return cl, nil
 }
@@ -225,4 +232,16 @@ func (c *Client) CreateTokenReview(ctx context.Context, tr *authnv1.TokenReview)
 func (c *Client) CreateSubjectAccessReview(ctx context.Context, sar *authzv1.SubjectAccessReview) (*authzv1.SubjectAccessReview, error) {
 	out := &authzv1.SubjectAccessReview{}
 	return out, c.authz.Post().Resource("subjectaccessreviews").Body(sar).Do(ctx).Into(out)
+}
+
+// CreateCSR creates a CertificateSigningRequest. Blocking.
+func (c *Client) CreateCSR(ctx context.Context, csr *certsv1.CertificateSigningRequest) (*certsv1.CertificateSigningRequest, error) {
+	out := &certsv1.CertificateSigningRequest{}
+	return out, c.certs.Post().Resource("certificatesigningrequests").Body(csr).Do(ctx).Into(out)
+}
+
+// GetCSR reads the CertificateSigningRequest name. Blocking.
+func (c *Client) GetCSR(ctx context.Context, name string) (*certsv1.CertificateSigningRequest, error) {
+	out := &certsv1.CertificateSigningRequest{}
+	return out, c.certs.Get().Resource("certificatesigningrequests").Name(name).Do(ctx).Into(out)
 }

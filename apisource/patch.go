@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -34,9 +36,13 @@ var replaceLists = map[string]bool{"hostIPs": true, "podIPs": true}
 // agent's fields and conditions, the API's other conditions, and the
 // API's transition time of every condition whose status did not change
 // (a restarted agent flips nothing, KEP-4781). PodScheduled stays the
-// scheduler's when the API has it. Pure.
-func mergedStatus(api *v1.PodStatus, ours v1.PodStatus) v1.PodStatus {
-	out := *ours.DeepCopy()
+// scheduler's when the API has it. With readiness gates, Ready is decided
+// on the gates' conditions as the API has them (set by others, unseen by
+// the agent; A.21, A.22), a change stamped now. Pure.
+func mergedStatus(api *v1.PodStatus, ours v1.PodStatus, gates []v1.PodReadinessGate, now time.Time) v1.PodStatus {
+	ours = *ours.DeepCopy()
+	applyGates(&ours, api, gates, now)
+	out := ours
 	out.NominatedNodeName = api.NominatedNodeName
 	out.Resize, out.ResourceClaimStatuses = api.Resize, api.ResourceClaimStatuses
 	out.ExtendedResourceClaimStatus = api.ExtendedResourceClaimStatus
@@ -59,6 +65,34 @@ func mergedStatus(api *v1.PodStatus, ours v1.PodStatus) v1.PodStatus {
 	}
 	out.Conditions = conds
 	return out
+}
+
+// applyGates sets st's Ready condition as the kubelet does with readiness
+// gates: True when ContainersReady is and every gate's condition in api
+// is True, else False with the first unmet gate in the message.
+func applyGates(st *v1.PodStatus, api *v1.PodStatus, gates []v1.PodReadinessGate, now time.Time) {
+	ready, cr := findCondition(st.Conditions, v1.PodReady), findCondition(st.Conditions, v1.ContainersReady)
+	if len(gates) == 0 || ready == nil || cr == nil || cr.Status != v1.ConditionTrue {
+		return
+	}
+	want, reason, msg := v1.ConditionTrue, "", ""
+	for _, g := range gates {
+		c := findCondition(api.Conditions, g.ConditionType)
+		switch {
+		case c == nil:
+			msg = fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType)
+		case c.Status != v1.ConditionTrue:
+			msg = fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, c.Status)
+		default:
+			continue
+		}
+		want, reason = v1.ConditionFalse, "ReadinessGatesNotReady"
+		break
+	}
+	if ready.Status != want {
+		ready.LastTransitionTime = metav1.NewTime(now)
+	}
+	ready.Status, ready.Reason, ready.Message = want, reason, msg
 }
 
 func findCondition(conds []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {

@@ -38,7 +38,7 @@ func TestMergedStatus_A23(t *testing.T) {
 			cond(v1.ContainersReady, v1.ConditionTrue, t1),
 		},
 	}
-	got := mergedStatus(api, ours)
+	got := mergedStatus(api, ours, nil, t1)
 	want := map[v1.PodConditionType]time.Time{
 		v1.PodScheduled: t0, v1.PodReady: t0, v1.ContainersReady: t1, "example.com/gate": t0,
 	}
@@ -98,5 +98,45 @@ func TestStatusPatch_A23(t *testing.T) {
 	}
 	if got.Status["phase"] != "Running" {
 		t.Errorf("phase %v", got.Status["phase"])
+	}
+}
+
+// TestMergedStatusReadinessGates_A21_A22: with a readiness gate, Ready
+// follows the gate's condition as others set it in the API server, with
+// the kubelet's reason and messages.
+func TestMergedStatusReadinessGates_A21_A22(t *testing.T) {
+	t0, now := time.Unix(1000, 0), time.Unix(5000, 0)
+	gates := []v1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+	ours := v1.PodStatus{Conditions: []v1.PodCondition{
+		cond(v1.ContainersReady, v1.ConditionTrue, t0),
+		{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ReadinessGatesNotReady", LastTransitionTime: metav1.NewTime(t0)},
+	}}
+	tests := []struct {
+		name       string
+		gate       *v1.PodCondition
+		want       v1.ConditionStatus
+		msg        string
+		transition time.Time
+	}{
+		{"missing", nil, v1.ConditionFalse, `corresponding condition of pod readiness gate "example.com/lb" does not exist.`, t0},
+		{"false", &v1.PodCondition{Type: "example.com/lb", Status: v1.ConditionFalse}, v1.ConditionFalse, `the status of pod readiness gate "example.com/lb" is not "True", but False`, t0},
+		{"true", &v1.PodCondition{Type: "example.com/lb", Status: v1.ConditionTrue}, v1.ConditionTrue, "", now},
+	}
+	for _, tt := range tests {
+		api := &v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse, LastTransitionTime: metav1.NewTime(t0)}}}
+		if tt.gate != nil {
+			api.Conditions = append(api.Conditions, *tt.gate)
+		}
+		got := mergedStatus(api, ours, gates, now)
+		r := findCondition(got.Conditions, v1.PodReady)
+		if r.Status != tt.want || r.Message != tt.msg || !r.LastTransitionTime.Time.Equal(tt.transition) {
+			t.Errorf("%s: Ready %s %q at %v, want %s %q at %v", tt.name, r.Status, r.Message, r.LastTransitionTime, tt.want, tt.msg, tt.transition)
+		}
+		if tt.gate != nil && findCondition(got.Conditions, "example.com/lb") == nil {
+			t.Errorf("%s: the gate's condition was dropped", tt.name)
+		}
+	}
+	if r := findCondition(ours.Conditions, v1.PodReady); r.Status != v1.ConditionFalse {
+		t.Error("mergedStatus changed its input")
 	}
 }

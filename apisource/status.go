@@ -155,7 +155,7 @@ func (m *StatusManager) sync(ctx context.Context, uid types.UID) {
 
 // patch sends status to the API's pod api unless it has it already.
 func (m *StatusManager) patch(ctx context.Context, api *v1.Pod, status v1.PodStatus) {
-	merged := mergedStatus(&api.Status, status)
+	merged := mergedStatus(&api.Status, status, api.Spec.ReadinessGates, time.Now())
 	if sameStatus(&merged, &api.Status) {
 		return
 	}

@@ -174,6 +174,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err := o.kubeletAPI.validate(o.api.kubeconfig != ""); err != nil {
 		return err
 	}
+	if o.api.bootstrap != "" && o.api.kubeconfig == "" {
+		return errors.New("--bootstrap-kubeconfig needs --kubeconfig: the path the node's kubeconfig is written to")
+	}
 	log := newLogger(o.verbosity)
 	tuneGoRuntime()
 	node, err := nodeName(o.hostnameOverride)
@@ -227,6 +230,15 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	apiPods := &lateBoundPods{}
 	var podChanged func(types.UID)
 	if o.api.kubeconfig != "" {
+		if o.api.bootstrap != "" {
+			certDir := o.kubeletAPI.certDir
+			if certDir == "" {
+				certDir = filepath.Join(o.rootDir, "pki")
+			}
+			if err := bootstrapClientCert(ctx, o.api.kubeconfig, o.api.bootstrap, certDir, node, log); err != nil {
+				return err
+			}
+		}
 		ips, err := nodeIPsFlag(o.api.nodeIP, hostIPs)
 		if err != nil {
 			return err

@@ -34,6 +34,7 @@ const skiffKubeletVersion = "v1.34.4+skiff"
 // defaults are the kubelet's.
 type apiOptions struct {
 	kubeconfig         string
+	bootstrap          string
 	registerNode       bool
 	registerWithTaints string
 	nodeLabels         map[string]string
@@ -45,6 +46,7 @@ type apiOptions struct {
 
 func addAPIFlags(f *pflag.FlagSet, o *apiOptions) {
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server to join: its pods bound to this node run here, beside the static pods (empty: no API server)")
+	f.StringVar(&o.bootstrap, "bootstrap-kubeconfig", "", "kubeconfig with bootstrap credentials (a bootstrap token): when --kubeconfig has no valid client certificate, one is requested with these (a CertificateSigningRequest) and --kubeconfig is written")
 	f.BoolVar(&o.registerNode, "register-node", true, "register this node with the API server (with --kubeconfig)")
 	f.StringVar(&o.registerWithTaints, "register-with-taints", "", "taints the node registers with, <key>=<value>:<effect>,...")
 	f.StringToStringVar(&o.nodeLabels, "node-labels", nil, "labels the node registers with, <key>=<value>,...")

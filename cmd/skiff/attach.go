@@ -44,19 +44,8 @@ runtime's streaming server.`,
 // always attached with one (else the runtime refuses the session); -t for
 // a container without one is dropped with kubectl's warning.
 func (o *attachOptions) run(cmd *cobra.Command, podName string) error {
-	cl, err := o.co.client()
+	pod, name, err := runningContainer(cmd, &o.co, o.namespace, podName, o.container)
 	if err != nil {
-		return err
-	}
-	pod, err := getPod(cmd.Context(), cl, o.namespace, podName)
-	if err != nil {
-		return err
-	}
-	name, err := pickContainer(pod, o.container, cmd.ErrOrStderr())
-	if err != nil {
-		return err
-	}
-	if err := checkRunning(pod, name); err != nil {
 		return err
 	}
 	spec := containerByName(pod, name)

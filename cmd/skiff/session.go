@@ -182,19 +182,8 @@ func streamPath(verb, namespace, pod, container string) string {
 // streaming session. As kubectl's: -t needs -i, and a terminal on stdin
 // (else it is dropped, with a warning).
 func (o *execOptions) runInteractive(cmd *cobra.Command, podName string, command []string) error {
-	cl, err := o.co.client()
+	pod, c, err := runningContainer(cmd, &o.co, o.namespace, podName, o.container)
 	if err != nil {
-		return err
-	}
-	pod, err := getPod(cmd.Context(), cl, o.namespace, podName)
-	if err != nil {
-		return err
-	}
-	c, err := pickContainer(pod, o.container, cmd.ErrOrStderr())
-	if err != nil {
-		return err
-	}
-	if err := checkRunning(pod, c); err != nil {
 		return err
 	}
 	tty := o.tty && o.stdin
@@ -206,4 +195,26 @@ func (o *execOptions) runInteractive(cmd *cobra.Command, podName string, command
 		addr: o.co.address(), path: streamPath("exec", o.namespace, pod.Name, c),
 		query: url.Values{v1.ExecCommandParam: command}, stdin: o.stdin, tty: tty, raw: tty,
 	})
+}
+
+// runningContainer finds pod namespace/podName through the agent and the
+// container to stream to (container, or the pod's only or default one),
+// which must be running.
+func runningContainer(cmd *cobra.Command, co *clientOptions, namespace, podName, container string) (*v1.Pod, string, error) {
+	cl, err := co.client()
+	if err != nil {
+		return nil, "", err
+	}
+	pod, err := getPod(cmd.Context(), cl, namespace, podName)
+	if err != nil {
+		return nil, "", err
+	}
+	name, err := pickContainer(pod, container, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, "", err
+	}
+	if err := checkRunning(pod, name); err != nil {
+		return nil, "", err
+	}
+	return pod, name, nil
 }

@@ -50,6 +50,8 @@ func apiserverProcess(dir, bin string, port int, etcdURL string) *process {
 		"--client-ca-file="+f("ca.crt"),
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
+		// Bootstrap tokens (Secrets in kube-system) for the TLS bootstrap test.
+		"--enable-bootstrap-token-auth",
 		"--service-cluster-ip-range="+serviceCIDR,
 		"--service-account-issuer="+serviceAccountIssuer,
 		"--service-account-key-file="+f("sa.pub"),

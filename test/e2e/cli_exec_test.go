@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -28,6 +29,12 @@ func (r cliResult) String() string {
 // is not taken for part of an exec'd command.
 func (e *Env) skiffSplit(t *testing.T, args ...string) cliResult {
 	t.Helper()
+	return e.skiffSplitIn(t, nil, args...)
+}
+
+// skiffSplitIn is skiffSplit with stdin (nil: none).
+func (e *Env) skiffSplitIn(t *testing.T, stdin io.Reader, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	flags := []string{"--root-dir", e.s.Root}
@@ -37,6 +44,7 @@ func (e *Env) skiffSplit(t *testing.T, args ...string) cliResult {
 		args = append(slices.Clone(args), flags...)
 	}
 	cmd := exec.CommandContext(ctx, e.s.Bin, args...)
+	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -105,13 +113,20 @@ func TestCLIExec_H25(t *testing.T) {
 		t.Errorf("skiff exec -c helper: %s; want exit 0 and \"in helper\\n\"", r)
 	}
 
+	// -i streams stdin through the agent's /exec (the runtime's streaming
+	// session); the end of stdin is not passed on, so the command reads a
+	// line and exits by itself, with its exit code.
+	r = e.skiffSplitIn(t, strings.NewReader("hello\n"), "exec", "-i", pod, "-c", "helper", "--", "sh", "-c", "read x; echo got $x; exit 3")
+	if r.code != 3 || r.stdout != "got hello\n" {
+		t.Errorf("skiff exec -i: %s; want exit 3 and \"got hello\\n\"", r)
+	}
+
 	for _, tt := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"exec", pod, "-c", "nope", "--", "true"}, `container "nope" not found in pod ` + pod},
 		{[]string{"exec", "nope-" + nodeName, "--", "true"}, `pods "nope-` + nodeName + `" not found`},
-		{[]string{"exec", "-it", pod, "--", "sh"}, "not supported yet"},
 	} {
 		r := e.skiffSplit(t, tt.args...)
 		if r.code != 1 || !strings.Contains(r.stderr, tt.want) {

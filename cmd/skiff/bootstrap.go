@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/skiffnode/skiff/apiclient"
+	"github.com/skiffnode/skiff/apisource"
+)
+
+// bootstrapClientCert is the kubelet's TLS bootstrap: unless --kubeconfig
+// holds a client certificate still valid, it requests one with the
+// credentials of --bootstrap-kubeconfig, writes it with its key to
+// <certDir>/kubelet-client-current.pem (0600) and writes --kubeconfig
+// pointing at it, with the bootstrap kubeconfig's server and CA. Blocking
+// until the certificate is issued (the controller manager approves the
+// request) or ctx ends.
+func bootstrapClientCert(ctx context.Context, kubeconfig, bootstrap, certDir, node string, log *slog.Logger) error {
+	if valid, err := kubeconfigCertValid(kubeconfig, time.Now()); err != nil {
+		return err
+	} else if valid {
+		return nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", bootstrap)
+	if err != nil {
+		return fmt.Errorf("--bootstrap-kubeconfig: %w", err)
+	}
+	client, err := apiclient.New(cfg)
+	if err != nil {
+		return err
+	}
+	certPEM, keyPEM, err := apisource.RequestNodeCertificate(ctx, client, node, nil, log)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	pemPath := filepath.Join(certDir, "kubelet-client-current.pem")
+	if err := writeFileAtomic(pemPath, append(certPEM, keyPEM...), 0o600); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	kc := nodeKubeconfig(cfg, pemPath)
+	if err := os.MkdirAll(filepath.Dir(kubeconfig), 0o700); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		return fmt.Errorf("bootstrap: writing --kubeconfig: %w", err)
+	}
+	log.Info("node client certificate issued", "kubeconfig", kubeconfig, "cert", pemPath)
+	return nil
+}
+
+// nodeKubeconfig is the kubeconfig of the node: the bootstrap's server and
+// CA, the client certificate and key in pemPath. Pure.
+func nodeKubeconfig(bootstrap *rest.Config, pemPath string) *clientcmdapi.Config {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["default-cluster"] = &clientcmdapi.Cluster{
+		Server: bootstrap.Host, CertificateAuthority: bootstrap.CAFile, CertificateAuthorityData: bootstrap.CAData,
+		InsecureSkipTLSVerify: bootstrap.Insecure, TLSServerName: bootstrap.ServerName,
+	}
+	kc.AuthInfos["default-auth"] = &clientcmdapi.AuthInfo{ClientCertificate: pemPath, ClientKey: pemPath}
+	kc.Contexts["default-context"] = &clientcmdapi.Context{Cluster: "default-cluster", AuthInfo: "default-auth"}
+	kc.CurrentContext = "default-context"
+	return kc
+}
+
+// kubeconfigCertValid reports whether the kubeconfig at path exists and
+// has a client certificate valid at now (a missing file is not an error).
+func kubeconfigCertValid(path string, now time.Time) (bool, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return false, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	data := cfg.CertData
+	if len(data) == 0 && cfg.CertFile != "" {
+		if data, err = os.ReadFile(cfg.CertFile); err != nil {
+			return false, nil // e.g. removed: bootstrap again
+		}
+	}
+	for {
+		var b *pem.Block
+		if b, data = pem.Decode(data); b == nil {
+			return false, nil
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		return err == nil && now.After(c.NotBefore) && now.Before(c.NotAfter), nil
+	}
+}
+
+// writeFileAtomic writes data to path through a temporary file and a
+// rename, so a reader never sees half of it.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
