@@ -1,6 +1,7 @@
 // Package apiclient is skiff's client of a Kubernetes API server (issue 16):
 // client-go's REST layer over a scheme of only the groups a node agent
-// uses (core/v1, coordination/v1), with informers built from hand-written
+// uses (core/v1, coordination/v1, authentication/v1, authorization/v1,
+// certificates/v1), with informers built from hand-written
 // ListWatch functions. Not the clientset: any typed client links all of
 // client-go's API groups (+24 MB RSS in skiff; ARCHITECTURE.md, "The API
 // client").

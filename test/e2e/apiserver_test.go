@@ -123,23 +123,7 @@ spec:
 	t.Cleanup(func() { deleteAPIPods(t, cs) })
 
 	// The Node: registered, Ready, with skiff's version; the Lease renewed.
-	var node *v1.Node
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, apiTimeout, true, func(ctx context.Context) (bool, error) {
-		n, err := cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		node = n
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == v1.NodeReady && cond.Status == v1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("node not Ready: %v\n%s", err, dump(node))
-	}
+	node := waitNodeReady(t, cs)
 	if v := node.Status.NodeInfo.KubeletVersion; !strings.Contains(v, "skiff") {
 		t.Errorf("kubeletVersion %q", v)
 	}
@@ -273,6 +257,30 @@ func kubectl(t *testing.T, c *cluster.Cluster, args ...string) string {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// waitNodeReady polls the test node until it is registered and Ready, and
+// returns it.
+func waitNodeReady(t *testing.T, cs kubernetes.Interface) *v1.Node {
+	t.Helper()
+	var node *v1.Node
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, apiTimeout, true, func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		node = n
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == v1.NodeReady && cond.Status == v1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("node not Ready: %v\n%s", err, dump(node))
+	}
+	return node
 }
 
 // runDeployment creates a Deployment of 3 replicas and waits until it is

@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -59,23 +58,7 @@ func TestTLSBootstrap_H1(t *testing.T) {
 	}
 	kubeconfig := filepath.Join(e.Dir, "kubelet.kubeconfig")
 	e.StartAgent(t, AgentOptions{Args: []string{"--kubeconfig", kubeconfig, "--bootstrap-kubeconfig", bootstrap, "--port", "0"}})
-	var node *v1.Node
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, apiTimeout, true, func(ctx context.Context) (bool, error) {
-		n, err := cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		node = n
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == v1.NodeReady && cond.Status == v1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("node not Ready after the TLS bootstrap: %v\n%s", err, dump(node))
-	}
+	waitNodeReady(t, cs) // with the certificate the bootstrap got
 	if _, err := os.Stat(kubeconfig); err != nil {
 		t.Errorf("--kubeconfig not written: %v", err)
 	}
