@@ -138,15 +138,15 @@ func (a *Agent) admitLocked(w *podWorker) {
 		if p := a.published[uid]; p != nil && (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed) {
 			continue
 		}
-		admitted = append(admitted, o.pod)
+		admitted = append(admitted, o.initial)
 	}
 	// The kubelet's order: sysctls, resources, AppArmor.
-	f := a.deps.security.sysctlFailure(w.pod)
+	f := a.deps.security.sysctlFailure(w.initial)
 	if f == nil {
-		f = admissionFailure(w.pod, admitted, a.cfg.Allocatable)
+		f = admissionFailure(w.initial, admitted, a.cfg.Allocatable)
 	}
 	if f == nil {
-		f = a.deps.security.appArmorFailure(w.pod)
+		f = a.deps.security.appArmorFailure(w.initial)
 	}
 	if f == nil {
 		return

@@ -356,11 +356,17 @@ func (a *Agent) reconcile(ctx context.Context) {
 	defer a.mu.Unlock()
 	want := a.desired()
 	for uid, w := range a.workers {
-		switch p, ok := want[uid]; {
+		p, ok := want[uid]
+		switch {
 		case !ok:
 			w.kill(nil)
+			continue
 		case p.DeletionTimestamp != nil:
 			w.kill(p.DeletionGracePeriodSeconds)
+		}
+		if p != w.given && !w.orphan {
+			w.given = p
+			w.update(p)
 		}
 	}
 	uids := make([]types.UID, 0, len(want))
@@ -401,7 +407,7 @@ func finished(p *v1.Pod) bool {
 func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool) *podWorker {
 	var waitFor []<-chan struct{}
 	for _, other := range a.workers {
-		if other.pod.Namespace == pod.Namespace && other.pod.Name == pod.Name {
+		if other.initial.Namespace == pod.Namespace && other.initial.Name == pod.Name {
 			waitFor = append(waitFor, other.done)
 		}
 	}

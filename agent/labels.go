@@ -1,10 +1,14 @@
 package agent
 
 import (
+	"encoding/json"
+	"hash/fnv"
 	"maps"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/runtime"
 )
 
 // Labels and annotations skiff puts on sandboxes and containers. The
@@ -18,6 +22,7 @@ const (
 	labelContainerName = "io.kubernetes.container.name"
 
 	annotationRestartCount = "io.kubernetes.container.restartCount"
+	annotationHash         = "io.kubernetes.container.hash"
 	annotationGracePeriod  = "io.kubernetes.pod.terminationGracePeriod"
 	annotationInit         = "io.skiff.container.init"
 )
@@ -67,4 +72,24 @@ func gracePeriod(pod *v1.Pod) int64 {
 		return *pod.Spec.TerminationGracePeriodSeconds
 	}
 	return v1.DefaultTerminationGracePeriodSeconds
+}
+
+// containerHash is the hash of what a running container may not change
+// under the kubelet: its name and image (the kubelet's HashContainer, which
+// since v1.31 hashes only these two fields, so that an agent upgrade or a
+// resize never restarts containers). A running container whose recorded
+// hash differs from its spec's is restarted ("definition changed"). Pure.
+func containerHash(c *v1.Container) string {
+	b, _ := json.Marshal(map[string]string{"name": c.Name, "image": c.Image}) // cannot fail
+	h := fnv.New32a()
+	_, _ = h.Write(b)
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
+
+// definitionChanged reports whether running container cs was created from
+// another definition of c (its image changed). A container without the
+// hash annotation (created by an older skiff) is taken as unchanged.
+func definitionChanged(c *v1.Container, cs *runtime.ContainerStatus) bool {
+	h, ok := cs.Annotations[annotationHash]
+	return ok && h != containerHash(c)
 }

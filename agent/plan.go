@@ -193,13 +193,20 @@ func backoffRefs(st *podState, latest map[string]*runtime.ContainerStatus, x pla
 	return out
 }
 
-// unhealthy lists the running containers whose liveness or startup probe
-// failed, with the kubelet's Killing message (B.10, B.13).
+// unhealthy lists the running containers to kill and restart: those whose
+// definition changed (an API pod's image updated; app containers and
+// sidecars, as in the kubelet's computePodActions) and those whose liveness
+// or startup probe failed, with the kubelet's Killing message (B.10, B.13).
 func unhealthy(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, x planExtras) []unhealthyKill {
 	var out []unhealthyKill
 	for _, c := range allContainers(pod) {
 		cs := latest[c.Name]
 		if cs == nil || cs.State != runtime.ContainerRunning {
+			continue
+		}
+		if (isApp(pod, c) || isSidecar(c)) && definitionChanged(c, cs) {
+			msg := fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)
+			out = append(out, unhealthyKill{Container: cs, Message: msg, Restart: true})
 			continue
 		}
 		f, ok := x.ProbeFailed[cs.ID]
@@ -226,6 +233,16 @@ func allContainers(pod *v1.Pod) []*v1.Container {
 		out = append(out, &pod.Spec.Containers[i])
 	}
 	return out
+}
+
+// isApp reports whether c (a pointer into pod's spec) is an app container.
+func isApp(pod *v1.Pod, c *v1.Container) bool {
+	for i := range pod.Spec.Containers {
+		if &pod.Spec.Containers[i] == c {
+			return true
+		}
+	}
+	return false
 }
 
 // isSidecar reports whether c is a restartable init container.

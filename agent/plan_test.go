@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +189,60 @@ func TestBackoffResetsAfterTenMinutes_A13(t *testing.T) {
 	bo.next(key, later, later)
 	if d := bo.delay(key); d != 10*time.Second {
 		t.Fatalf("restart after a stale entry: delay %s, want 10s", d)
+	}
+}
+
+// TestPlanDefinitionChanged_H1: a running app container or sidecar created
+// from another image of its spec (an API pod's image edited) is killed and
+// restarted, as the kubelet's computePodActions does; a regular init
+// container, an exited container and a container without the hash
+// annotation (created by an older skiff) are left alone.
+func TestPlanDefinitionChanged_H1(t *testing.T) {
+	withHash := func(cs *runtime.ContainerStatus, image string) *runtime.ContainerStatus {
+		cs.Annotations = map[string]string{annotationHash: containerHash(&v1.Container{Name: cs.Name, Image: image})}
+		return cs
+	}
+	sidecarPod := func() *v1.Pod {
+		p := testPod("Always", []string{"side"}, "a")
+		always := v1.ContainerRestartPolicyAlways
+		p.Spec.InitContainers[0].RestartPolicy = &always
+		return p
+	}
+	tests := []struct {
+		name     string
+		pod      *v1.Pod
+		st       *podState
+		wantKill []string
+	}{
+		{"same image", testPod("Always", nil, "a"),
+			state(sandboxReady(0), withHash(running("a", 0), "img")), nil},
+		{"app image changed", testPod("Always", nil, "a", "b"),
+			state(sandboxReady(0), withHash(running("a", 0), "old"), withHash(running("b", 0), "img")), []string{"a"}},
+		{"under restartPolicy Never too", testPod("Never", nil, "a"),
+			state(sandboxReady(0), withHash(running("a", 0), "old")), []string{"a"}},
+		{"sidecar image changed", sidecarPod(),
+			state(sandboxReady(0), withHash(running("side", 0), "old"), withHash(running("a", 0), "img")), []string{"side"}},
+		{"running init container is not restarted", testPod("Always", []string{"i"}, "a"),
+			state(sandboxReady(0), withHash(running("i", 0), "old")), nil},
+		{"no hash annotation: unchanged", testPod("Always", nil, "a"),
+			state(sandboxReady(0), running("a", 0)), nil},
+		{"exited container is not killed", testPod("Never", nil, "a", "b"),
+			state(sandboxReady(0), withHash(exited("a", 0, 0, t0), "old"), withHash(running("b", 0), "img")), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := computePodActions(tt.pod, tt.st, t0.Add(time.Minute), newBackoff(), planExtras{})
+			var got []string
+			for _, u := range a.Unhealthy {
+				got = append(got, u.Container.Name)
+				want := "Container " + u.Container.Name + " definition changed, will be restarted"
+				if u.Message != want || !u.Restart || u.Grace != nil {
+					t.Errorf("kill %+v, want message %q, restart, pod grace", u, want)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tt.wantKill, ",") {
+				t.Errorf("killed %v, want %v", got, tt.wantKill)
+			}
+		})
 	}
 }

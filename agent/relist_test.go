@@ -270,6 +270,7 @@ func TestRelistRebuildsOrphanFromItsSandbox(t *testing.T) {
 	rt.statusGate = make(chan struct{})
 	for uid, w := range a.workers {
 		w.pod = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + string(uid), Namespace: "default", UID: uid}}
+		w.initial = w.pod
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if _, err := a.relistOnce(ctx, newRelister(), newExitQueue()); err != nil {

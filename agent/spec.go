@@ -80,8 +80,10 @@ func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, e
 		Annotations: map[string]string{
 			annotationRestartCount: strconv.FormatUint(uint64(attempt), 10),
 			annotationInit:         strconv.FormatBool(init),
+			annotationHash:         containerHash(c),
 		},
 		Stdin:     c.Stdin,
+		StdinOnce: c.StdinOnce,
 		TTY:       c.TTY,
 		Resources: containerResources(c),
 	}

@@ -29,9 +29,16 @@ import (
 //	   +--+ wake/timer         +-- agent shutdown: stop; the next skiff
 //	                               start resumes termination (A.47)
 type podWorker struct {
-	d      *workerDeps
-	uid    types.UID
-	pod    *v1.Pod
+	d   *workerDeps
+	uid types.UID
+	// pod is the pod's current spec (worker goroutine only; see update).
+	pod *v1.Pod
+	// initial is the pod as first given: immutable, read by the agent
+	// under its lock (admission, same-name checks).
+	initial *v1.Pod
+	// given is the object the agent last gave (the agent's lock): a
+	// source's new object of the pod goes to update.
+	given  *v1.Pod
 	log    *slog.Logger
 	wakeCh chan struct{}
 	done   chan struct{}
@@ -56,7 +63,10 @@ type podWorker struct {
 
 	mu          sync.Mutex
 	terminating bool
-	graceOver   *int64
+	// updated: a newer object of the pod (an API pod's labels, image or
+	// activeDeadlineSeconds edited), taken by the next sync.
+	updated   *v1.Pod
+	graceOver *int64
 	// cancelPull cancels the image pull in progress, if any (see
 	// pullContext): a kill does not wait for a download.
 	cancelPull context.CancelFunc
@@ -156,6 +166,8 @@ func newPodWorker(d *workerDeps, pod *v1.Pod, waitFor []<-chan struct{}) *podWor
 		d:        d,
 		uid:      pod.UID,
 		pod:      pod,
+		initial:  pod,
+		given:    pod,
 		log:      d.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID),
 		wakeCh:   make(chan struct{}, 1),
 		done:     make(chan struct{}),
@@ -203,6 +215,36 @@ func (w *podWorker) kill(grace *int64) {
 	}
 	w.mu.Unlock()
 	w.wake()
+}
+
+// update gives the worker a newer object of its pod; the next sync
+// works from it. Idempotent, non-blocking.
+func (w *podWorker) update(p *v1.Pod) {
+	w.mu.Lock()
+	w.updated = p
+	w.mu.Unlock()
+	w.wake()
+}
+
+// takeUpdate makes the newest object given by update the worker's pod
+// (worker goroutine only) and reports whether there was one. Volumes that
+// show the pod's metadata (downwardAPI) are rewritten with it, as the
+// kubelet's volume manager does on its next pass.
+func (w *podWorker) takeUpdate(ctx context.Context) bool {
+	w.mu.Lock()
+	p := w.updated
+	w.updated = nil
+	w.mu.Unlock()
+	if p == nil || p == w.pod {
+		return false
+	}
+	w.pod = p
+	if w.d.volumes != nil && len(p.Spec.Volumes) > 0 {
+		if _, err := w.d.volumes.SetUp(ctx, p); err != nil && ctx.Err() == nil {
+			w.log.Warn("updating volumes", "err", err)
+		}
+	}
+	return true
 }
 
 func (w *podWorker) isTerminating() (bool, *int64) {
@@ -280,6 +322,7 @@ func (w *podWorker) waitForWork(ctx context.Context, d time.Duration) (ok, timed
 // canSkipResync).
 func (w *podWorker) sync(ctx context.Context) time.Duration {
 	rt := w.d.rt
+	w.takeUpdate(ctx)
 	w.resync = resyncState{mark: w.relistMark()}
 	st, err := observe(ctx, rt, string(w.uid))
 	if err != nil {

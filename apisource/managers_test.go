@@ -156,8 +156,8 @@ func TestDesiredPods_H1(t *testing.T) {
 	}
 	echo := running(p)
 	echo.ResourceVersion = "2"
-	if _, changed := d.update([]*v1.Pod{echo}); changed {
-		t.Error("a status echo changed the list")
+	if l, changed := d.update([]*v1.Pod{echo}); changed || l[0] != list[0] {
+		t.Errorf("a status echo changed the list (%t) or gave a new object (%t)", changed, l[0] != list[0])
 	}
 	del := echo.DeepCopy()
 	now, g := metav1.Now(), int64(5)
@@ -167,6 +167,54 @@ func TestDesiredPods_H1(t *testing.T) {
 	}
 	if _, changed := d.update(nil); !changed {
 		t.Error("a removal did not change the list")
+	}
+}
+
+// TestDesiredPodsEdits_H1: an edit a running pod takes (image,
+// activeDeadlineSeconds, labels, annotations) gives the agent the new
+// object; a status echo does not, even for a pod that carries the
+// config.source annotation itself.
+func TestDesiredPodsEdits_H1(t *testing.T) {
+	deadline := int64(30)
+	tests := []struct {
+		name string
+		edit func(*v1.Pod)
+		want bool
+	}{
+		{"status only", func(p *v1.Pod) { p.Status.PodIP = "10.88.0.9" }, false},
+		{"image", func(p *v1.Pod) { p.Spec.Containers[0].Image = "busybox:2" }, true},
+		{"activeDeadlineSeconds", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = &deadline }, true},
+		{"label added", func(p *v1.Pod) { p.Labels = map[string]string{"x": "y"} }, true},
+		{"annotation changed", func(p *v1.Pod) { p.Annotations["a"] = "2" }, true},
+		{"annotation removed", func(p *v1.Pod) { delete(p.Annotations, "a") }, true},
+		{"config.source set by the user (the source overrides it)", func(p *v1.Pod) { p.Annotations[ConfigSourceAnnotation] = "file" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d desired
+			p := apiPod("a", "u1", "1")
+			p.Annotations = map[string]string{"a": "1"}
+			p.Spec.Containers = []v1.Container{{Name: "app", Image: "busybox:1"}}
+			if _, changed := d.update([]*v1.Pod{p}); !changed {
+				t.Fatal("first list unchanged")
+			}
+			next := p.DeepCopy()
+			next.ResourceVersion = "2"
+			tt.edit(next)
+			list, changed := d.update([]*v1.Pod{next})
+			if changed != tt.want {
+				t.Fatalf("changed = %t, want %t", changed, tt.want)
+			}
+			if list[0].Annotations[ConfigSourceAnnotation] != SourceAPI {
+				t.Errorf("annotation %q = %q", ConfigSourceAnnotation, list[0].Annotations[ConfigSourceAnnotation])
+			}
+			echo := next.DeepCopy()
+			echo.ResourceVersion = "3"
+			echo.Status.Phase = v1.PodRunning
+			if _, changed := d.update([]*v1.Pod{echo}); changed {
+				t.Error("a status echo after the edit changed the list")
+			}
+		})
 	}
 }
 

@@ -16,11 +16,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
@@ -210,30 +212,42 @@ func (s *Source) Run(ctx context.Context, sink func([]*v1.Pod)) error {
 // desired is the list the source last gave the agent: copies of the API's
 // pods, annotated as coming from the API, by UID.
 type desired struct {
-	copies map[types.UID]*v1.Pod
+	copies map[types.UID]agentCopy
+}
+
+// agentCopy is the agent's copy of an API pod and the resourceVersion of
+// the API's object it last compared with.
+type agentCopy struct {
+	pod *v1.Pod
+	rv  string
 }
 
 // update returns the agent's list for the API's pods (sorted by UID), and
 // whether it differs from the last one in what the agent acts on: the set
-// of pods, a deletion (and its grace period) or a terminal phase. A pod
-// whose object did not change (same resourceVersion) keeps its copy, so
-// the status patches the API echoes back cost no copies.
+// of pods, a deletion (and its grace period), a terminal phase, or an edit
+// of the spec, labels or annotations (see edited). A pod whose object
+// changed in nothing of these (the status patches the API echoes back)
+// keeps its copy: no copies, and the agent sees the same object, so its
+// worker is not woken for it.
 func (d *desired) update(pods []*v1.Pod) ([]*v1.Pod, bool) {
-	next := make(map[types.UID]*v1.Pod, len(pods))
+	next := make(map[types.UID]agentCopy, len(pods))
 	out := make([]*v1.Pod, 0, len(pods))
 	changed := len(pods) != len(d.copies)
 	for _, p := range pods {
 		c, ok := d.copies[p.UID]
-		if !ok || c.ResourceVersion != p.ResourceVersion {
-			changed = changed || !ok || actsOn(c) != actsOn(p)
-			c = p.DeepCopy()
-			if c.Annotations == nil {
-				c.Annotations = map[string]string{}
+		if !ok || c.rv != p.ResourceVersion {
+			if !ok || actsOn(c.pod) != actsOn(p) || edited(c.pod, p) {
+				changed = true
+				c.pod = p.DeepCopy()
+				if c.pod.Annotations == nil {
+					c.pod.Annotations = map[string]string{}
+				}
+				c.pod.Annotations[ConfigSourceAnnotation] = SourceAPI
 			}
-			c.Annotations[ConfigSourceAnnotation] = SourceAPI
+			c.rv = p.ResourceVersion
 		}
 		next[p.UID] = c
-		out = append(out, c)
+		out = append(out, c.pod)
 	}
 	d.copies = next
 	return out, changed
@@ -247,6 +261,31 @@ func actsOn(p *v1.Pod) string {
 	}
 	terminal := p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
 	return fmt.Sprintf("%t/%d/%t", p.DeletionTimestamp != nil, grace, terminal)
+}
+
+// edited reports whether the API's pod p differs from the agent's copy c
+// in its spec (an image, activeDeadlineSeconds), labels or annotations
+// (downwardAPI volumes): the edits a running pod takes, so the agent gets
+// the new object. The status patches the API echoes back are not edits.
+func edited(c, p *v1.Pod) bool {
+	if !maps.Equal(c.Labels, p.Labels) {
+		return true
+	}
+	// c carries the config.source annotation the source adds.
+	n := 0
+	for k, v := range p.Annotations {
+		if k == ConfigSourceAnnotation {
+			continue
+		}
+		if cv, ok := c.Annotations[k]; !ok || cv != v {
+			return true
+		}
+		n++
+	}
+	if _, ok := c.Annotations[ConfigSourceAnnotation]; ok {
+		n++
+	}
+	return n != len(c.Annotations) || !equality.Semantic.DeepEqual(c.Spec, p.Spec)
 }
 
 // notify signals ch without blocking.

@@ -259,11 +259,14 @@ type ContainerSpec struct {
 	LogPath     string
 	Labels      map[string]string
 	Annotations map[string]string
-	Stdin, TTY  bool
-	Privileged  bool
-	RunAsUser   *int64
-	RunAsGroup  *int64
-	Resources   *Resources
+	// Stdin keeps the container's stdin open for attach; StdinOnce closes
+	// it after the first attach session ends (its output then still
+	// flows until the container exits); TTY allocates a terminal.
+	Stdin, StdinOnce, TTY bool
+	Privileged            bool
+	RunAsUser             *int64
+	RunAsGroup            *int64
+	Resources             *Resources
 	// Security is the rest of the container's security context; nil: the
 	// runtime's defaults.
 	Security *ContainerSecurity

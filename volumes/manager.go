@@ -170,7 +170,9 @@ func (m *Manager) drop(uid types.UID, e *podEntry) {
 
 // SetUp makes every volume of pod ready and returns them by name. It is
 // idempotent and cheap once the pod is set up (a map lookup: the result is
-// remembered until TearDown); after an agent restart it finds what is
+// remembered until TearDown; a newer object of the pod, another pointer,
+// rewrites the object-backed volumes whose content changed, so the
+// downwardAPI files follow edited labels); after an agent restart it finds what is
 // already there (mounted tmpfs, written files) and keeps it. The first
 // volume that fails ends the call with a *SetUpError; the volumes set up
 // before it stay and the next call retries. The returned map is shared:
@@ -179,6 +181,15 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Volume, er
 	e := m.lock(pod.UID)
 	defer e.mu.Unlock()
 	if e.vols != nil {
+		if pod != e.pod {
+			// A newer object of the pod (its labels or annotations edited):
+			// the downwardAPI files follow it; unchanged volumes are not
+			// rewritten.
+			e.pod = pod
+			if err := m.refreshLocked(e); err != nil {
+				m.log.Warn("updating volumes", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+			}
+		}
 		return e.vols, nil
 	}
 	vols := make(map[string]Volume, len(pod.Spec.Volumes))
@@ -377,6 +388,12 @@ func (m *Manager) refreshPod(uid types.UID) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return m.refreshLocked(e)
+}
+
+// refreshLocked rewrites e's object-backed volumes whose content changed;
+// e.mu is held.
+func (m *Manager) refreshLocked(e *podEntry) error {
 	if e.gone || e.vols == nil {
 		return nil
 	}
@@ -387,7 +404,7 @@ func (m *Manager) refreshPod(uid types.UID) error {
 		if plugin == "" {
 			continue
 		}
-		changed, err := m.writeVolume(e.pod, v, m.volumeDir(uid, plugin, v.Name))
+		changed, err := m.writeVolume(e.pod, v, m.volumeDir(e.pod.UID, plugin, v.Name))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pod %s/%s volume %q: %w", e.pod.Namespace, e.pod.Name, v.Name, err))
 		} else if changed {

@@ -358,3 +358,47 @@ func TestCheckSizeLimits_G14(t *testing.T) {
 		t.Errorf("violation %q (used %d), want %q", v.Message(), v.Used, want)
 	}
 }
+
+// TestSetUpNewerPodRewritesDownwardAPI_G7: SetUp with a newer object of a
+// set-up pod (its labels edited through the API) rewrites the downwardAPI
+// files, as the kubelet's volume manager does; the same object again
+// writes nothing.
+func TestSetUpNewerPodRewritesDownwardAPI_G7(t *testing.T) {
+	m := newTestManager(t, nil)
+	pod := volPod("uid-dw", v1.Volume{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{
+		Items: []v1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}})
+	vols, err := m.SetUp(context.Background(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(vols["info"].HostPath, "labels")
+	read := func() string {
+		t.Helper()
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read(); got != `app="x"` {
+		t.Fatalf("labels = %q, want app=\"x\"", got)
+	}
+	edited := pod.DeepCopy()
+	edited.Labels["tier"] = "web"
+	if _, err := m.SetUp(context.Background(), edited); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read(), "app=\"x\"\ntier=\"web\""; got != want {
+		t.Errorf("labels after the edit = %q, want %q", got, want)
+	}
+	data, err := os.Readlink(filepath.Join(vols["info"].HostPath, "..data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.SetUp(context.Background(), edited); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.Readlink(filepath.Join(vols["info"].HostPath, "..data")); again != data {
+		t.Errorf("the same object rewrote the volume: ..data %s -> %s", data, again)
+	}
+}

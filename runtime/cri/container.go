@@ -160,6 +160,7 @@ func containerConfig(spec *runtime.ContainerSpec, sandbox *runtime.SandboxSpec) 
 		Annotations: spec.Annotations,
 		LogPath:     spec.LogPath,
 		Stdin:       spec.Stdin,
+		StdinOnce:   spec.StdinOnce,
 		Tty:         spec.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources: resourcesToCRI(spec.Resources),

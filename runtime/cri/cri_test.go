@@ -165,7 +165,7 @@ func TestCreateContainerMapping(t *testing.T) {
 		WorkingDir: "/w", Env: []runtime.KeyValue{{Key: "A", Value: "1"}},
 		Mounts:  []runtime.Mount{{HostPath: "/h", ContainerPath: "/c", ReadOnly: true}},
 		LogPath: "app/3.log", Labels: map[string]string{"l": "1"}, Annotations: map[string]string{"x": "y"},
-		Stdin: true, TTY: true, Privileged: true, RunAsUser: &uid, RunAsGroup: &gid,
+		Stdin: true, StdinOnce: true, TTY: true, Privileged: true, RunAsUser: &uid, RunAsGroup: &gid,
 		Resources: &runtime.Resources{CPUShares: 512, CPUQuota: 50000, CPUPeriod: 100000, MemoryLimit: 1 << 20, Unified: map[string]string{"memory.high": "1000"}},
 	}
 	id, err := r.CreateContainer(context.Background(), "sb1", spec, sb)
@@ -182,7 +182,7 @@ func TestCreateContainerMapping(t *testing.T) {
 			Envs:   []*runtimeapi.KeyValue{{Key: "A", Value: "1"}},
 			Mounts: []*runtimeapi.Mount{{HostPath: "/h", ContainerPath: "/c", Readonly: true}},
 			Labels: map[string]string{"l": "1"}, Annotations: map[string]string{"x": "y"},
-			LogPath: "app/3.log", Stdin: true, Tty: true,
+			LogPath: "app/3.log", Stdin: true, StdinOnce: true, Tty: true,
 			Linux: &runtimeapi.LinuxContainerConfig{
 				Resources: &runtimeapi.LinuxContainerResources{CpuShares: 512, CpuQuota: 50000, CpuPeriod: 100000, MemoryLimitInBytes: 1 << 20, Unified: map[string]string{"memory.high": "1000"}},
 				SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
