@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/images"
 	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/podlogs"
@@ -88,6 +89,9 @@ type Config struct {
 	// Cgroups manages pod-level cgroups; nil: no pod cgroups (the runtime
 	// chooses where containers go).
 	Cgroups PodCgroups
+	// NodeUsage reads the whole machine's cpu and memory use for the
+	// summary's node stats (nodestatus.ReadUsage); nil: none reported.
+	NodeUsage func() (*cgroups.Usage, error)
 	// Allocatable is what pods may request in total (cpu, memory, pods);
 	// nil: every pod is admitted.
 	Allocatable v1.ResourceList

@@ -107,7 +107,7 @@ func (c *cpuSamples) readDone(now time.Time, keep map[string]bool) {
 // has no rate yet, as with the kubelet before cAdvisor's second sample.
 // Safe for concurrent use; reads files, does not block on pods.
 func (a *Agent) StatsSummary(ctx context.Context) *statsapi.Summary {
-	if a.cfg.Cgroups != nil && a.samples.stale(a.clock.Now()) {
+	if (a.cfg.Cgroups != nil || a.cfg.NodeUsage != nil) && a.samples.stale(a.clock.Now()) {
 		a.readStats(a.clock.Now())
 		select {
 		case <-ctx.Done():
@@ -117,14 +117,28 @@ func (a *Agent) StatsSummary(ctx context.Context) *statsapi.Summary {
 	return a.readStats(a.clock.Now())
 }
 
-// readStats samples every running pod's cgroups at now (see StatsSummary).
+// nodeStatsKey keys the node's cpu samples (the others are pod UIDs and
+// container IDs).
+const nodeStatsKey = "node"
+
+// readStats samples the node and every running pod's cgroups at now (see
+// StatsSummary).
 func (a *Agent) readStats(now time.Time) *statsapi.Summary {
 	sum := &statsapi.Summary{Node: statsapi.NodeStats{NodeName: a.cfg.NodeName}, Pods: []statsapi.PodStats{}}
+	keep := map[string]bool{}
+	if a.cfg.NodeUsage != nil {
+		if u, err := a.cfg.NodeUsage(); err == nil {
+			keep[nodeStatsKey] = true
+			sum.Node.CPU, sum.Node.Memory = a.cpuStats(nodeStatsKey, u, now), memoryStats(u, now)
+		} else {
+			a.log.Debug("reading the node's usage", "err", err)
+		}
+	}
 	cg := a.cfg.Cgroups
 	if cg == nil {
+		a.samples.readDone(now, keep)
 		return sum
 	}
-	keep := map[string]bool{}
 	for _, pod := range a.Pods() {
 		u, err := cg.PodUsage(pod)
 		if err != nil || pod.Status.Phase != v1.PodRunning {

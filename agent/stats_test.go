@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -283,5 +284,46 @@ func TestStatsWarmupEndsWithContext(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("StatsSummary waited for the clock after its context ended")
+	}
+}
+
+// TestStatsNodeUsage: with Config.NodeUsage the summary carries the node's
+// cpu (with a rate between reads) and memory, as the kubelet's node stats
+// that metrics-server reads; a failing read leaves them out.
+func TestStatsNodeUsage(t *testing.T) {
+	rt := newFakeRuntime()
+	clk := clocktesting.NewFakeClock(t0)
+	cfg := testConfig(t, rt)
+	cfg.Clock = clk
+	var cpu uint64 = 1e9
+	var fail bool
+	cfg.NodeUsage = func() (*cgroups.Usage, error) {
+		if fail {
+			return nil, errors.New("no /proc")
+		}
+		return &cgroups.Usage{CPUUsageNanoSeconds: cpu, MemoryUsageBytes: 800, WorkingSetBytes: 700}, nil
+	}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *statsapi.Summary, 1)
+	go func() { got <- a.StatsSummary(context.Background()) }()
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	cpu = 3e9 // +2 s of cpu over the warm-up second: 2 cores busy
+	clk.Step(statsWarmup)
+	sum := <-got
+	n := sum.Node
+	if n.CPU == nil || *n.CPU.UsageCoreNanoSeconds != 3e9 || n.CPU.UsageNanoCores == nil || *n.CPU.UsageNanoCores != 2e9 {
+		t.Errorf("node cpu %+v, want 3e9 ns used at 2e9 nanocores", n.CPU)
+	}
+	if n.Memory == nil || *n.Memory.WorkingSetBytes != 700 || *n.Memory.UsageBytes != 800 {
+		t.Errorf("node memory %+v, want usage 800 working set 700", n.Memory)
+	}
+	fail = true
+	if sum := readSummary(t, a); sum.Node.CPU != nil || sum.Node.Memory != nil {
+		t.Errorf("failed read: node stats %+v, want none", sum.Node)
 	}
 }

@@ -15,6 +15,7 @@
 //	GET|POST /portForward/{namespace}/{pod}[/{uid}]  the kubelet's streaming endpoints (SPDY or
 //	                                              WebSocket upgrades, proxied to the runtime's streaming server)
 //	GET /metrics                                  Prometheus metrics (none yet: an empty exposition)
+//	GET /metrics/resource                         node, pod and container cpu/memory (Prometheus; metrics-server reads it)
 //
 // It is served on a unix socket (the CLI's default), optionally on TCP
 // (--read-only-port), and as the kubelet's authenticated HTTPS API
@@ -163,6 +164,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /images/pull", s.handlePullImage)
 	mux.HandleFunc("DELETE /images", s.handleRemoveImage)
 	mux.HandleFunc("GET /metrics", handleMetrics)
+	mux.HandleFunc("GET /metrics/resource", s.handleResourceMetrics)
 	for _, method := range []string{"GET", "POST"} {
 		mux.HandleFunc(method+" /exec/{namespace}/{pod}/{container}", s.handleExec)
 		mux.HandleFunc(method+" /exec/{namespace}/{pod}/{uid}/{container}", s.handleExec)

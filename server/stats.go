@@ -45,6 +45,6 @@ func (c *Client) StatsSummary(ctx context.Context) (*statsapi.Summary, error) {
 // path exists (the kubelet's; scrapers and the authorizer's "metrics"
 // subresource find it) but skiff exports no metrics yet.
 func handleMetrics(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Content-Type", promContentType)
 	w.WriteHeader(http.StatusOK)
 }

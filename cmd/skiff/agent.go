@@ -24,6 +24,7 @@ import (
 	"github.com/skiffnode/skiff/apiclient"
 	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/network"
+	"github.com/skiffnode/skiff/nodestatus"
 	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/probes"
@@ -306,6 +307,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		Prober:            prober,
 		ProbeChanges:      changes,
 		Cgroups:           podCgroups,
+		NodeUsage:         readNodeUsage,
 		Allocatable:       allocatable,
 		Objects:           objs,
 		Volumes:           vols,
@@ -558,4 +560,14 @@ func parallelExecProbes(flagValue int) int {
 		return max(2, goruntime.NumCPU())
 	}
 	return flagValue
+}
+
+// readNodeUsage reads the machine's cpu and memory use from /proc for the
+// summary's node stats (agent.Config.NodeUsage).
+func readNodeUsage() (*cgroups.Usage, error) {
+	u, err := nodestatus.ReadUsage(os.DirFS("/"))
+	if err != nil {
+		return nil, fmt.Errorf("node usage: %w", err)
+	}
+	return &cgroups.Usage{CPUUsageNanoSeconds: u.CPUUsageNanoSeconds, MemoryUsageBytes: u.MemoryUsageBytes, WorkingSetBytes: u.WorkingSetBytes}, nil
 }
