@@ -178,6 +178,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if o.api.bootstrap != "" && o.api.kubeconfig == "" {
 		return errors.New("--bootstrap-kubeconfig needs --kubeconfig: the path the node's kubeconfig is written to")
 	}
+	if o.api.rotateCerts && o.api.kubeconfig == "" {
+		return errors.New("--rotate-certificates needs --kubeconfig: it renews that kubeconfig's client certificate")
+	}
 	log := newLogger(o.verbosity)
 	tuneGoRuntime()
 	node, err := nodeName(o.hostnameOverride)
@@ -398,8 +401,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	g.Go(func() error { runGC(gctx); return nil })
 	if api != nil {
-		for _, run := range []func(context.Context){api.status.Run, api.node.Run, api.lease.Run, api.mirror.Run, api.events.Run,
-			api.objects.Run, api.tokens.Run, fanIn} {
+		for _, run := range append(api.loops(), fanIn) {
 			g.Go(func() error { run(gctx); return nil })
 		}
 	}

@@ -35,6 +35,7 @@ const skiffKubeletVersion = "v1.34.4+skiff"
 type apiOptions struct {
 	kubeconfig         string
 	bootstrap          string
+	rotateCerts        bool
 	registerNode       bool
 	registerWithTaints string
 	nodeLabels         map[string]string
@@ -47,6 +48,7 @@ type apiOptions struct {
 func addAPIFlags(f *pflag.FlagSet, o *apiOptions) {
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server to join: its pods bound to this node run here, beside the static pods (empty: no API server)")
 	f.StringVar(&o.bootstrap, "bootstrap-kubeconfig", "", "kubeconfig with bootstrap credentials (a bootstrap token): when --kubeconfig has no valid client certificate, one is requested with these (a CertificateSigningRequest) and --kubeconfig is written")
+	f.BoolVar(&o.rotateCerts, "rotate-certificates", false, "renew the node's client certificate (a CertificateSigningRequest) at 70-90 % of its lifetime; the certificate and key must be one file, as the TLS bootstrap writes them")
 	f.BoolVar(&o.registerNode, "register-node", true, "register this node with the API server (with --kubeconfig)")
 	f.StringVar(&o.registerWithTaints, "register-with-taints", "", "taints the node registers with, <key>=<value>:<effect>,...")
 	f.StringToStringVar(&o.nodeLabels, "node-labels", nil, "labels the node registers with, <key>=<value>,...")
@@ -68,6 +70,8 @@ type apiSource struct {
 	events  *apisource.EventSink
 	objects *apisource.ObjectManager
 	tokens  *apisource.TokenManager
+	// certs renews the client certificate (--rotate-certificates); nil: no rotation.
+	certs *apisource.CertRotator
 }
 
 // newAPISource loads --kubeconfig and builds the managers; nothing runs
@@ -107,7 +111,21 @@ func (o *apiOptions) newAPISource(node string, pods *lateBoundPods, facts func(c
 	s.events = apisource.NewEventSink(client, log)
 	events.Forward(s.events.Record)
 	s.lease = &apisource.LeaseManager{API: client, Node: s.node.Node, Name: node, DurationSeconds: o.leaseDuration, Logger: log}
+	if o.rotateCerts {
+		if s.certs, err = certRotator(cfg.CertFile, cfg.KeyFile, client, node, log); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// loops are the API source's loops, each run until its context is done.
+func (s *apiSource) loops() []func(context.Context) {
+	out := []func(context.Context){s.status.Run, s.node.Run, s.lease.Run, s.mirror.Run, s.events.Run, s.objects.Run, s.tokens.Run}
+	if s.certs != nil {
+		out = append(out, func(ctx context.Context) { _ = s.certs.Run(ctx) })
+	}
+	return out
 }
 
 // lateBoundPods is the agent as the status manager sees it, set once the

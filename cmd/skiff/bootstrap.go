@@ -92,17 +92,8 @@ func kubeconfigCertValid(path string, now time.Time) (bool, error) {
 			return false, nil // e.g. removed: bootstrap again
 		}
 	}
-	for {
-		var b *pem.Block
-		if b, data = pem.Decode(data); b == nil {
-			return false, nil
-		}
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		return err == nil && now.After(c.NotBefore) && now.Before(c.NotAfter), nil
-	}
+	c, err := firstCertificate(data)
+	return err == nil && now.After(c.NotBefore) && now.Before(c.NotAfter), nil
 }
 
 // writeFileAtomic writes data to path through a temporary file and a
@@ -113,4 +104,48 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// certRotator renews the client certificate of the node's kubeconfig
+// (--rotate-certificates) in the file that holds both the certificate and
+// the key (pemPath: the kubeconfig's client-certificate and client-key),
+// which client-go reloads. A kubeconfig with embedded or separate
+// credentials is refused: the pair could not be replaced atomically.
+func certRotator(certFile, keyFile string, api apisource.CSRAPI, node string, log *slog.Logger) (*apisource.CertRotator, error) {
+	if certFile == "" || certFile != keyFile {
+		return nil, fmt.Errorf("--rotate-certificates: the --kubeconfig's client-certificate and client-key must be the same file (as --bootstrap-kubeconfig writes them), not %q and %q", certFile, keyFile)
+	}
+	return &apisource.CertRotator{
+		API: api, Node: node, Log: log,
+		Current: func() (*x509.Certificate, error) { return readCertFile(certFile) },
+		Store: func(certPEM, keyPEM []byte) error {
+			return writeFileAtomic(certFile, append(certPEM, keyPEM...), 0o600)
+		},
+	}, nil
+}
+
+// readCertFile returns the first certificate in the PEM file at path.
+func readCertFile(path string) (*x509.Certificate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := firstCertificate(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// firstCertificate parses the first CERTIFICATE block of PEM data. Pure.
+func firstCertificate(data []byte) (*x509.Certificate, error) {
+	for {
+		var b *pem.Block
+		if b, data = pem.Decode(data); b == nil {
+			return nil, errors.New("no certificate")
+		}
+		if b.Type == "CERTIFICATE" {
+			return x509.ParseCertificate(b.Bytes)
+		}
+	}
 }

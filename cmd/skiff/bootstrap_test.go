@@ -72,3 +72,40 @@ func TestBootstrapKubeconfig_H1(t *testing.T) {
 		t.Error("a removed certificate counts as valid")
 	}
 }
+
+// TestCertRotatorFiles_H1: --rotate-certificates needs the certificate and
+// key in one file; the rotator reads the certificate in use from it and
+// replaces the pair in it.
+func TestCertRotatorFiles_H1(t *testing.T) {
+	dir := t.TempDir()
+	pemPath := filepath.Join(dir, "kubelet-client-current.pem")
+	if _, err := certRotator(pemPath, filepath.Join(dir, "key.pem"), nil, "n1", nil); err == nil {
+		t.Error("separate certificate and key files accepted")
+	}
+	if _, err := certRotator("", "", nil, "n1", nil); err == nil {
+		t.Error("embedded credentials accepted")
+	}
+	r, err := certRotator(pemPath, pemPath, nil, "n1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Current(); err == nil {
+		t.Error("Current of a missing file: no error")
+	}
+	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	pair := selfSignedPEM(t, exp)
+	block, rest := pem.Decode(pair)
+	if err := r.Store(pem.EncodeToMemory(block), rest); err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.Current()
+	if err != nil || !c.NotAfter.Equal(exp) {
+		t.Fatalf("Current = %v, %v; want the stored certificate (expires %v)", c, err, exp)
+	}
+	if got, _ := os.ReadFile(pemPath); string(got) != string(pair) {
+		t.Error("the file does not hold the certificate and the key")
+	}
+	if info, _ := os.Stat(pemPath); info.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", info.Mode().Perm())
+	}
+}
