@@ -78,6 +78,22 @@ func Allocatable(capacity v1.ResourceList, reserved ...v1.ResourceList) v1.Resou
 	return out
 }
 
+// osFailure rejects a pod made for another OS than nodeOS, as the
+// kubelet's predicate admission does before the resources: a
+// kubernetes.io/os label of the pod that names another OS
+// (PodOSSelectorNodeLabelDoesNotMatch), or spec.os (PodOSNotSupported).
+// nil: the pod may run here. Pure.
+func osFailure(pod *v1.Pod, nodeOS string) *podFailure {
+	if label, ok := pod.Labels[v1.LabelOSStable]; ok && label != nodeOS {
+		return &podFailure{Reason: "PodOSSelectorNodeLabelDoesNotMatch",
+			Message: "Pod was rejected: Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != nodeOS {
+		return &podFailure{Reason: "PodOSNotSupported", Message: "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS"}
+	}
+	return nil
+}
+
 // admissionFailure checks whether pod fits next to the admitted pods
 // within allocatable, in the kubelet's order (pods, cpu, memory), and
 // describes the first shortage as the kubelet does: reason "OutOf<name>",
@@ -140,8 +156,11 @@ func (a *Agent) admitLocked(w *podWorker) {
 		}
 		admitted = append(admitted, o.initial)
 	}
-	// The kubelet's order: sysctls, resources, AppArmor.
+	// The kubelet's order: sysctls, the OS, resources, AppArmor.
 	f := a.deps.security.sysctlFailure(w.initial)
+	if f == nil {
+		f = osFailure(w.initial, goruntime.GOOS)
+	}
 	if f == nil {
 		f = admissionFailure(w.initial, admitted, a.cfg.Allocatable)
 	}

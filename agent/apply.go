@@ -144,7 +144,7 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 // from: a start records the restart in the back-off (podActions.BackoffFrom).
 func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Container, init bool, backoffFrom time.Time) (bool, time.Duration) {
 	now := w.d.clock.Now()
-	key := restartBackoffKey(c.Name)
+	key := restartBackoffKey(c)
 	attempt := st.nextAttempt(c.Name)
 	image, err := w.ensureImage(ctx, c)
 	if err != nil {

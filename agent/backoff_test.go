@@ -16,8 +16,8 @@ import (
 func TestPlanningLeavesBackoffUnchanged(t *testing.T) {
 	pod := testPod("Always", nil, "a", "b")
 	bo := newBackoff()
-	bo.next(restartBackoffKey("a"), t0, t0)                               // stale at now
-	bo.next(restartBackoffKey("b"), t0.Add(time.Hour), t0.Add(time.Hour)) // live
+	bo.next(restartBackoffKey(&v1.Container{Name: "a", Image: "img"}), t0, t0)                               // stale at now
+	bo.next(restartBackoffKey(&v1.Container{Name: "b", Image: "img"}), t0.Add(time.Hour), t0.Add(time.Hour)) // live
 	before := map[string]backoffEntry{}
 	for k, e := range bo.entries {
 		before[k] = *e
@@ -33,10 +33,10 @@ func TestPlanningLeavesBackoffUnchanged(t *testing.T) {
 		t.Fatalf("planning changed the back-off: %v -> %v", before, after)
 	}
 	bo.prune(now)
-	if _, ok := bo.entries[restartBackoffKey("a")]; ok {
+	if _, ok := bo.entries[restartBackoffKey(&v1.Container{Name: "a", Image: "img"})]; ok {
 		t.Errorf("prune kept the stale entry")
 	}
-	if _, ok := bo.entries[restartBackoffKey("b")]; !ok {
+	if _, ok := bo.entries[restartBackoffKey(&v1.Container{Name: "b", Image: "img"})]; !ok {
 		t.Errorf("prune dropped the live entry")
 	}
 }
@@ -102,7 +102,7 @@ func TestLivenessKillBackoffTimeline_A13_B9(t *testing.T) {
 		}
 		// The executor starts it and records the restart.
 		if from, ok := a.BackoffFrom["a"]; ok {
-			bo.next(restartBackoffKey("a"), from, now)
+			bo.next(restartBackoffKey(&v1.Container{Name: "a", Image: "img"}), from, now)
 		}
 		restarts++
 		next := running("a", uint32(restarts))
@@ -120,7 +120,7 @@ func TestLivenessKillBackoffTimeline_A13_B9(t *testing.T) {
 func TestCrashAfterProbeKillMeasuresOwnExit_A13(t *testing.T) {
 	pod := testPod(v1.RestartPolicyAlways, nil, "a")
 	bo := newBackoff()
-	bo.next(restartBackoffKey("a"), t0, t0.Add(time.Second)) // 10s
+	bo.next(restartBackoffKey(&v1.Container{Name: "a", Image: "img"}), t0, t0.Add(time.Second)) // 10s
 	old := exited("a", 0, 0, t0)
 	crashed := exited("a", 1, 1, t0.Add(20*time.Second))
 	crashed.ID, crashed.CreatedAt = "a-1", t0.Add(time.Second)

@@ -104,8 +104,11 @@ type waitingState struct {
 	Reason, Message string
 }
 
-// restartBackoffKey names a container's back-off entry.
-func restartBackoffKey(name string) string { return "restart/" + name }
+// restartBackoffKey names a container's restart back-off entry: its name
+// and its definition's hash, as the kubelet's GetStableKey, so that a new
+// image starts a crash-looping container again without waiting out the
+// old back-off.
+func restartBackoffKey(c *v1.Container) string { return "restart/" + c.Name + "/" + containerHash(c) }
 
 // restartCheck is what the restart back-off check needs (holdBack).
 type restartCheck struct {
@@ -300,7 +303,7 @@ func planInit(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, rc restar
 		case cs.State == runtime.ContainerExited:
 			// Failed init container: retried per restartPolicy, Always acting
 			// as OnFailure (A.26). Never was handled as terminal.
-			if holdBack(pod, c.Name, rc, a) {
+			if holdBack(pod, c, rc, a) {
 				return false
 			}
 			a.StartInit = i
@@ -328,7 +331,7 @@ func planSidecar(pod *v1.Pod, c *v1.Container, i int, cs *runtime.ContainerStatu
 		return passed || x.started(c.Name, cs.ID)
 	case cs.State == runtime.ContainerExited:
 		// Sidecars always restart, whatever the pod's restartPolicy.
-		if !holdBack(pod, c.Name, rc, a) {
+		if !holdBack(pod, c, rc, a) {
 			if passed {
 				a.RestartSidecars = append(a.RestartSidecars, i)
 			} else {
@@ -371,23 +374,24 @@ func planApps(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, rc restar
 		case cs == nil:
 			a.StartApp = append(a.StartApp, i)
 		case cs.State == runtime.ContainerExited && (shouldRestart(pod.Spec.RestartPolicy, cs.ExitCode) || restartAnyway[cs.ID]):
-			if !holdBack(pod, c.Name, rc, a) {
+			if !holdBack(pod, &pod.Spec.Containers[i], rc, a) {
 				a.StartApp = append(a.StartApp, i)
 			}
 		}
 	}
 }
 
-// holdBack reports whether back-off delays restarting container name,
+// holdBack reports whether back-off delays restarting container c,
 // recording the CrashLoopBackOff waiting state and the time to look again
 // (A.13, A.15); a restart it lets through gets its BackoffFrom. Like the
 // kubelet's doBackOff, with the exit backoffRefs chose.
-func holdBack(pod *v1.Pod, name string, rc restartCheck, a *podActions) bool {
+func holdBack(pod *v1.Pod, c *v1.Container, rc restartCheck, a *podActions) bool {
+	name := c.Name
 	ref := rc.refs[name]
 	if ref.at.IsZero() {
 		return false
 	}
-	key := restartBackoffKey(name)
+	key := restartBackoffKey(c)
 	until, in := rc.bo.inBackOffSince(key, ref.at, rc.now)
 	if !in {
 		a.BackoffFrom[name] = ref.at

@@ -164,7 +164,7 @@ func TestRestartBackoffSchedule_A13(t *testing.T) {
 		if !ok || !from.Equal(st.Containers[0].FinishedAt) {
 			t.Fatalf("crash %d: BackoffFrom %v, want the exit %s", i, a.BackoffFrom, st.Containers[0].FinishedAt)
 		}
-		bo.next(restartBackoffKey("a"), from, now)
+		bo.next(restartBackoffKey(&v1.Container{Name: "a", Image: "img"}), from, now)
 	}
 }
 
@@ -172,7 +172,7 @@ func TestRestartBackoffSchedule_A13(t *testing.T) {
 // without a problem restarts at once again.
 func TestBackoffResetsAfterTenMinutes_A13(t *testing.T) {
 	bo := newBackoff()
-	key := restartBackoffKey("a")
+	key := restartBackoffKey(&v1.Container{Name: "a", Image: "img"})
 	bo.next(key, t0, t0)
 	bo.next(key, t0, t0)
 	if d := bo.delay(key); d != 20*time.Second {
@@ -244,5 +244,26 @@ func TestPlanDefinitionChanged_H1(t *testing.T) {
 				t.Errorf("killed %v, want %v", got, tt.wantKill)
 			}
 		})
+	}
+}
+
+// TestBackoffKeyedByDefinition_A13: a crash-looping container held back by
+// its back-off restarts at once when its image changes (the back-off is
+// keyed by the definition's hash, as the kubelet's), and is held back
+// again under the old image.
+func TestBackoffKeyedByDefinition_A13(t *testing.T) {
+	pod := testPod("Always", nil, "a")
+	bo := newBackoff()
+	exit := t0.Add(time.Minute)
+	bo.next(restartBackoffKey(&pod.Spec.Containers[0]), exit, exit)
+	bo.next(restartBackoffKey(&pod.Spec.Containers[0]), exit, exit)
+	st := state(sandboxReady(0), exited("a", 2, 1, exit))
+	now := exit.Add(time.Second)
+	if a := computePodActions(pod, st, now, bo, planExtras{}); len(a.StartApp) != 0 || a.Waiting["a"].Reason != "CrashLoopBackOff" {
+		t.Fatalf("old image: StartApp %v waiting %+v, want CrashLoopBackOff", a.StartApp, a.Waiting)
+	}
+	pod.Spec.Containers[0].Image = "img2"
+	if a := computePodActions(pod, st, now, bo, planExtras{}); len(a.StartApp) != 1 || len(a.Waiting) != 0 {
+		t.Errorf("new image: StartApp %v waiting %+v, want a restart at once", a.StartApp, a.Waiting)
 	}
 }

@@ -410,3 +410,40 @@ func TestCleanStaleCgroupsStopsAtShutdown(t *testing.T) {
 		t.Errorf("stale cgroups removed after shutdown began: %v", cg.entries())
 	}
 }
+
+// TestOSFailure_A2: a pod for another OS is rejected before anything
+// else, by its spec.os or its kubernetes.io/os label, with the kubelet's
+// reasons; a pod for this OS, or that names none, is admitted.
+func TestOSFailure_A2(t *testing.T) {
+	withOS := func(os string) *v1.Pod {
+		p := testPod("Always", nil, "app")
+		p.Spec.OS = &v1.PodOS{Name: v1.OSName(os)}
+		return p
+	}
+	withLabel := func(os string) *v1.Pod {
+		p := testPod("Always", nil, "app")
+		p.Labels = map[string]string{v1.LabelOSStable: os}
+		return p
+	}
+	tests := []struct {
+		name, wantReason string
+		pod              *v1.Pod
+	}{
+		{"no OS", "", testPod("Always", nil, "app")},
+		{"spec.os linux", "", withOS("linux")},
+		{"spec.os windows", "PodOSNotSupported", withOS("windows")},
+		{"label linux", "", withLabel("linux")},
+		{"label windows", "PodOSSelectorNodeLabelDoesNotMatch", withLabel("windows")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := osFailure(tt.pod, "linux")
+			switch {
+			case tt.wantReason == "" && f != nil:
+				t.Errorf("rejected: %+v", f)
+			case tt.wantReason != "" && (f == nil || f.Reason != tt.wantReason || !strings.HasPrefix(f.Message, "Pod was rejected: Failed to admit pod as the ")):
+				t.Errorf("failure %+v, want reason %s", f, tt.wantReason)
+			}
+		})
+	}
+}
