@@ -89,6 +89,9 @@ type Config struct {
 	// Cgroups manages pod-level cgroups; nil: no pod cgroups (the runtime
 	// chooses where containers go).
 	Cgroups PodCgroups
+	// Services gives API pods (and static pods, once read) their service
+	// environment variables (G.4); nil: none, as without an API server.
+	Services ServiceEnv
 	// NodeUsage reads the whole machine's cpu and memory use for the
 	// summary's node stats (nodestatus.ReadUsage); nil: none reported.
 	NodeUsage func() (*cgroups.Usage, error)
@@ -245,7 +248,7 @@ func New(cfg Config) (*Agent, error) {
 		volumes: cfg.Volumes, objectsChanged: &a.objectsChanged,
 		security:    security,
 		allocatable: cfg.Allocatable, clusterDomain: cfg.ClusterDomain,
-		puller: cfg.Puller, credentials: cfg.Credentials,
+		puller: cfg.Puller, credentials: cfg.Credentials, services: cfg.Services,
 	}
 	return a, nil
 }

@@ -26,6 +26,9 @@ type envInput struct {
 	// Allocatable is the node's; resourceFieldRef limits that are unset
 	// read it (G.9).
 	Allocatable v1.ResourceList
+	// ServiceEnv are the service variables the pod gets (G.4, see
+	// ServiceEnv); nil: none.
+	ServiceEnv []v1.EnvVar
 }
 
 // configError is a container configuration problem found before the
@@ -54,14 +57,45 @@ func (d *workerDeps) envFor(pod *v1.Pod, c *v1.Container, sb *runtime.SandboxSta
 	if !pod.Spec.HostNetwork && sb != nil && sb.IP != "" {
 		podIPs = append([]string{sb.IP}, sb.AdditionalIPs...)
 	}
+	svcEnv, err := d.serviceEnvFor(pod)
+	if err != nil {
+		return nil, &configError{err}
+	}
 	env, err := containerEnv(envInput{
 		Pod: pod, Container: c, PodIPs: podIPs, HostIPs: d.hostIPs,
-		Objects: d.objects, Allocatable: d.allocatable,
+		Objects: d.objects, Allocatable: d.allocatable, ServiceEnv: svcEnv,
 	})
 	if err != nil {
 		return nil, &configError{err}
 	}
 	return env, nil
+}
+
+// ServiceEnv gives pods their service environment variables (G.4): those
+// of the kubernetes service of the default namespace and, with
+// enableServiceLinks, of the pod namespace's services
+// (apisource.ServiceEnv). Safe for concurrent use; does not block.
+type ServiceEnv interface {
+	// ServiceEnv returns the variables for a pod in namespace. It fails
+	// while the services were never read (the kubelet's "services have not
+	// yet been read at least once").
+	ServiceEnv(namespace string, links bool) ([]v1.EnvVar, error)
+}
+
+// serviceEnvFor is pod's service variables (nil without a ServiceEnv). A
+// pod that is not an API pod (a static pod) gets none rather than wait
+// while the services were never read: a node's control plane may run as
+// static pods before the API server answers.
+func (d *workerDeps) serviceEnvFor(pod *v1.Pod) ([]v1.EnvVar, error) {
+	if d.services == nil {
+		return nil, nil
+	}
+	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
+	env, err := d.services.ServiceEnv(pod.Namespace, links)
+	if err != nil && pod.Annotations[configSourceAnnotation] != "api" {
+		return nil, nil
+	}
+	return env, err
 }
 
 // containerEnv builds a container's environment as the kubelet's
@@ -76,10 +110,12 @@ func (d *workerDeps) envFor(pod *v1.Pod, c *v1.Container, sb *runtime.SandboxSta
 //
 // Every ConfigMap and Secret key is a valid (relaxed, as of Kubernetes
 // 1.34) variable name, so the kubelet skips none; neither does skiff.
-// Service variables (G.4) need Services, which no skiff source provides.
+// Service variables (G.4) may be referenced by $(VAR) and follow the
+// container's own, except those it defines.
 //
-// Variables come out in the order of their first definition; the result is
-// deterministic. Pure apart from reading in.Objects.
+// Variables come out in the order of their first definition, the service
+// variables last; the result is deterministic. Pure apart from reading
+// in.Objects.
 func containerEnv(in envInput) ([]runtime.KeyValue, error) {
 	env := newEnvList()
 	r := &envResolver{in: in, configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}}
@@ -88,7 +124,11 @@ func containerEnv(in envInput) ([]runtime.KeyValue, error) {
 			return nil, err
 		}
 	}
-	mapping := expansion.MappingFor(env.values)
+	services := make(map[string]string, len(in.ServiceEnv))
+	for _, e := range in.ServiceEnv {
+		services[e.Name] = e.Value
+	}
+	mapping := expansion.MappingFor(env.values, services)
 	for _, e := range in.Container.Env {
 		value := e.Value
 		if value != "" {
@@ -104,6 +144,11 @@ func containerEnv(in envInput) ([]runtime.KeyValue, error) {
 			value = v
 		}
 		env.set(e.Name, value)
+	}
+	for _, e := range in.ServiceEnv {
+		if _, defined := env.values[e.Name]; !defined {
+			env.set(e.Name, e.Value)
+		}
 	}
 	return env.list(), nil
 }

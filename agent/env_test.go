@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +281,53 @@ func TestConfigErrorWaitsAndRecovers_G3(t *testing.T) {
 	spec, _ := rt.ContainerSpecOf(cs.ID)
 	if envString(spec.Env) != "PW=pw" {
 		t.Errorf("env = %s, want PW=pw", envString(spec.Env))
+	}
+}
+
+// fakeServiceEnv answers ServiceEnv with one variable per call's namespace
+// and links, or err.
+type fakeServiceEnv struct{ err error }
+
+func (f fakeServiceEnv) ServiceEnv(namespace string, links bool) ([]v1.EnvVar, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := []v1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: "10.96.0.1"}}
+	if links {
+		out = append(out, v1.EnvVar{Name: "DB_SERVICE_HOST", Value: "10.96.0.3"}, v1.EnvVar{Name: "MINE", Value: "svc"})
+	}
+	return out, nil
+}
+
+// TestServiceEnv_G4: service variables follow the container's own (which
+// win a name both define), $(VAR) may reference them, enableServiceLinks
+// false leaves only the master service's; while the services were never
+// read, an API pod waits (CreateContainerConfigError) and a static pod
+// starts without them.
+func TestServiceEnv_G4(t *testing.T) {
+	c := v1.Container{Name: "app", Env: []v1.EnvVar{{Name: "MINE", Value: "own"}, {Name: "URL", Value: "https://$(DB_SERVICE_HOST)"}}}
+	pod := envPod(c)
+	pod.Annotations[configSourceAnnotation] = "api"
+	d := &workerDeps{services: fakeServiceEnv{}}
+	env, err := d.envFor(pod, &pod.Spec.Containers[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := envString(env), "MINE=own URL=https://10.96.0.3 KUBERNETES_SERVICE_HOST=10.96.0.1 DB_SERVICE_HOST=10.96.0.3"; got != want {
+		t.Errorf("env %s\nwant %s", got, want)
+	}
+	no := false
+	pod.Spec.EnableServiceLinks = &no
+	env, _ = d.envFor(pod, &pod.Spec.Containers[0], nil)
+	if got, want := envString(env), "MINE=own URL=https://$(DB_SERVICE_HOST) KUBERNETES_SERVICE_HOST=10.96.0.1"; got != want {
+		t.Errorf("without links: env %s\nwant %s", got, want)
+	}
+	d.services = fakeServiceEnv{err: errors.New("services have not yet been read at least once, cannot construct envvars")}
+	if _, err := d.envFor(pod, &pod.Spec.Containers[0], nil); startFailureReason(err) != reasonCreateContainerConfigError {
+		t.Errorf("API pod before the services were read: err %v, want a config error", err)
+	}
+	pod.Annotations[configSourceAnnotation] = "file"
+	if env, err := d.envFor(pod, &pod.Spec.Containers[0], nil); err != nil || envString(env) != "MINE=own URL=https://$(DB_SERVICE_HOST)" {
+		t.Errorf("static pod before the services were read: env %s err %v", envString(env), err)
 	}
 }

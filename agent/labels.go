@@ -25,6 +25,10 @@ const (
 	annotationHash         = "io.kubernetes.container.hash"
 	annotationGracePeriod  = "io.kubernetes.pod.terminationGracePeriod"
 	annotationInit         = "io.skiff.container.init"
+
+	// configSourceAnnotation names a pod's source ("api", "file"), as the
+	// kubelet's kubernetes.io/config.source.
+	configSourceAnnotation = "kubernetes.io/config.source"
 )
 
 // managedSelector selects every object skiff created.

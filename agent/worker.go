@@ -149,6 +149,8 @@ type workerDeps struct {
 	// pull. credentials: Config.Credentials (nil: anonymous pulls).
 	puller      ImagePuller
 	credentials PullCredentials
+	// services: Config.Services (nil: no service variables).
+	services ServiceEnv
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Both

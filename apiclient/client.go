@@ -107,6 +107,39 @@ func (c *Client) PodInformer(node string) cache.SharedIndexInformer {
 	return cache.NewSharedIndexInformer(lw, &v1.Pod{}, 0, cache.Indexers{})
 }
 
+// ServiceInformer is an informer on the Services of every namespace (the
+// kubelet's service lister, for the pods' service variables; the Node
+// authorizer lets a node list and watch them). Only what the variables
+// need is kept of each: namespace, name, cluster IP and ports; indexed by
+// namespace.
+func (c *Client) ServiceInformer() cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l := &v1.ServiceList{}
+			return l, c.core.Get().Resource("services").VersionedParams(&o, c.params).Do(ctx).Into(l)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.Watch = true
+			return c.core.Get().Resource("services").VersionedParams(&o, c.params).Watch(ctx)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &v1.Service{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_ = inf.SetTransform(trimService) // fails only once the informer runs
+	return inf
+}
+
+// trimService keeps of a Service only what the service variables need.
+func trimService(o any) (any, error) {
+	s, ok := o.(*v1.Service)
+	if !ok {
+		return o, nil
+	}
+	return &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Spec:       v1.ServiceSpec{ClusterIP: s.Spec.ClusterIP, Ports: s.Spec.Ports},
+	}, nil
+}
+
 // CreateEvent posts ev in its namespace. Blocking.
 func (c *Client) CreateEvent(ctx context.Context, ev *v1.Event) (*v1.Event, error) {
 	out := &v1.Event{}

@@ -264,7 +264,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	objChanges := store.Subscribe()
 	var tokens volumes.TokenSource
 	var fanIn func(context.Context)
+	var services agent.ServiceEnv // nil interface without an API server
 	if api != nil {
+		services = api.services
 		objs, tokens = objects.Chain(store, api.objects), api.tokens
 		merged := make(chan struct{}, 1)
 		fanIn = signalFanIn(merged, objChanges, api.objects.Changes(), api.tokens.Changes())
@@ -313,6 +315,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		NodeUsage:         readNodeUsage,
 		Allocatable:       allocatable,
 		Objects:           objs,
+		Services:          services,
 		Volumes:           vols,
 		ObjectChanges:     objChanges,
 		Security:          o.security.config(o.rootDir),

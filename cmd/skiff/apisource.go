@@ -72,6 +72,8 @@ type apiSource struct {
 	tokens  *apisource.TokenManager
 	// certs renews the client certificate (--rotate-certificates); nil: no rotation.
 	certs *apisource.CertRotator
+	// services are the pods' service variables.
+	services *apisource.ServiceEnv
 }
 
 // newAPISource loads --kubeconfig and builds the managers; nothing runs
@@ -95,6 +97,7 @@ func (o *apiOptions) newAPISource(node string, pods *lateBoundPods, facts func(c
 	index := apisource.NewIndex()
 	s.objects = apisource.NewObjectManager(client, log)
 	s.tokens = apisource.NewTokenManager(client, nil, log)
+	s.services = apisource.NewServiceEnv(client.ServiceInformer())
 	s.source = &apisource.Source{Informer: client.PodInformer(node), Index: index, Logger: log, OnPods: s.objects.SetPods}
 	s.status = apisource.NewStatusManager(client, pods, index, 0, log)
 	s.node = apisource.NewNodeManager(apisource.NodeConfig{
@@ -121,7 +124,8 @@ func (o *apiOptions) newAPISource(node string, pods *lateBoundPods, facts func(c
 
 // loops are the API source's loops, each run until its context is done.
 func (s *apiSource) loops() []func(context.Context) {
-	out := []func(context.Context){s.status.Run, s.node.Run, s.lease.Run, s.mirror.Run, s.events.Run, s.objects.Run, s.tokens.Run}
+	out := []func(context.Context){s.status.Run, s.node.Run, s.lease.Run, s.mirror.Run, s.events.Run, s.objects.Run, s.tokens.Run,
+		s.services.Run}
 	if s.certs != nil {
 		out = append(out, func(ctx context.Context) { _ = s.certs.Run(ctx) })
 	}
