@@ -578,7 +578,7 @@ func (a *Agent) runningContainerID(namespace, name, container string) (string, e
 		}
 		container = pod.Spec.Containers[0].Name
 	}
-	all := append(append([]v1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	all := append(append(append([]v1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...), pod.Status.EphemeralContainerStatuses...)
 	for _, cs := range all {
 		if cs.Name != container {
 			continue

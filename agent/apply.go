@@ -70,6 +70,14 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 	start := func(c *v1.Container, init bool) (bool, time.Duration) {
 		return w.startContainer(ctx, st, c, init, acts.BackoffFrom[c.Name])
 	}
+	ephemeral := ephemeralContainers(w.pod)
+	for _, i := range acts.StartEphemeral {
+		if ok, d := start(ephemeral[i], false); ok {
+			progressed = true
+		} else {
+			retry = soonest(retry, d)
+		}
+	}
 	for _, i := range acts.RestartSidecars {
 		if ok, d := start(&w.pod.Spec.InitContainers[i], true); ok {
 			progressed = true
@@ -190,6 +198,9 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err != nil {
 		return "", fmt.Errorf("container %q: %w", c.Name, err)
 	}
+	if spec.TargetContainerID, err = ephemeralTarget(w.pod, c.Name, st, sb.ID); err != nil {
+		return "", err
+	}
 	if err := w.addVolumeMounts(ctx, c, spec); err != nil {
 		return "", err
 	}
@@ -297,4 +308,21 @@ func (w *podWorker) stopAndRemove(ctx context.Context, c *runtime.ContainerStatu
 		return fmt.Errorf("remove container %s: %w", c.Name, err)
 	}
 	return nil
+}
+
+// ephemeralTarget returns the ID of the running container whose PID
+// namespace ephemeral container name joins (its targetContainerName, as
+// kubectl debug --target sets it); "" for any other container or without
+// a target. The target must run in the current sandbox.
+func ephemeralTarget(pod *v1.Pod, name string, st *podState, sandboxID string) (string, error) {
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if ec.Name != name || ec.TargetContainerName == "" {
+			continue
+		}
+		if cs := st.latestIn(sandboxID)[ec.TargetContainerName]; cs != nil && cs.State == runtime.ContainerRunning {
+			return cs.ID, nil
+		}
+		return "", fmt.Errorf("target container %q of ephemeral container %q is not running", ec.TargetContainerName, name)
+	}
+	return "", nil
 }

@@ -77,7 +77,7 @@ func (w *podWorker) runPreStop(ctx context.Context, c *v1.Container, id, podIP s
 
 // specOf returns the spec of the pod's container name, or nil.
 func (w *podWorker) specOf(name string) *v1.Container {
-	for _, c := range allContainers(w.pod) {
+	for _, c := range append(allContainers(w.pod), ephemeralContainers(w.pod)...) {
 		if c.Name == name {
 			return c
 		}

@@ -30,6 +30,9 @@ type podActions struct {
 	RestartSidecars []int
 	// StartApp lists app container indices to start.
 	StartApp []int
+	// StartEphemeral lists ephemeral container indices to start: those
+	// that never ran in the current sandbox (they never restart).
+	StartEphemeral []int
 	// Kill lists containers to stop and remove (unknown or stuck ones).
 	Kill []*runtime.ContainerStatus
 	// Unhealthy lists running containers to stop (through preStop) because
@@ -141,6 +144,13 @@ func computePodActions(pod *v1.Pod, st *podState, now time.Time, bo *backoff, x 
 	}
 	a.Kill = unknownContainers(pod, latest, st, sb.ID)
 	a.Unhealthy = unhealthy(pod, latest, x)
+	// Ephemeral containers start whether or not the pod is initialized,
+	// as in the kubelet.
+	for i, c := range ephemeralContainers(pod) {
+		if latest[c.Name] == nil {
+			a.StartEphemeral = append(a.StartEphemeral, i)
+		}
+	}
 	rc := restartCheck{now: now, bo: bo, refs: backoffRefs(st, latest, x)}
 	if !planInit(pod, latest, rc, x, &a) {
 		return a
@@ -238,6 +248,16 @@ func allContainers(pod *v1.Pod) []*v1.Container {
 	return out
 }
 
+// ephemeralContainers returns the pod's ephemeral containers as
+// Containers (their common fields), pointing into pod's spec.
+func ephemeralContainers(pod *v1.Pod) []*v1.Container {
+	out := make([]*v1.Container, 0, len(pod.Spec.EphemeralContainers))
+	for i := range pod.Spec.EphemeralContainers {
+		out = append(out, (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	return out
+}
+
 // isApp reports whether c (a pointer into pod's spec) is an app container.
 func isApp(pod *v1.Pod, c *v1.Container) bool {
 	for i := range pod.Spec.Containers {
@@ -262,6 +282,9 @@ func unknownContainers(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, 
 		names[c.Name] = true
 	}
 	for _, c := range pod.Spec.Containers {
+		names[c.Name] = true
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
 		names[c.Name] = true
 	}
 	var kill []*runtime.ContainerStatus

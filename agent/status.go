@@ -57,6 +57,7 @@ func computePodStatus(in statusInput) v1.PodStatus {
 	s := v1.PodStatus{QOSClass: qosClass(pod)}
 	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, in, latest, true)
 	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, in, latest, false)
+	s.EphemeralContainerStatuses = ephemeralStatuses(pod, in, latest)
 	initialized := initDone(pod, latest, in.started)
 	s.Phase = podPhase(pod, latest, in.RestartAnyway, s.ContainerStatuses, initialized)
 	if !initialized && s.Phase == v1.PodRunning {
@@ -113,6 +114,18 @@ func initDone(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, started f
 		}
 	}
 	return true
+}
+
+// ephemeralStatuses are the ephemeral containers' statuses: as an app
+// container's, but never Ready (they take no part in the pod's readiness).
+func ephemeralStatuses(pod *v1.Pod, in statusInput, latest map[string]*runtime.ContainerStatus) []v1.ContainerStatus {
+	var out []v1.ContainerStatus
+	for _, c := range ephemeralContainers(pod) {
+		st := containerStatus(*c, in, latest[c.Name], false)
+		st.Ready = false
+		out = append(out, st)
+	}
+	return out
 }
 
 func containerStatuses(specs []v1.Container, in statusInput, latest map[string]*runtime.ContainerStatus, init bool) []v1.ContainerStatus {

@@ -58,3 +58,58 @@ func TestAgentTakesPodEdits_H1(t *testing.T) {
 		return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "DeadlineExceeded"
 	})
 }
+
+// TestAgentStartsEphemeralContainers: an ephemeral container added to a
+// running pod (kubectl debug) starts in its target's PID namespace, shows
+// in ephemeralContainerStatuses (never Ready, the pod stays Ready), and is
+// not restarted after it exits; the app container is left alone.
+func TestAgentStartsEphemeralContainers(t *testing.T) {
+	rt := newFakeRuntime()
+	h := startAgent(t, rt)
+	pod := testPod("Always", nil, "app")
+	h.src.ch <- []*v1.Pod{pod}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	app, _ := rt.ContainerByName("uid1", "app")
+
+	debug := pod.DeepCopy()
+	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{{
+		EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "img"},
+		TargetContainerName:      "app",
+	}}
+	h.src.ch <- []*v1.Pod{debug}
+	h.eventually("debugger running", func() bool {
+		c, ok := rt.ContainerByName("uid1", "debugger")
+		return ok && c.State == runtime.ContainerRunning
+	})
+	dbg, _ := rt.ContainerByName("uid1", "debugger")
+	if spec, _ := rt.ContainerSpecOf(dbg.ID); spec.TargetContainerID != app.ID {
+		t.Errorf("debugger's PID namespace target %q, want app's %s", spec.TargetContainerID, app.ID)
+	}
+	h.eventually("ephemeral status", func() bool {
+		p := h.pod("uid1")
+		return p != nil && len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Running != nil
+	})
+	if p := h.pod("uid1"); p.Status.EphemeralContainerStatuses[0].Ready || !podReadyCondition(p) {
+		t.Errorf("ephemeral Ready %t, pod Ready %t; want false, true", p.Status.EphemeralContainerStatuses[0].Ready, podReadyCondition(p))
+	}
+	rt.Exit(dbg.ID, 0)
+	h.eventually("debugger exited in status", func() bool {
+		p := h.pod("uid1")
+		return len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Terminated != nil
+	})
+	if c, _ := rt.ContainerByName("uid1", "debugger"); c.ID != dbg.ID {
+		t.Errorf("ephemeral container restarted: %s", c.ID)
+	}
+	if a, _ := rt.ContainerByName("uid1", "app"); a.ID != app.ID || a.State != runtime.ContainerRunning {
+		t.Errorf("app disturbed: %s %v", a.ID, a.State)
+	}
+}
+
+func podReadyCondition(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}

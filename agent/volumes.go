@@ -59,7 +59,7 @@ var errNoVolumeManager = errors.New("volumes are not supported: this agent runs 
 // needsVolumes reports whether acts create a sandbox or start a container:
 // the pod's volumes must be set up first.
 func needsVolumes(acts podActions) bool {
-	return !acts.Terminal && (acts.CreateSandbox || acts.StartInit >= 0 || len(acts.StartApp) > 0 || len(acts.RestartSidecars) > 0)
+	return !acts.Terminal && (acts.CreateSandbox || acts.StartInit >= 0 || len(acts.StartApp) > 0 || len(acts.RestartSidecars) > 0 || len(acts.StartEphemeral) > 0)
 }
 
 // setUpVolumes sets the pod's volumes up (cheap once done). On failure it

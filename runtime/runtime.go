@@ -263,10 +263,13 @@ type ContainerSpec struct {
 	// it after the first attach session ends (its output then still
 	// flows until the container exits); TTY allocates a terminal.
 	Stdin, StdinOnce, TTY bool
-	Privileged            bool
-	RunAsUser             *int64
-	RunAsGroup            *int64
-	Resources             *Resources
+	// TargetContainerID, when set, puts the container in that container's
+	// PID namespace (an ephemeral container's targetContainerName).
+	TargetContainerID string
+	Privileged        bool
+	RunAsUser         *int64
+	RunAsGroup        *int64
+	Resources         *Resources
 	// Security is the rest of the container's security context; nil: the
 	// runtime's defaults.
 	Security *ContainerSecurity

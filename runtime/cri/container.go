@@ -173,6 +173,11 @@ func containerConfig(spec *runtime.ContainerSpec, sandbox *runtime.SandboxSpec) 
 		},
 	}
 	applyContainerSecurity(cfg.Linux.SecurityContext, spec.Security)
+	if spec.TargetContainerID != "" {
+		// A fresh NamespaceOption: namespaceOptions builds one per call.
+		ns := cfg.Linux.SecurityContext.NamespaceOptions
+		ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, spec.TargetContainerID
+	}
 	for _, kv := range spec.Env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: kv.Key, Value: kv.Value})
 	}

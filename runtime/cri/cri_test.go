@@ -197,6 +197,18 @@ func TestCreateContainerMapping(t *testing.T) {
 	if !proto.Equal(f.lastCreate, want) {
 		t.Errorf("CreateContainer got\n%v\nwant\n%v", f.lastCreate, want)
 	}
+	// An ephemeral container with a target joins the target's PID namespace;
+	// the sandbox's config is not changed by it.
+	spec.TargetContainerID = "c0"
+	if _, err := r.CreateContainer(context.Background(), "sb1", spec, sb); err != nil {
+		t.Fatal(err)
+	}
+	if ns := f.lastCreate.Config.Linux.SecurityContext.NamespaceOptions; ns.Pid != runtimeapi.NamespaceMode_TARGET || ns.TargetId != "c0" {
+		t.Errorf("target: namespace options %v, want PID TARGET c0", ns)
+	}
+	if !proto.Equal(f.lastCreate.SandboxConfig, sandboxConfig(sb)) {
+		t.Error("the target changed the sandbox config")
+	}
 	if _, err := r.CreateContainer(context.Background(), "sb1", spec, nil); err == nil {
 		t.Error("CreateContainer without sandbox spec: want error")
 	}
