@@ -49,8 +49,8 @@ integration: setup
 ## e2e: end-to-end tests against a real containerd (root), the API-source ones against a real control plane (make controlplane)
 e2e: setup build images
 	@[ "$$(id -u)" = 0 ] || { echo "make e2e: the e2e suite must run as root" >&2; exit 1; }
-	cp=$$($(MAKE) -s controlplane) && \
-	SKIFF_E2E=1 SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) SKIFF_CONTROLPLANE=$$cp \
+	cp=$$($(MAKE) -s controlplane) && ms=$$($(MAKE) -s metricsserver) && \
+	SKIFF_E2E=1 SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) SKIFF_CONTROLPLANE=$$cp SKIFF_METRICS_SERVER=$$ms \
 		$(GO) test -v -count=1 -timeout 40m ./test/e2e/... ./test/cluster/...
 
 ## test: setup, unit, the root tests (integration), e2e, the cgroup v2 suite in a VM
@@ -149,5 +149,62 @@ controlplane:
 			-X k8s.io/component-base/version.gitTreeState=clean" . >&2 && mv "$$out.tmp" "$$out"; \
 	fi; echo "$$out"
 
+# metrics-server for the kubectl top test (issue 16): upstream's, built by
+# the separate module test/metricsserver against the control plane's
+# Kubernetes libraries; test/cluster registers it (SKIFF_METRICS_SERVER).
+METRICS_SERVER_VERSION := v0.8.0
+METRICS_SERVER_CACHE ?= $(HOME)/.cache/skiff/metrics-server
+
+.PHONY: metricsserver
+
+## metricsserver: build metrics-server $(METRICS_SERVER_VERSION) (test/metricsserver) into $(METRICS_SERVER_CACHE); prints its path
+metricsserver:
+	@out=$(METRICS_SERVER_CACHE)/metrics-server-$(METRICS_SERVER_VERSION); \
+	if [ ! -x "$$out" ]; then \
+		mkdir -p $(METRICS_SERVER_CACHE) && cd test/metricsserver && \
+		CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o "$$out.tmp" . >&2 && mv "$$out.tmp" "$$out"; \
+	fi; echo "$$out"
+
 clean:
 	rm -rf bin _output test/images/out
+
+# The Kubernetes [NodeConformance] e2e tests against skiff (issue 16):
+# e2e.test, agnhost, nnp and the ginkgo CLI of CONFORMANCE_VERSION, built
+# by the separate module test/conformance/k8s (never imported by skiff's
+# module) into CONFORMANCE_CACHE/<version>/; test/conformance (the driver)
+# starts the control plane, a loopback registry mirroring registry.k8s.io
+# with the e2e images rebuilt from those binaries and busybox, and one skiff
+# agent, then runs the suite under the machine lock. Not part of make test.
+CONFORMANCE_VERSION := v1.34.4
+CONFORMANCE_CACHE ?= $(HOME)/.cache/skiff/conformance
+CONFORMANCE_OUT ?= _output/conformance
+CONFORMANCE_FOCUS ?= \[NodeConformance\]
+CONFORMANCE_SKIP ?=
+CONFORMANCE_PROCS ?= 6
+CONFORMANCE_TIMEOUT ?= 60m
+CONFORMANCE_LOCK ?= /tmp/skiff-bench.lock
+CONFORMANCE_BIN = $(CONFORMANCE_CACHE)/$(CONFORMANCE_VERSION)
+
+.PHONY: conformance conformance-bin
+
+# conformance-bin: build e2e.test (~5-10 min), agnhost, nnp and ginkgo into $(CONFORMANCE_BIN), each once
+conformance-bin:
+	@set -e; c=$(CONFORMANCE_BIN); v=$(CONFORMANCE_VERSION); mkdir -p $$c; cd test/conformance/k8s; \
+	if [ ! -x $$c/e2e.test ]; then echo "building e2e.test $$v (minutes)" >&2; \
+		$(GO) test -c -vet=off -trimpath -o $$c/e2e.test.tmp -ldflags "-X k8s.io/component-base/version.gitVersion=$$v \
+			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34 \
+			-X k8s.io/component-base/version.gitTreeState=clean" k8s.io/kubernetes/test/e2e && mv $$c/e2e.test.tmp $$c/e2e.test; fi; \
+	if [ ! -x $$c/agnhost ]; then CGO_ENABLED=0 $(GO) build -trimpath -o $$c/agnhost.tmp k8s.io/kubernetes/test/images/agnhost && mv $$c/agnhost.tmp $$c/agnhost; fi; \
+	if [ ! -x $$c/nnp ]; then CGO_ENABLED=0 $(GO) build -trimpath -o $$c/nnp.tmp k8s.io/kubernetes/test/images/nonewprivs && mv $$c/nnp.tmp $$c/nnp; fi; \
+	if [ ! -x $$c/ginkgo ]; then $(GO) build -trimpath -o $$c/ginkgo.tmp github.com/onsi/ginkgo/v2/ginkgo && mv $$c/ginkgo.tmp $$c/ginkgo; fi
+
+## conformance: the Kubernetes $(CONFORMANCE_VERSION) [NodeConformance] e2e tests with skiff as the only node (root, ~35 min on 2 cores, ~11 without [Slow]; CONFORMANCE_FOCUS/SKIP/PROCS/TIMEOUT); summary in $(CONFORMANCE_OUT)/summary.md
+conformance: setup build images conformance-bin
+	@[ "$$(id -u)" = 0 ] || { echo "make conformance: must run as root" >&2; exit 1; }
+	cp=$$($(MAKE) -s controlplane) && c=$(CONFORMANCE_BIN) && \
+	k8s=$$(cd test/conformance/k8s && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes) && \
+	$(GO) build -o _output/conformance-driver ./test/conformance && \
+	flock $(CONFORMANCE_LOCK) _output/conformance-driver -out $(CONFORMANCE_OUT) \
+		-e2e $$c/e2e.test -ginkgo $$c/ginkgo -agnhost $$c/agnhost -nnp $$c/nnp \
+		-controlplane $$cp -skiff $(BIN) -pause $(BIN)-pause -images $(IMAGES_DIR) -k8s-src $$k8s \
+		-focus '$(CONFORMANCE_FOCUS)' -skip '$(CONFORMANCE_SKIP)' -procs $(CONFORMANCE_PROCS) -timeout $(CONFORMANCE_TIMEOUT)

@@ -66,8 +66,11 @@ func (a *Auth) Wrap(next http.Handler) http.Handler {
 // ServeTLS serves the API over HTTPS on addr (host:port, the kubelet's
 // --address and --port) until ctx is done, every request behind auth; see
 // ServeUnix for the lifecycle. tlsConfig carries the serving certificate
-// (NewTLSConfig). HTTP/2 is not offered: the streaming endpoints need
-// HTTP/1.1 connections to upgrade.
+// (NewTLSConfig). HTTP/2 is offered before HTTP/1.1, as by the kubelet:
+// the API server reads logs over it (over HTTP/1.1 kube-apiserver 1.34
+// loses a non-follow log that is complete before its websocket to the
+// client is up), and its clients of the streaming endpoints ask for
+// HTTP/1.1 themselves, to upgrade.
 func (s *Server) ServeTLS(ctx context.Context, addr string, tlsConfig *tls.Config, auth *Auth) error {
 	if auth == nil || auth.Authenticator == nil || auth.Authorizer == nil {
 		return errors.New("serve kubelet API: no authentication or authorization")
@@ -81,7 +84,7 @@ func (s *Server) ServeTLS(ctx context.Context, addr string, tlsConfig *tls.Confi
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	cfg := tlsConfig.Clone()
-	cfg.NextProtos = []string{"http/1.1"}
+	cfg.NextProtos = []string{"h2", "http/1.1"}
 	s.log.Info("serving kubelet API (HTTPS)", "address", ln.Addr().String())
 	return s.serve(ctx, tls.NewListener(ln, cfg), auth.Wrap(s.Handler()))
 }

@@ -129,13 +129,14 @@ func TestServeTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	get := func(cert *tls.Certificate) (int, string) {
+	proto := 0
+	get := func(cert *tls.Certificate, h2 bool) (int, string) {
 		t.Helper()
 		cfg := &tls.Config{RootCAs: serving, ServerName: "node1"}
 		if cert != nil {
 			cfg.Certificates = []tls.Certificate{*cert}
 		}
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Second}
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: h2}, Timeout: 10 * time.Second}
 		defer hc.CloseIdleConnections()
 		var resp *http.Response
 		for range 100 { // until the listener is up
@@ -149,13 +150,18 @@ func TestServeTLS(t *testing.T) {
 		}
 		defer func() { _ = resp.Body.Close() }()
 		body, _ := io.ReadAll(resp.Body)
+		proto = resp.ProtoMajor
 		return resp.StatusCode, string(body)
 	}
 	client := ca.client(t, "kube-apiserver-kubelet-client", "system:masters")
-	if code, body := get(&client); code != 200 || !strings.Contains(body, `"name":"web"`) {
-		t.Errorf("with client certificate: %d %q, want 200 with the pod list", code, body)
+	if code, body := get(&client, false); code != 200 || !strings.Contains(body, `"name":"web"`) || proto != 1 {
+		t.Errorf("with client certificate over HTTP/1.1: %d %q (HTTP/%d), want 200 with the pod list", code, body, proto)
 	}
-	if code, body := get(nil); code != 401 || body != "Unauthorized\n" {
+	// HTTP/2 as the kubelet offers it (the API server reads logs over it).
+	if code, _ := get(&client, true); code != 200 || proto != 2 {
+		t.Errorf("over HTTP/2: %d (HTTP/%d), want 200 over HTTP/2", code, proto)
+	}
+	if code, body := get(nil, false); code != 401 || body != "Unauthorized\n" {
 		t.Errorf("without client certificate: %d %q, want 401", code, body)
 	}
 }

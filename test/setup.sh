@@ -38,14 +38,15 @@ packages=(containerd runc containernetworking-plugins busybox-static iproute2 ip
 # VM of `make test-v2` (test/vm), which also needs a cloud kernel (below).
 # etcd-server: etcd, the store of the control plane test/cluster starts for
 # the API-source tests (the package's own service is never started: see the
-# policy file below).
-$runtime_only || packages+=(gcc libc6-dev qemu-system-x86 etcd-server)
+# policy file below). curl, netcat-openbsd and dash: put into the agnhost
+# image of `make conformance` (test/conformance), as upstream's has them.
+$runtime_only || packages+=(gcc libc6-dev qemu-system-x86 etcd-server curl netcat-openbsd dash)
 
 # The commands the packages above must provide, checked after the install: a
 # package list that misses one fails right after the install, not halfway
 # through a test.
 commands=(containerd containerd-shim-runc-v2 runc iptables iptables-save ip busybox modprobe sysctl)
-$runtime_only || commands+=(gcc depmod qemu-system-x86_64 etcd)
+$runtime_only || commands+=(gcc depmod qemu-system-x86_64 etcd curl nc.openbsd dash)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

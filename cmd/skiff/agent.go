@@ -251,7 +251,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		if err != nil {
 			return err
 		}
-		facts := nodeFacts(rt, o.rootDir, capacity, allocatable, ips, int32(o.kubeletAPI.port), log)
+		facts := nodeFacts(rt, node, o.rootDir, capacity, allocatable, ips, int32(o.kubeletAPI.port), log)
 		if api, err = o.api.newAPISource(node, apiPods, facts, events, log); err != nil {
 			return err
 		}

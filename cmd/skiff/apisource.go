@@ -92,7 +92,6 @@ func (o *apiOptions) newAPISource(node string, pods *lateBoundPods, facts func(c
 	if err != nil {
 		return nil, err
 	}
-	hostname, _ := os.Hostname()
 	s := &apiSource{client: client}
 	index := apisource.NewIndex()
 	s.objects = apisource.NewObjectManager(client, log)
@@ -103,7 +102,10 @@ func (o *apiOptions) newAPISource(node string, pods *lateBoundPods, facts func(c
 	s.node = apisource.NewNodeManager(apisource.NodeConfig{
 		API: client, Register: o.registerNode,
 		Registration: nodestatus.Registration{
-			Name: node, Hostname: strings.ToLower(hostname), OS: goruntime.GOOS, Arch: goruntime.GOARCH,
+			// The node name is the host name (--hostname-override, else
+			// the machine's, lower case), as for the kubelet without a
+			// cloud provider: the kubernetes.io/hostname label.
+			Name: node, Hostname: node, OS: goruntime.GOOS, Arch: goruntime.GOARCH,
 			Labels: o.nodeLabels, Taints: taints,
 		},
 		Facts: facts, UpdateFrequency: o.statusUpdate, ReportFrequency: o.statusReport,
@@ -160,12 +162,12 @@ func nodeIPsFlag(flag string, detected []string) ([]net.IP, error) {
 	return out, nil
 }
 
-// nodeFacts gathers the node status facts: capacity (the machine's, with
-// the root dir's file system as ephemeral-storage), allocatable, nodeInfo,
-// the runtime's images; the node is NotReady while the runtime does not
-// answer.
-func nodeFacts(rt runtime.Runtime, rootDir string, capacity, allocatable v1.ResourceList, ips []net.IP, kubeletPort int32, log *slog.Logger) func(context.Context) (nodestatus.Facts, nodestatus.Health) {
-	hostname, _ := os.Hostname()
+// nodeFacts gathers the node status facts: the Hostname address
+// (hostname: the node name, as the kubelet's --hostname-override), capacity
+// (the machine's, with the root dir's file system as ephemeral-storage),
+// allocatable, nodeInfo, the runtime's images; the node is NotReady while
+// the runtime does not answer.
+func nodeFacts(rt runtime.Runtime, hostname, rootDir string, capacity, allocatable v1.ResourceList, ips []net.IP, kubeletPort int32, log *slog.Logger) func(context.Context) (nodestatus.Facts, nodestatus.Health) {
 	info, err := nodestatus.SystemInfo(os.DirFS("/"))
 	if err != nil {
 		log.Warn("node system info", "err", err)

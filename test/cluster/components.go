@@ -60,9 +60,22 @@ func apiserverProcess(dir, bin string, port int, etcdURL string) *process {
 		// exec, port-forward). The kubelets' serving certificates are
 		// not verified (no --kubelet-certificate-authority), so a
 		// node's self-signed one is enough.
+		// Reach nodes at their InternalIP first, as kubeadm sets it: a
+		// node's host name (--hostname-override) need not resolve.
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 		"--kubelet-client-certificate="+f("apiserver-kubelet-client.crt"),
 		"--kubelet-client-key="+f("apiserver-kubelet-client.key"),
 		"--allow-privileged=true",
+		// The aggregation layer (API services such as metrics-server),
+		// routed to the service's endpoints, as no kube-proxy runs.
+		"--requestheader-client-ca-file="+f("front-proxy-ca.crt"),
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+f("front-proxy-client.crt"),
+		"--proxy-client-key-file="+f("front-proxy-client.key"),
+		"--enable-aggregator-routing=true",
 		// One server, no flow control to set up: faster to ready.
 		"--enable-priority-and-fairness=false",
 		// The kubernetes service's endpoints would be 127.0.0.1, which

@@ -149,7 +149,8 @@ func writeKubeconfig(path, server string, ca, client *keyPair, user string) erro
 
 // writePKI writes into Dir the CA (ca.crt, ca.key), the API server's
 // serving pair (apiserver.*) and kubelet client pair
-// (apiserver-kubelet-client.*), the service account keys (sa.key, sa.pub),
+// (apiserver-kubelet-client.*), the aggregation layer's front proxy CA and
+// client pair (front-proxy-ca.*, front-proxy-client.*), the service account keys (sa.key, sa.pub),
 // and a kubeconfig with embedded credentials for the admin, the controller
 // manager, the scheduler and each node.
 func (c *Cluster) writePKI() error {
@@ -171,7 +172,18 @@ func (c *Cluster) writePKI() error {
 	if err != nil {
 		return err
 	}
-	for name, kp := range map[string]*keyPair{"ca": ca, "apiserver": serving, "apiserver-kubelet-client": kubeletClient} {
+	// The aggregation layer's front proxy (an API service such as
+	// metrics-server trusts requests signed by its own CA).
+	frontProxyCA, err := newCert(nil, certSpec{cn: "skiff-test-front-proxy-ca"})
+	if err != nil {
+		return err
+	}
+	frontProxyClient, err := newCert(frontProxyCA, certSpec{cn: "front-proxy-client"})
+	if err != nil {
+		return err
+	}
+	for name, kp := range map[string]*keyPair{"ca": ca, "apiserver": serving, "apiserver-kubelet-client": kubeletClient,
+		"front-proxy-ca": frontProxyCA, "front-proxy-client": frontProxyClient} {
 		if err := kp.write(dir, name); err != nil {
 			return err
 		}

@@ -21,7 +21,8 @@ import (
 	"github.com/skiffnode/skiff/test/cluster"
 )
 
-// TestAPIPodEditsAndStreams_H1_G7: a running API pod takes the edits the
+// TestAPIPodEditsAndStreams_H1_G7: an API pod gets the kubernetes
+// service's variables (G.4). A running API pod takes the edits the
 // API server allows, as under the kubelet: new labels reach its
 // downwardAPI volume, and a new image restarts that container alone
 // ("definition changed"). Through the API server, kubectl port-forward
@@ -45,6 +46,12 @@ func TestAPIPodEditsAndStreams_H1_G7(t *testing.T) {
 	}
 	before := waitAPIPod(t, cs, "edit", "Ready", podReady)
 
+	// Service variables (G.4): the kubernetes service's, as for in-cluster
+	// clients.
+	if out := kubectl(t, c, "exec", "edit", "-c", "app", "--", "sh", "-c", "echo $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"); strings.TrimSpace(out) != "10.96.0.1:443" {
+		t.Errorf("KUBERNETES_SERVICE_HOST:PORT = %q, want 10.96.0.1:443", out)
+	}
+
 	// Labels: the downwardAPI file follows them.
 	if out := kubectl(t, c, "exec", "edit", "-c", "app", "--", "cat", "/out/labels"); out != `app="edit"` {
 		t.Errorf("labels file %q, want app=\"edit\"", out)
@@ -63,6 +70,21 @@ func TestAPIPodEditsAndStreams_H1_G7(t *testing.T) {
 		t.Errorf("web: %s (restarts %d), want %s kept", a.ContainerID, a.RestartCount, b.ContainerID)
 	}
 	waitEvent(t, cs, "edit", "Killing", "Container app definition changed, will be restarted")
+
+	// kubectl debug: an ephemeral container in web's PID namespace sees
+	// testserver's process.
+	kubectl(t, c, "debug", "edit", "--image="+busyboxImage, "--target=web", "-c", "dbg", "--", "sleep", "100000")
+	waitAPIPod(t, cs, "edit", "ephemeral container dbg running", func(p *v1.Pod) bool {
+		for _, s := range p.Status.EphemeralContainerStatuses {
+			if s.Name == "dbg" && s.State.Running != nil {
+				return true
+			}
+		}
+		return false
+	})
+	if out := kubectl(t, c, "exec", "edit", "-c", "dbg", "--", "ps", "-o", "args"); !strings.Contains(out, "/testserver") {
+		t.Errorf("ps in the ephemeral container:\n%s\nwant web's /testserver (its PID namespace)", out)
+	}
 
 	// kubectl port-forward through the API server to testserver's :8080.
 	checkPortForward(t, c, "edit", 8080)
@@ -185,4 +207,39 @@ func checkPortForward(t *testing.T, c *cluster.Cluster, pod string, port int) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /healthz through kubectl port-forward: %s", resp.Status)
 	}
+}
+
+// TestKubectlTop_H1: with metrics-server registered in the aggregation
+// layer, `kubectl top node` and `kubectl top pod` show skiff's node and
+// pod, which metrics-server scrapes from skiff's /metrics/resource.
+func TestKubectlTop_H1(t *testing.T) {
+	ms := os.Getenv("SKIFF_METRICS_SERVER")
+	if ms == "" {
+		t.Skip("SKIFF_METRICS_SERVER is not set: build metrics-server with `make metricsserver` (make e2e does)")
+	}
+	e := NewEnv(t)
+	c := startCluster(t, e)
+	cs := c.Client()
+	ctx := context.Background()
+	e.StartAgent(t, AgentOptions{Args: apiAgentArgs(c)})
+	t.Cleanup(func() { deleteAPIPods(t, cs) })
+	node := waitNodeReady(t, cs)
+	var hostIP string
+	for _, a := range node.Status.Addresses {
+		if a.Type == v1.NodeInternalIP && hostIP == "" {
+			hostIP = a.Address
+		}
+	}
+	if err := c.StartMetricsServer(ctx, ms, hostIP); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods(namespace).Create(ctx, apiPod("top", 1, "sleep 100000"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAPIPod(t, cs, "top", "Ready", podReady)
+	// metrics-server needs two scrapes (15 s apart) for a cpu rate.
+	pollKubectl(t, c, "the node's usage", func(out string) bool { return strings.Contains(out, nodeName) && strings.Contains(out, "%") },
+		"top", "node", nodeName)
+	pollKubectl(t, c, "the pod's usage", func(out string) bool { return regexp.MustCompile(`(?m)^top\s+\d+m\s+\d+Mi`).MatchString(out) },
+		"top", "pod", "top")
 }

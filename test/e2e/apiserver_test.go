@@ -127,7 +127,7 @@ spec:
 	if v := node.Status.NodeInfo.KubeletVersion; !strings.Contains(v, "skiff") {
 		t.Errorf("kubeletVersion %q", v)
 	}
-	if node.Labels[v1.LabelHostname] == "" || node.Status.Capacity.Cpu().IsZero() {
+	if node.Labels[v1.LabelHostname] != nodeName || node.Status.Capacity.Cpu().IsZero() {
 		t.Errorf("node labels %v capacity %v", node.Labels, node.Status.Capacity)
 	}
 	lease, err := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, nodeName, metav1.GetOptions{})

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"archive/tar"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/skiffnode/skiff/internal/imagebuild"
+	"github.com/skiffnode/skiff/internal/testregistry"
+)
+
+// The e2e images the NodeConformance focus uses, as
+// k8s.io/kubernetes/test/utils/image names them in v1.34.4 (repository
+// under registry.k8s.io, and tag). Each is rebuilt here from local
+// binaries: the busybox archive of `make images` (Debian's busybox-static)
+// as the base layer, plus agnhost, skiff-pause or nnp built from the
+// pinned Kubernetes sources. Images not listed (nginx, httpd, ...) are
+// missing: their tests fail pulling, and the summary says so.
+const (
+	agnhostRepo    = "e2e-test-images/agnhost:2.56"
+	busyboxRepo    = "e2e-test-images/busybox:1.37.0-1"
+	pauseRepo      = "pause:3.10.1"
+	nonrootRepo    = "e2e-test-images/nonroot:1.4"
+	nonewprivsRepo = "e2e-test-images/nonewprivs:1.3"
+	kittenRepo     = "e2e-test-images/kitten:1.7"
+	nautilusRepo   = "e2e-test-images/nautilus:1.7"
+)
+
+// imageInputs are the local files the images are made of.
+type imageInputs struct {
+	busyboxTar string // _output/images/busybox.tar
+	agnhost    string // static agnhost binary
+	pause      string // static pause binary (bin/skiff-pause)
+	nnp        string // static nnp binary (test/images/nonewprivs)
+	k8sSrc     string // k8s.io/kubernetes module directory (agnhost's porter certs, kitten/nautilus pages)
+	curl       string // the host's curl, for agnhost ("" or missing: none)
+	nc         string // the host's nc.openbsd, for agnhost ("" or missing: busybox's)
+	sh         string // the host's dash, agnhost's /bin/sh ("" or missing: busybox's)
+}
+
+const (
+	defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	// agnhost's upstream image (alpine) has these users and groups; tests
+	// look for user-defined-in-image and group-defined-in-image.
+	agnhostPasswd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n" +
+		"user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh\n"
+	agnhostGroup = "root:x:0:\nnobody:x:65534:\nuser-defined-in-image:x:1000:\n" +
+		"group-defined-in-image:x:50000:user-defined-in-image\n"
+)
+
+// buildAndPush builds every image and pushes it to reg under its upstream
+// repository path, and returns the upstream references pushed.
+func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registry) ([]string, error) {
+	base, err := tarball.ImageFromPath(in.busyboxTar, nil)
+	if err != nil {
+		return nil, fmt.Errorf("busybox archive (make images): %w", err)
+	}
+	// Upstream's busybox image has every applet in /bin (tests run
+	// /bin/sysctl, ...); Debian's puts some in /sbin, /usr/bin...
+	links, err := binLinks(base)
+	if err != nil {
+		return nil, err
+	}
+	busybox, err := extend(base, links, func(*v1.Config) {})
+	if err != nil {
+		return nil, err
+	}
+	porter := filepath.Join(in.k8sSrc, "test/images/agnhost/porter")
+	// Upstream agnhost (alpine) has curl and netcat-openbsd, which the
+	// networking tests run in it; the host's go in with their shared
+	// libraries.
+	curl, err := hostBinary(ctx, in.curl, "usr/bin/curl")
+	if err != nil {
+		return nil, err
+	}
+	// And OpenBSD's nc: busybox's has no -u, which the UDP tests use.
+	nc, err := hostBinary(ctx, in.nc, "usr/bin/nc")
+	if err != nil {
+		return nil, err
+	}
+	// Debian's static busybox runs its applets in preference to PATH
+	// (FEATURE_SH_STANDALONE): under its sh, "nc" is busybox's whatever
+	// PATH says. Alpine's busybox (upstream agnhost) does not, so
+	// agnhost's /bin/sh is the host's dash, which looks commands up in PATH.
+	sh, err := hostBinary(ctx, in.sh, "bin/sh")
+	if err != nil {
+		return nil, err
+	}
+	tools := append(append(curl, nc...), sh...)
+	agnhost, err := extend(busybox, append(tools, []imagebuild.File{
+		{Path: "agnhost", Mode: 0o755, HostPath: in.agnhost},
+		{Path: "agnhost-2", Linkname: "agnhost"},
+		{Path: "uploads", Mode: 0o755},
+		{Path: "localhost.crt", Mode: 0o644, HostPath: filepath.Join(porter, "localhost.crt")},
+		{Path: "localhost.key", Mode: 0o644, HostPath: filepath.Join(porter, "localhost.key")},
+		{Path: "etc/passwd", Mode: 0o644, Data: []byte(agnhostPasswd)},
+		{Path: "etc/group", Mode: 0o644, Data: []byte(agnhostGroup)},
+		{Path: "home/user-defined-in-image", Mode: 0o755},
+	}...), func(c *v1.Config) { c.Entrypoint, c.Cmd = []string{"/agnhost"}, []string{"pause"} })
+	if err != nil {
+		return nil, err
+	}
+	page := func(name string) (v1.Image, error) {
+		html := filepath.Join(in.k8sSrc, "test/images", name, "html")
+		return extend(agnhost, []imagebuild.File{
+			{Path: name + ".jpg", Mode: 0o644, HostPath: filepath.Join(html, name+".jpg")},
+			{Path: "data.json", Mode: 0o644, HostPath: filepath.Join(html, "data.json")},
+		}, func(c *v1.Config) { c.Cmd = []string{"test-webserver"} })
+	}
+	kitten, err := page("kitten")
+	if err != nil {
+		return nil, err
+	}
+	nautilus, err := page("nautilus")
+	if err != nil {
+		return nil, err
+	}
+	pause, err := imagebuild.Build([]imagebuild.File{{Path: "pause", Mode: 0o755, HostPath: in.pause}},
+		imagebuild.Config{Entrypoint: []string{"/pause"}})
+	if err != nil {
+		return nil, err
+	}
+	nonroot, err := mutateConfig(busybox, func(c *v1.Config) { c.User = "1234" })
+	if err != nil {
+		return nil, err
+	}
+	nonewprivs, err := extend(busybox, []imagebuild.File{
+		{Path: "usr/local/bin/nnp", Mode: 0o4755, HostPath: in.nnp},
+	}, func(c *v1.Config) { c.Cmd = []string{"nnp"} })
+	if err != nil {
+		return nil, err
+	}
+	images := []struct {
+		repo string
+		img  v1.Image
+	}{
+		{agnhostRepo, agnhost}, {busyboxRepo, busybox}, {pauseRepo, pause}, {nonrootRepo, nonroot},
+		{nonewprivsRepo, nonewprivs}, {kittenRepo, kitten}, {nautilusRepo, nautilus},
+	}
+	var refs []string
+	for _, im := range images {
+		// An index (amd64 and arm64 entries), as registry.k8s.io serves
+		// its images.
+		if _, err := reg.PushIndex(ctx, im.img, im.repo); err != nil {
+			return nil, err
+		}
+		refs = append(refs, "registry.k8s.io/"+im.repo)
+	}
+	return refs, nil
+}
+
+// extend adds a layer of files on top of base and edits its config.
+func extend(base v1.Image, all []imagebuild.File, edit func(*v1.Config)) (v1.Image, error) {
+	var files []imagebuild.File
+	seen := map[string]bool{}
+	for _, f := range all {
+		if seen[f.Path] {
+			continue // a shared library two host binaries need
+		}
+		seen[f.Path] = true
+		files = append(files, f)
+		if f.HostPath != "" {
+			if _, err := os.Stat(f.HostPath); err != nil {
+				return nil, fmt.Errorf("image input: %w", err)
+			}
+		}
+	}
+	layerImg, err := imagebuild.Build(files, imagebuild.Config{})
+	if err != nil {
+		return nil, err
+	}
+	layers, err := layerImg.Layers()
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(base, layers...)
+	if err != nil {
+		return nil, fmt.Errorf("append layer: %w", err)
+	}
+	return mutateConfig(img, edit)
+}
+
+// mutateConfig returns img with edit applied to its runtime config (and
+// the base's PATH when the image has no environment).
+func mutateConfig(img v1.Image, edit func(*v1.Config)) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("image config: %w", err)
+	}
+	cf = cf.DeepCopy()
+	if len(cf.Config.Env) == 0 {
+		cf.Config.Env = []string{defaultPath}
+	}
+	edit(&cf.Config)
+	out, err := mutate.ConfigFile(img, cf)
+	if err != nil {
+		return nil, fmt.Errorf("set image config: %w", err)
+	}
+	return out, nil
+}
+
+// hostBinary returns the files that put the host's dynamically linked
+// executable bin at path in an image: the executable and every shared
+// object ldd lists (the dynamic loader included), at their host paths.
+// An empty bin, or one that does not exist, gives no files.
+func hostBinary(ctx context.Context, bin, path string) ([]imagebuild.File, error) {
+	if bin == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(bin); err != nil {
+		logf("no %s on this host (%v): images that need it go without", bin, err)
+		return nil, nil
+	}
+	out, err := exec.CommandContext(ctx, "ldd", bin).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", bin, err)
+	}
+	files := []imagebuild.File{{Path: path, Mode: 0o755, HostPath: bin}}
+	seen := map[string]bool{}
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, "/") && !seen[f] {
+			seen[f] = true
+			files = append(files, imagebuild.File{Path: strings.TrimPrefix(f, "/"), Mode: 0o755, HostPath: f})
+		}
+	}
+	return files, nil
+}
+
+// binLinks returns a /bin/<applet> symlink to /bin/busybox for every
+// busybox applet of img that lives elsewhere.
+func binLinks(img v1.Image) ([]imagebuild.File, error) {
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	inBin := map[string]bool{}
+	var others []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read busybox image: %w", err)
+		}
+		name := strings.TrimPrefix(h.Name, "./")
+		if path.Dir(name) == "bin" {
+			inBin[path.Base(name)] = true
+		} else if h.Typeflag == tar.TypeSymlink && h.Linkname == "/bin/busybox" {
+			others = append(others, path.Base(name))
+		}
+	}
+	var files []imagebuild.File
+	for _, a := range others {
+		if !inBin[a] {
+			inBin[a] = true
+			files = append(files, imagebuild.File{Path: "bin/" + a, Linkname: "/bin/busybox"})
+		}
+	}
+	return files, nil
+}

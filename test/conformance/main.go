@@ -1,0 +1,461 @@
+// Command conformance runs Kubernetes' [NodeConformance] e2e tests against
+// skiff (issue 16, `make conformance`): a control plane (test/cluster) on
+// loopback, a loopback registry (internal/testregistry) serving the e2e
+// images rebuilt from local binaries (images.go) as mirrors of
+// registry.k8s.io, one skiff agent as the only node, and the upstream
+// e2e.test binary (built by the separate module test/conformance/k8s, so
+// skiff's module never imports k8s.io/kubernetes) driven by the ginkgo CLI.
+//
+// It writes into -out: e2e.log (the suite's output), junit_01.xml,
+// summary.md (pass/fail/skip counts and the failing tests with their first
+// failure line), agent.log and cluster/ (the components' logs). The agent
+// and containerd must own the machine: run it under the machine lock
+// (flock /tmp/skiff-bench.lock), as the Makefile target does.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/skiffnode/skiff/internal/testregistry"
+	"github.com/skiffnode/skiff/runtime/cri"
+	"github.com/skiffnode/skiff/test/cluster"
+)
+
+const nodeName = "skiff-node"
+
+// DefaultSkip are the NodeConformance tests not run by default: none is
+// skipped for want of a skiff feature; see -skip.
+const defaultSkip = ""
+
+type options struct {
+	e2e, ginkgo, controlplane, skiff, agnhost, nnp, pause, images, k8sSrc string
+	curl, nc, sh, kubectl                                                 string
+	out, focus, skip, label                                               string
+	procs                                                                 int
+	timeout                                                               time.Duration
+	keep, dryRun, summaryOnly                                             bool
+	agentArgs                                                             string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.e2e, "e2e", "", "the e2e.test binary (k8s.io/kubernetes/test/e2e)")
+	flag.StringVar(&o.ginkgo, "ginkgo", "", "the ginkgo CLI; empty runs e2e.test serially")
+	flag.StringVar(&o.controlplane, "controlplane", "", "the kube-controlplane binary (make controlplane)")
+	flag.StringVar(&o.skiff, "skiff", "bin/skiff", "the skiff binary")
+	flag.StringVar(&o.agnhost, "agnhost", "", "a static agnhost binary")
+	flag.StringVar(&o.nnp, "nnp", "", "a static nnp binary (test/images/nonewprivs)")
+	flag.StringVar(&o.pause, "pause", "bin/skiff-pause", "a static pause binary")
+	flag.StringVar(&o.images, "images", "_output/images", "the directory of make images (busybox.tar)")
+	flag.StringVar(&o.curl, "curl", "/usr/bin/curl", "the curl put into the agnhost image with its libraries (empty: none)")
+	flag.StringVar(&o.nc, "nc", "/bin/nc.openbsd", "the nc (netcat-openbsd) put into the agnhost image with its libraries (empty or missing: busybox's)")
+	flag.StringVar(&o.sh, "sh", "/bin/dash", "the shell put into the agnhost image as /bin/sh with its libraries (empty or missing: busybox's)")
+	flag.StringVar(&o.k8sSrc, "k8s-src", "", "the k8s.io/kubernetes module directory")
+	flag.StringVar(&o.out, "out", "_output/conformance", "output directory")
+	flag.StringVar(&o.focus, "focus", `\[NodeConformance\]`, "ginkgo focus regexp")
+	flag.StringVar(&o.skip, "skip", defaultSkip, "ginkgo skip regexp")
+	flag.StringVar(&o.label, "label-filter", "", "ginkgo label filter")
+	flag.IntVar(&o.procs, "procs", 6, "parallel ginkgo processes (with -ginkgo)")
+	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "the suite's timeout (ginkgo --timeout)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the agent's root directory")
+	flag.BoolVar(&o.dryRun, "dry-run", false, "only list the tests the focus selects (no cluster)")
+	flag.BoolVar(&o.summaryOnly, "summary-only", false, "only rewrite summary.md from the JUnit report in -out")
+	flag.StringVar(&o.agentArgs, "agent-args", "", "extra agent flags, space separated")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s conformance: %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func abs(p string) string {
+	if p == "" {
+		return ""
+	}
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
+
+func run(ctx context.Context, o options) error {
+	for _, p := range []*string{&o.e2e, &o.ginkgo, &o.controlplane, &o.skiff, &o.agnhost, &o.nnp, &o.pause, &o.images, &o.k8sSrc, &o.out} {
+		*p = abs(*p)
+	}
+	if o.summaryOnly {
+		sum, err := summarize(filepath.Join(o.out, "junit_01.xml"), filepath.Join(o.out, "summary.md"), 0, o)
+		fmt.Println(sum)
+		return err
+	}
+	if o.e2e == "" {
+		return errors.New("-e2e is required")
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	if o.dryRun {
+		return runSuite(ctx, o, "", true)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("must run as root (the agent runs containers)")
+	}
+	began := time.Now()
+	// -out is the run's own directory: the last run's files go.
+	if err := os.RemoveAll(o.out); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+
+	// The registry: the e2e images under their registry.k8s.io paths.
+	reg, err := testregistry.Start(testregistry.Options{PlainHTTP: true})
+	if err != nil {
+		return err
+	}
+	defer reg.Close()
+	refs, err := buildAndPush(ctx, imageInputs{
+		busyboxTar: filepath.Join(o.images, "busybox.tar"), agnhost: o.agnhost, pause: o.pause, nnp: o.nnp, k8sSrc: o.k8sSrc, curl: o.curl, nc: o.nc, sh: o.sh,
+	}, reg)
+	if err != nil {
+		return err
+	}
+	logf("registry %s serves %s", reg.URL(), strings.Join(refs, " "))
+
+	root, err := os.MkdirTemp("/tmp", "skconf-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		teardown(root, o.keep)
+	}()
+	regFile := filepath.Join(root, "registries.yaml")
+	if err := os.WriteFile(regFile, []byte(fmt.Sprintf("mirrors:\n  registry.k8s.io:\n    endpoint: [%q]\n", reg.URL())), 0o644); err != nil {
+		return err
+	}
+
+	c, err := cluster.Start(ctx, cluster.Config{Dir: filepath.Join(o.out, "cluster"), Bin: o.controlplane, NodeNames: []string{nodeName}, Logf: logf})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			logf("stopping the control plane: %v", err)
+		}
+	}()
+
+	agent, err := startAgent(o, c, root, regFile)
+	if err != nil {
+		return err
+	}
+	defer agent.stop()
+	if err := waitNodeReady(ctx, c.Client(), agent); err != nil {
+		return err
+	}
+	logf("node %s Ready after %v", nodeName, time.Since(began).Round(time.Second))
+
+	// kubectl for the suite: the control plane's multi-call binary picks
+	// kubectl by its name.
+	kubectl := filepath.Join(root, "bin", "kubectl")
+	if err := os.MkdirAll(filepath.Dir(kubectl), 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink(o.controlplane, kubectl); err != nil {
+		return err
+	}
+	o.kubectl = kubectl
+	suiteErr := runSuite(ctx, o, c.Kubeconfig("admin"), false)
+	sum, err := summarize(filepath.Join(o.out, "junit_01.xml"), filepath.Join(o.out, "summary.md"), time.Since(began), o)
+	if err != nil {
+		logf("summary: %v", err)
+	} else {
+		fmt.Println(sum)
+	}
+	if suiteErr != nil {
+		logf("e2e suite: %v (failures are in the summary)", suiteErr)
+	}
+	// The agent leaves its pods running when it stops, and its containerd
+	// stops with it: delete them through the API first, so that their
+	// sandboxes (network namespaces, veths) go the normal way.
+	drainPods(c.Client())
+	return nil
+}
+
+// drainPods deletes every pod left (namespaces the suite was still
+// deleting) with a one-second grace and waits up to two minutes for the
+// agent to have terminated them (it removes them from the API server).
+func drainPods(cs kubernetes.Interface) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	grace := int64(1) // not 0: that removes the object before the agent has torn the pod down
+	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			_ = cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		}
+		return len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		logf("pods left after the suite: %v", err)
+	}
+}
+
+// runSuite runs e2e.test (through ginkgo with -ginkgo), its output into
+// out/e2e.log and the terminal.
+func runSuite(ctx context.Context, o options, kubeconfig string, dry bool) error {
+	e2eArgs := []string{
+		"--provider=skeleton",
+		"--report-dir=" + o.out,
+		"--report-prefix=",
+		"--allowed-not-ready-nodes=0",
+		"--node-os-distro=debian",
+		"--dump-logs-on-failure=true",
+		"--disable-log-dump",
+		"-v=2",
+	}
+	if kubeconfig != "" {
+		e2eArgs = append(e2eArgs, "--kubeconfig="+kubeconfig, "--kubectl-path="+o.kubectl)
+	}
+	var cmd *exec.Cmd
+	if o.ginkgo != "" {
+		args := []string{"--focus=" + o.focus, "--timeout=" + o.timeout.String(), "--no-color", "--silence-skips", "--poll-progress-after=10m"}
+		if o.skip != "" {
+			args = append(args, "--skip="+o.skip)
+		}
+		if o.label != "" {
+			args = append(args, "--label-filter="+o.label)
+		}
+		if dry {
+			args = append(args, "--dry-run", "-v")
+		} else if o.procs > 1 {
+			args = append(args, "-p", "--procs="+strconv.Itoa(o.procs))
+		}
+		args = append(append(args, o.e2e, "--"), e2eArgs...)
+		cmd = exec.CommandContext(ctx, o.ginkgo, args...)
+	} else {
+		args := []string{"--ginkgo.focus=" + o.focus, "--ginkgo.timeout=" + o.timeout.String(), "--ginkgo.no-color"}
+		if o.skip != "" {
+			args = append(args, "--ginkgo.skip="+o.skip)
+		}
+		if o.label != "" {
+			args = append(args, "--ginkgo.label-filter="+o.label)
+		}
+		if dry {
+			args = append(args, "--ginkgo.dry-run", "--ginkgo.v")
+		}
+		cmd = exec.CommandContext(ctx, o.e2e, append(args, e2eArgs...)...)
+	}
+	name := "e2e.log"
+	if dry {
+		name = "dry-run.log"
+	}
+	logFile, err := os.Create(filepath.Join(o.out, name))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = o.out
+	// The suite's own timeout ends it; this one only guards a hang.
+	cmd.WaitDelay = time.Minute
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	logf("running %s (output in %s)", strings.Join(cmd.Args, " "), logFile.Name())
+	return cmd.Run()
+}
+
+// agentProc is the running skiff agent.
+type agentProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func startAgent(o options, c *cluster.Cluster, root, regFile string) (*agentProc, error) {
+	manifests := filepath.Join(root, "manifests")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(o.out, "agent.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	args := []string{"agent",
+		"--root-dir", root,
+		"--pod-manifest-path", manifests,
+		"--pod-logs-dir", filepath.Join(root, "logs"),
+		"--hostname-override", nodeName,
+		"--registry-config", regFile,
+		"--kubeconfig", c.Kubeconfig(nodeName),
+		"--client-ca-file", c.CAFile(),
+		"--anonymous-auth=false", "--authentication-token-webhook", "--authorization-mode", "Webhook",
+		"--serialize-image-pulls=false",
+		"--v", "2",
+	}
+	args = append(args, strings.Fields(o.agentArgs)...)
+	// A copy: a rebuild of bin/skiff during the run must not touch the
+	// running agent.
+	bin := filepath.Join(root, "skiff")
+	if err := copyFile(o.skiff, bin, 0o755); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start agent: %w", err)
+	}
+	logf("agent started: %s (copy of %s) %s", bin, o.skiff, strings.Join(args, " "))
+	p := &agentProc{cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+func (p *agentProc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func waitNodeReady(ctx context.Context, cs kubernetes.Interface, agent *agentProc) error {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-agent.done:
+			return false, fmt.Errorf("agent exited: %w", agent.err)
+		default:
+		}
+		n, err := cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == v1.NodeReady && cond.Status == v1.ConditionTrue {
+				// The node lifecycle controller removes the
+				// not-ready taint a moment later.
+				for _, t := range n.Spec.Taints {
+					if t.Key == v1.TaintNodeNotReady {
+						return false, nil
+					}
+				}
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("node %s not Ready: %w", nodeName, err)
+	}
+	return nil
+}
+
+// teardown removes what the agent left: sandboxes, the managed containerd
+// and its shims (by PID, matched on the unique root), mounts, the root.
+func teardown(root string, keep bool) {
+	sock := "unix://" + filepath.Join(root, "containerd", "containerd.sock")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if rt, err := cri.New(ctx, sock, 30*time.Second); err == nil {
+		if sbs, err := rt.ListSandboxes(ctx, nil); err == nil {
+			for _, sb := range sbs {
+				_ = rt.StopSandbox(ctx, sb.ID)
+				_ = rt.RemoveSandbox(ctx, sb.ID)
+			}
+			if len(sbs) > 0 {
+				logf("removed %d sandboxes left after the suite", len(sbs))
+			}
+		}
+		_ = rt.Close()
+	}
+	killProcessesUnder(root)
+	unmountUnder(root)
+	if keep {
+		logf("keeping %s", root)
+		return
+	}
+	if err := os.RemoveAll(root); err != nil {
+		logf("remove %s: %v", root, err)
+	}
+}
+
+func killProcessesUnder(root string) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), root) {
+			continue
+		}
+		_ = unix.Kill(pid, unix.SIGTERM)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+}
+
+func unmountUnder(root string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], root+"/") {
+			points = append(points, f[4])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = unix.Unmount(points[i], unix.MNT_DETACH)
+	}
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, mode)
+}

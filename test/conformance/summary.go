@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// junitSuites is the part of ginkgo's JUnit report the summary reads.
+type junitSuites struct {
+	Suites []struct {
+		Cases []junitCase `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+type junitCase struct {
+	Name    string `xml:"name,attr"`
+	Status  string `xml:"status,attr"`
+	Time    string `xml:"time,attr"`
+	Failure *struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+		Body    string `xml:",chardata"`
+	} `xml:"failure"`
+	Error *struct {
+		Message string `xml:"message,attr"`
+	} `xml:"error"`
+	Skipped *struct {
+		Message string `xml:"message,attr"`
+	} `xml:"skipped"`
+}
+
+// summarize reads the JUnit report and writes summary.md: counts of the
+// specs the focus selected (passed, failed, skipped at run time, and not
+// run: skipped by the focus or left when the suite timed out) and the
+// failing tests with the first line of their failure.
+func summarize(junit, out string, took time.Duration, o options) (string, error) {
+	data, err := os.ReadFile(junit)
+	if err != nil {
+		return "", err
+	}
+	var r junitSuites
+	if err := xml.Unmarshal(data, &r); err != nil {
+		return "", fmt.Errorf("%s: %w", junit, err)
+	}
+	var passed, failed, skipped, notRun []string
+	type failure struct{ name, why string }
+	var failures []failure
+	var suiteFailures []failure
+	focus, err := regexp.Compile(o.focus)
+	if err != nil {
+		return "", err
+	}
+	var skip *regexp.Regexp
+	if o.skip != "" {
+		if skip, err = regexp.Compile(o.skip); err != nil {
+			return "", err
+		}
+	}
+	for _, s := range r.Suites {
+		for _, c := range s.Cases {
+			if !strings.HasPrefix(c.Name, "[It]") {
+				if c.Failure != nil || c.Error != nil {
+					suiteFailures = append(suiteFailures, failure{c.Name, firstLine(c)})
+				}
+				continue
+			}
+			name := strings.TrimSpace(strings.TrimPrefix(c.Name, "[It]"))
+			if !focus.MatchString(name) || (skip != nil && skip.MatchString(name)) {
+				continue // not selected: the report lists every spec of e2e.test
+			}
+			switch c.Status {
+			case "passed":
+				passed = append(passed, name)
+			case "failed", "panicked", "timedout", "aborted", "interrupted":
+				if c.Status == "interrupted" && c.Failure == nil {
+					notRun = append(notRun, name)
+					continue
+				}
+				failed = append(failed, name)
+				failures = append(failures, failure{name, c.Status + ": " + firstLine(c)})
+			case "skipped":
+				if c.Skipped != nil && strings.Contains(c.Skipped.Message, "skipped - ") && !strings.Contains(c.Skipped.Message, "Suite Timeout") &&
+					!strings.Contains(c.Skipped.Message, "interrupted") {
+					skipped = append(skipped, name+" ("+strings.TrimPrefix(c.Skipped.Message, "skipped - ")+")")
+				} else {
+					notRun = append(notRun, name)
+				}
+			default: // pending, or a status this summary does not know
+				notRun = append(notRun, name)
+			}
+		}
+	}
+	sort.Slice(failures, func(i, j int) bool { return failures[i].name < failures[j].name })
+	var b strings.Builder
+	ran := len(passed) + len(failed)
+	fmt.Fprintf(&b, "# NodeConformance on skiff\n\n")
+	fmt.Fprintf(&b, "focus `%s`, skip `%s`, %d procs", o.focus, o.skip, o.procs)
+	if took > 0 {
+		fmt.Fprintf(&b, ", took %v", took.Round(time.Second))
+	}
+	b.WriteString("\n\n")
+	pct := 0.0
+	if ran > 0 {
+		pct = 100 * float64(len(passed)) / float64(ran)
+	}
+	fmt.Fprintf(&b, "passed %d, failed %d (%.1f%% of %d run), skipped at run time %d, not run (timed out, interrupted or pending) %d\n\n",
+		len(passed), len(failed), pct, ran, len(skipped), len(notRun))
+	if len(suiteFailures) > 0 {
+		fmt.Fprintf(&b, "## Suite-level failures\n\n")
+		for _, f := range suiteFailures {
+			fmt.Fprintf(&b, "- %s: %s\n", f.name, f.why)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "## Failed (%d)\n\n", len(failures))
+	for _, f := range failures {
+		fmt.Fprintf(&b, "- %s\n  - %s\n", f.name, f.why)
+	}
+	fmt.Fprintf(&b, "\n## Skipped at run time (%d)\n\n", len(skipped))
+	sort.Strings(skipped)
+	for _, s := range skipped {
+		fmt.Fprintf(&b, "- %s\n", s)
+	}
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		return "", err
+	}
+	// passed.txt lists the passing tests, for comparing runs.
+	sort.Strings(passed)
+	_ = os.WriteFile(strings.TrimSuffix(out, "summary.md")+"passed.txt", []byte(strings.Join(passed, "\n")+"\n"), 0o644)
+	return b.String(), nil
+}
+
+// firstLine is the first meaningful line of a case's failure.
+func firstLine(c junitCase) string {
+	msg := ""
+	switch {
+	case c.Failure != nil:
+		msg = c.Failure.Message
+		if strings.TrimSpace(msg) == "" {
+			msg = c.Failure.Body
+		}
+	case c.Error != nil:
+		msg = c.Error.Message
+	}
+	for _, l := range strings.Split(msg, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if len(l) > 300 {
+				l = l[:300] + "..."
+			}
+			return l
+		}
+	}
+	return ""
+}
