@@ -136,6 +136,9 @@ type Config struct {
 	// agent's lock held: it must return at once and never call into the
 	// Agent (e.g. record the UID and signal a goroutine of its own).
 	PodChanged func(types.UID)
+	// Metrics receives the agent's measurements (e.g. a *metrics.Kubelet);
+	// nil: none are taken. See also Agent.RuntimeCounts.
+	Metrics Metrics
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
@@ -179,6 +182,8 @@ type Agent struct {
 	// objectsChanged counts ObjectChanges (shared with the workers).
 	objectsChanged atomic.Uint64
 	samples        cpuSamples
+	// counts are the latest relist's (see RuntimeCounts).
+	counts runtimeCounters
 }
 
 // New checks cfg and returns an Agent.
@@ -212,6 +217,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Prober == nil {
 		cfg.Prober = noProber{}
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	security, err := newSecurityPolicy(cfg.Security)
 	if err != nil {
@@ -249,6 +257,7 @@ func New(cfg Config) (*Agent, error) {
 		security:    security,
 		allocatable: cfg.Allocatable, clusterDomain: cfg.ClusterDomain,
 		puller: cfg.Puller, credentials: cfg.Credentials, services: cfg.Services,
+		metricsPort: cfg.Metrics,
 	}
 	return a, nil
 }
@@ -337,6 +346,18 @@ func (a *Agent) setSource(name string, pods []*v1.Pod) {
 	}
 }
 
+// wantedLocked returns a source's pod of UID uid, nil if none wants it.
+func (a *Agent) wantedLocked(uid types.UID) *v1.Pod {
+	for _, pods := range a.sources {
+		for _, p := range pods {
+			if p.UID == uid {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
 // desired merges all sources; the first source (by name) wins a UID.
 func (a *Agent) desired() map[types.UID]*v1.Pod {
 	names := make([]string, 0, len(a.sources))
@@ -419,6 +440,13 @@ func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool)
 		}
 	}
 	w := newPodWorker(a.deps, pod, waitFor)
+	// Only pods that start under this agent have start durations: not
+	// what ran before it started (the kubelet's tracker skips pods with
+	// a start time), nor orphans.
+	w.start = podStart{
+		firstSeen: a.clock.Now(),
+		done:      orphan || a.running[pod.UID] || pod.Status.StartTime != nil,
+	}
 	if !orphan {
 		a.admitLocked(w)
 	}
@@ -468,6 +496,11 @@ func (a *Agent) workerDone(w *podWorker) {
 		delete(a.workers, w.uid)
 		delete(a.published, w.uid)
 		a.changedLocked(w.uid)
+		// A source still wants the pod under this UID (its manifest came
+		// back while it terminated): the reconcile below starts it again.
+		if p := a.wantedLocked(w.uid); p != nil && !finished(p) {
+			a.cfg.Metrics.PodRestarted(isStaticPod(p))
+		}
 	}
 	select {
 	case a.updated <- struct{}{}:

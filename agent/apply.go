@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -137,6 +138,7 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 	}
 	defer release()
 	id, err := w.d.rt.RunSandbox(ctx, spec)
+	w.d.metrics().SandboxStarted(err != nil)
 	if err != nil {
 		return fmt.Errorf("run sandbox: %w", err)
 	}
@@ -150,12 +152,20 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 // usual retry delay).
 // backoffFrom, if set, is the exit the planner's back-off check measured
 // from: a start records the restart in the back-off (podActions.BackoffFrom).
+// Each attempt is recorded with Metrics.ContainerStarted, with its waiting
+// reason when it failed, as the kubelet counts them, except one whose
+// image pull was cancelled (the pod is killed or the agent stops).
 func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Container, init bool, backoffFrom time.Time) (bool, time.Duration) {
 	now := w.d.clock.Now()
 	key := restartBackoffKey(c)
 	attempt := st.nextAttempt(c.Name)
+	typ := containerType(w.pod, c.Name, init)
 	image, err := w.ensureImage(ctx, c)
 	if err != nil {
+		var ie *imageError
+		if errors.As(err, &ie) {
+			w.d.metrics().ContainerStarted(typ, ie.Reason)
+		}
 		if d := w.setImageWaiting(c.Name, err); d > 0 {
 			return false, d
 		}
@@ -163,9 +173,11 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 	}
 	id, err := w.createAndStart(ctx, st, c, attempt, image, init)
 	if err != nil {
+		reason := startFailureReason(err)
+		w.d.metrics().ContainerStarted(typ, reason)
 		w.log.Warn("starting container", "container", c.Name, "err", err)
 		w.event(c.Name, v1.EventTypeWarning, EventFailed, "Error: "+err.Error())
-		w.waiting[c.Name] = waitingState{Reason: startFailureReason(err), Message: err.Error()}
+		w.waiting[c.Name] = waitingState{Reason: reason, Message: err.Error()}
 		return false, w.retryDelay()
 	}
 	w.event(c.Name, v1.EventTypeNormal, EventStarted, "Started container "+c.Name)
@@ -173,8 +185,10 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 		w.backoff.next(key, backoffFrom, now)
 	}
 	if !w.postStart(ctx, st, c, id) {
+		w.d.metrics().ContainerStarted(typ, reasonPostStartHookError)
 		return true, 0
 	}
+	w.d.metrics().ContainerStarted(typ, "")
 	delete(w.waiting, c.Name)
 	w.pruneOld(ctx, st, c.Name, attempt)
 	w.log.Info("container started", "container", c.Name, "attempt", attempt, "init", init)

@@ -116,7 +116,9 @@ func (w *podWorker) pullImage(ctx context.Context, c *v1.Container) (string, err
 	w.event(c.Name, v1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
 	pctx, done := w.pullContext(ctx)
 	defer done()
+	w.start.pullStarted(w.d.clock.Now())
 	res, err := w.d.puller.Pull(pctx, c.Image, auths)
+	w.start.pullEnded(w.d.clock.Now())
 	if err != nil {
 		if pctx.Err() != nil {
 			return "", fmt.Errorf("pull of %s cancelled: %w", c.Image, err)

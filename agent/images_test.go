@@ -435,7 +435,7 @@ func TestEvictCancelsImagePull(t *testing.T) {
 	pw := newPullWorker(t, imagePod("app:1", v1.PullIfNotPresent), nil)
 	pctx, done := pw.w.pullContext(context.Background())
 	defer done()
-	pw.w.evict("Pod ephemeral local storage usage exceeds the total limit of containers 1Mi.")
+	pw.w.evict(EvictionSignalEmptyDirFsLimit, "Pod ephemeral local storage usage exceeds the total limit of containers 1Mi.")
 	if pctx.Err() == nil {
 		t.Error("pull still running after the eviction")
 	}

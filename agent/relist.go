@@ -39,7 +39,9 @@ func (a *Agent) relistLoop(ctx context.Context) {
 		case <-recheck:
 		}
 		recheck = nil
+		start := a.clock.Now()
 		d, err := a.relistOnce(ctx, r, exits)
+		a.cfg.Metrics.RelistDuration(a.clock.Since(start))
 		if err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("relist failed", "err", err)
@@ -68,6 +70,9 @@ type relister struct {
 	// containers and ready sandboxes by ID, both of the current listing.
 	pods map[types.UID]bool
 	live map[string]bool
+	// ready are the UIDs of the pods with a ready sandbox in the current
+	// listing (see RuntimeCounts).
+	ready map[types.UID]bool
 	// sbRefs and ctrRefs are the listings, reused (see
 	// runtime.ListContainerRefs).
 	sbRefs  []runtime.SandboxRef
@@ -78,7 +83,7 @@ func newRelister() *relister {
 	return &relister{
 		seed: maphash.MakeSeed(), selector: managedSelector(),
 		prev: map[types.UID]uint64{}, cur: map[types.UID]uint64{},
-		pods: map[types.UID]bool{}, live: map[string]bool{},
+		pods: map[types.UID]bool{}, live: map[string]bool{}, ready: map[types.UID]bool{},
 	}
 }
 
@@ -138,7 +143,9 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 // runtime state (its sandboxes' and containers' IDs and states, in any
 // order), r.pods the UIDs of the pods with sandboxes, r.live the IDs of the running
 // containers and ready sandboxes. On error r's current maps are
-// unspecified (r.prev is untouched).
+// unspecified (r.prev is untouched). On success a.counts get the
+// listing's pods with a ready sandbox and its containers by state (see
+// RuntimeCounts).
 //
 // The fingerprint is the sum of a keyed 64-bit hash of each object (kind,
 // ID, state): the sum does not depend on the order of the lists, needs no
@@ -161,17 +168,28 @@ func (a *Agent) relist(ctx context.Context, r *relister) error {
 	clear(r.cur)
 	clear(r.pods)
 	clear(r.live)
+	clear(r.ready)
 	for _, sb := range sbs {
 		uid := types.UID(sb.Label)
 		r.cur[uid] += r.objectHash('s', sb.ID, int(sb.State))
 		r.pods[uid] = true
 		r.live[sb.ID] = sb.State == runtime.SandboxReady
+		if sb.State == runtime.SandboxReady {
+			r.ready[uid] = true
+		}
 	}
+	var byState [runtime.ContainerExited + 1]int
 	for _, c := range cs {
 		uid := types.UID(c.Label)
 		r.cur[uid] += r.objectHash('c', c.ID, int(c.State))
 		r.live[c.ID] = c.State == runtime.ContainerRunning
+		if c.State >= 0 && c.State < runtime.ContainerState(len(byState)) {
+			byState[c.State]++
+		} else {
+			byState[runtime.ContainerUnknown]++
+		}
 	}
+	a.counts.store(len(r.ready), &byState)
 	return nil
 }
 

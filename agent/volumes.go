@@ -293,17 +293,18 @@ func (a *Agent) checkSizeLimits() {
 			continue
 		}
 		if v != nil {
-			w.evict(v.Message())
+			w.evict(EvictionSignalEmptyDirFsLimit, v.Message())
 		}
 	}
 }
 
-// evict asks the worker to fail the pod with reason Evicted and msg (the
-// first request wins). Non-blocking, safe for concurrent use.
-func (w *podWorker) evict(msg string) {
+// evict asks the worker to fail the pod with reason Evicted and msg, for
+// the kubelet's eviction signal (the first request wins). Non-blocking,
+// safe for concurrent use.
+func (w *podWorker) evict(signal, msg string) {
 	w.mu.Lock()
 	if w.evictMsg == "" {
-		w.evictMsg = msg
+		w.evictMsg, w.evictSignal = msg, signal
 	}
 	// An evicted pod starts nothing more: its image pull need not finish.
 	if w.cancelPull != nil {
@@ -315,15 +316,17 @@ func (w *podWorker) evict(msg string) {
 
 // takeEviction turns a pending eviction into the pod's failure, with the
 // kubelet's Evicted event (worker goroutine only). The failure stops the
-// pod's containers and makes it Failed.
+// pod's containers and makes it Failed; it is recorded once with
+// Metrics.PodEvicted.
 func (w *podWorker) takeEviction() {
 	w.mu.Lock()
-	msg := w.evictMsg
+	msg, signal := w.evictMsg, w.evictSignal
 	w.mu.Unlock()
 	if msg == "" || w.failure != nil {
 		return
 	}
 	w.failure = &podFailure{Reason: EventEvicted, Message: msg}
+	w.d.metrics().PodEvicted(signal)
 	w.event("", v1.EventTypeWarning, EventEvicted, msg)
 	w.log.Info("pod evicted", "reason", msg)
 }

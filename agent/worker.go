@@ -70,8 +70,8 @@ type podWorker struct {
 	// cancelPull cancels the image pull in progress, if any (see
 	// pullContext): a kill does not wait for a download.
 	cancelPull context.CancelFunc
-	// evictMsg: an eviction is requested (see evict).
-	evictMsg string
+	// evictMsg: an eviction is requested (see evict), for evictSignal.
+	evictMsg, evictSignal string
 
 	// Owned by the worker goroutine.
 	// backoff holds the restart back-offs and the image pull back-offs.
@@ -102,6 +102,12 @@ type podWorker struct {
 	resync resyncState
 	// volumeRetry backs off failed volume set-ups.
 	volumeRetry volumeRetry
+	// synced: the worker synced the pod at least once (see
+	// syncOperation).
+	synced bool
+	// start follows the pod's start for its start durations (set by
+	// the agent as it takes the pod on).
+	start podStart
 }
 
 // workerDeps are a pod worker's dependencies, shared by all workers of an
@@ -151,6 +157,8 @@ type workerDeps struct {
 	credentials PullCredentials
 	// services: Config.Services (nil: no service variables).
 	services ServiceEnv
+	// metricsPort: Config.Metrics; read through metrics() (nil: none).
+	metricsPort Metrics
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Both
@@ -321,10 +329,14 @@ func (w *podWorker) waitForWork(ctx context.Context, d time.Duration) (ok, timed
 //
 // It also sets w.resync: a sync that leaves nothing pending lets the
 // resyncs after it be skipped while the relist sees no change (see
-// canSkipResync).
+// canSkipResync). Each sync is timed for Metrics.PodWorkerDuration (a
+// skipped resync is no sync), and the pod's start recorded once all of its
+// containers run (podStart).
 func (w *podWorker) sync(ctx context.Context) time.Duration {
 	rt := w.d.rt
-	w.takeUpdate(ctx)
+	begin := w.d.clock.Now()
+	op := w.syncOperation(w.takeUpdate(ctx))
+	defer w.observePass(op, begin)
 	w.resync = resyncState{mark: w.relistMark()}
 	st, err := observe(ctx, rt, string(w.uid))
 	if err != nil {
@@ -367,6 +379,7 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 		w.waiting[name] = ws
 	}
 	w.publishStatus(st, now)
+	w.recordStart(now)
 	next := w.d.resync
 	switch {
 	case progressed:
@@ -476,6 +489,7 @@ func (w *podWorker) graceSeconds(override *int64) *int64 {
 // (A.42): every container gets its stop signal, SIGKILL after the grace
 // period, then the sandbox goes. It reports whether the pod is gone.
 func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
+	defer w.observePass(OperationKill, w.d.clock.Now())
 	grace := time.Duration(*w.graceSeconds(override)) * time.Second
 	st, err := observe(ctx, w.d.rt, string(w.uid))
 	if err != nil {

@@ -14,7 +14,7 @@
 //	GET|POST /attach/{namespace}/{pod}[/{uid}]/{container}?input=1&output=1&error=1
 //	GET|POST /portForward/{namespace}/{pod}[/{uid}]  the kubelet's streaming endpoints (SPDY or
 //	                                              WebSocket upgrades, proxied to the runtime's streaming server)
-//	GET /metrics                                  Prometheus metrics (none yet: an empty exposition)
+//	GET /metrics                                  Prometheus metrics (Config.Metrics; the kubelet's kubelet_* names)
 //	GET /metrics/resource                         node, pod and container cpu/memory (Prometheus; metrics-server reads it)
 //
 // It is served on a unix socket (the CLI's default), optionally on TCP
@@ -83,6 +83,9 @@ type Config struct {
 	// Profiling serves Go's profiles under /debug/pprof/ (as the kubelet's
 	// enableProfilingHandler does); for the root-only unix socket.
 	Profiling bool
+	// Metrics serves GET /metrics (e.g. metrics.Handler); it must be safe
+	// for concurrent use. nil: an empty exposition.
+	Metrics http.Handler
 }
 
 // Server serves the local API. Its methods are safe for concurrent use; the
@@ -102,6 +105,7 @@ type Server struct {
 	clock        clock.WithTicker
 	streamer     runtime.Streamer
 	sandboxes    SandboxFinder
+	metrics      http.Handler
 	// streamTransport reaches the runtime's streaming server.
 	streamTransport http.RoundTripper
 }
@@ -123,6 +127,7 @@ func New(cfg Config) *Server {
 		clock:        cfg.Clock,
 		streamer:     cfg.Streamer,
 		sandboxes:    cfg.Sandboxes,
+		metrics:      cfg.Metrics,
 	}
 	if s.streamer != nil {
 		s.streamTransport = newStreamTransport()
@@ -145,6 +150,9 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	if s.metrics == nil {
+		s.metrics = http.HandlerFunc(emptyMetrics)
+	}
 	return s
 }
 
@@ -163,7 +171,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /images", s.handleImages)
 	mux.HandleFunc("POST /images/pull", s.handlePullImage)
 	mux.HandleFunc("DELETE /images", s.handleRemoveImage)
-	mux.HandleFunc("GET /metrics", handleMetrics)
+	mux.Handle("GET /metrics", s.metrics)
 	mux.HandleFunc("GET /metrics/resource", s.handleResourceMetrics)
 	for _, method := range []string{"GET", "POST"} {
 		mux.HandleFunc(method+" /exec/{namespace}/{pod}/{container}", s.handleExec)

@@ -41,10 +41,10 @@ func (c *Client) StatsSummary(ctx context.Context) (*statsapi.Summary, error) {
 	return &sum, nil
 }
 
-// handleMetrics serves GET /metrics as an empty Prometheus exposition: the
-// path exists (the kubelet's; scrapers and the authorizer's "metrics"
-// subresource find it) but skiff exports no metrics yet.
-func handleMetrics(w http.ResponseWriter, _ *http.Request) {
+// emptyMetrics serves GET /metrics without Config.Metrics: an empty
+// Prometheus exposition, so that the path exists (the kubelet's; scrapers
+// and the authorizer's "metrics" subresource find it).
+func emptyMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", promContentType)
 	w.WriteHeader(http.StatusOK)
 }

@@ -202,7 +202,13 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return err
 	}
 	defer deps.cleanup()
-	rt, importer := deps.rt, deps.importer
+	// Everything but the cgroup driver check (setupCgroups, once) calls
+	// the runtime through the metrics' decorator (runtime operations).
+	mx, err := newAgentMetrics(node)
+	if err != nil {
+		return err
+	}
+	rt, importer := mx.kubelet.InstrumentRuntime(deps.rt), deps.importer
 	// The puller's pulls end when their callers (the pod workers) return;
 	// it is waited for before the runtime closes.
 	puller, err := o.pull.puller(rt)
@@ -210,7 +216,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return err
 	}
 	defer puller.Wait()
-	cgm, err := setupCgroups(ctx, &o.resources, kubepods, rt, log)
+	cgm, err := setupCgroups(ctx, &o.resources, kubepods, deps.rt, log)
 	if err != nil {
 		return err
 	}
@@ -325,8 +331,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		ContainerGC:       &o.gc.container,
 		ContainerGCPeriod: o.gc.containerGCPeriod,
 		PodChanged:        podChanged,
+		Metrics:           mx.kubelet,
 	})
 	if err != nil {
+		return err
+	}
+	if err := mx.addAgent(a); err != nil {
 		return err
 	}
 	apiPods.a = a
@@ -363,6 +373,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	apiCfg := server.Config{
 		Pods: a, PodLogsDir: o.podLogsDir, Logger: log, Events: a,
 		Healthz: func() error { return a.Healthz(gctx) },
+		Metrics: mx.handler(log),
 	}
 	if cgm != nil {
 		apiCfg.Stats = a

@@ -222,9 +222,13 @@ func TestPodSandboxes(t *testing.T) {
 	}
 }
 
-// TestKubeletAPIServes serves the kubelet API with the defaults
-// (anonymous, AlwaysAllow, a self-signed certificate) and asks /healthz.
-func TestKubeletAPIServes(t *testing.T) {
+// serveKubeletAPI serves the kubelet API of cfg with the default flags
+// (anonymous, AlwaysAllow, a self-signed certificate) on a free loopback
+// port until the test ends; it returns the API's URL and a client that
+// does not verify the certificate, as the API server does not without
+// --kubelet-certificate-authority.
+func serveKubeletAPI(t *testing.T, cfg server.Config) (string, *http.Client) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -232,26 +236,32 @@ func TestKubeletAPIServes(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
 	o := parseKubeletAPIFlags(t, "--port", strconv.Itoa(port))
-	k, err := o.newKubeletAPI(kubeletAPIDeps{Address: "127.0.0.1", RootDir: t.TempDir(), NodeName: "node1"})
+	k, err := o.newKubeletAPI(kubeletAPIDeps{Address: "127.0.0.1", RootDir: t.TempDir(), NodeName: "node1", Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- k.serve(ctx) }()
-	defer func() {
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	t.Cleanup(func() {
+		hc.CloseIdleConnections()
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
 		}
-	}()
-	// The self-signed certificate is not verified here, as the API
-	// server does not without --kubelet-certificate-authority.
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	defer hc.CloseIdleConnections()
+	})
+	return "https://127.0.0.1:" + strconv.Itoa(port), hc
+}
+
+// get GETs url with hc, retrying while the server is not up yet, and
+// returns the status, the content type and the body.
+func get(t *testing.T, hc *http.Client, url string) (int, string, string) {
+	t.Helper()
 	var resp *http.Response
+	var err error
 	for range 100 {
-		if resp, err = hc.Get("https://127.0.0.1:" + strconv.Itoa(port) + "/healthz"); err == nil {
+		if resp, err = hc.Get(url); err == nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -261,7 +271,14 @@ func TestKubeletAPIServes(t *testing.T) {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || string(body) != "ok" {
-		t.Errorf("GET /healthz = %d %q, want 200 ok", resp.StatusCode, body)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(body)
+}
+
+// TestKubeletAPIServes serves the kubelet API with the defaults and asks
+// /healthz.
+func TestKubeletAPIServes(t *testing.T) {
+	url, hc := serveKubeletAPI(t, server.Config{})
+	if code, _, body := get(t, hc, url+"/healthz"); code != 200 || body != "ok" {
+		t.Errorf("GET /healthz = %d %q, want 200 ok", code, body)
 	}
 }
