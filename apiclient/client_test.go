@@ -21,8 +21,10 @@ import (
 
 func boundPod(name, rv string) v1.Pod {
 	return v1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", ResourceVersion: rv},
-		Spec:       v1.PodSpec{NodeName: "node1"}}
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", ResourceVersion: rv,
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate,
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}},
+		Spec: v1.PodSpec{NodeName: "node1"}}
 }
 
 // fakeAPIServer serves a pod list (p1), then a watch (p2 added, p1
@@ -30,6 +32,8 @@ func boundPod(name, rv string) v1.Pod {
 type fakeAPIServer struct {
 	mu   sync.Mutex
 	reqs []string
+	// bodyTypes are the Content-Types of the request bodies.
+	bodyTypes []string
 }
 
 func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -56,6 +60,10 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 	case r.Method == http.MethodPost || r.Method == http.MethodPut:
 		b, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.bodyTypes = append(f.bodyTypes, r.Header.Get("Content-Type"))
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", r.Header.Get("Content-Type")) // an echo
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write(b)
 	default:
@@ -63,22 +71,33 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// managed marks a pod that still has managedFields.
+func managed(o any) string {
+	if len(o.(*v1.Pod).ManagedFields) > 0 {
+		return " (with managedFields)"
+	}
+	return ""
+}
+
 // TestPodInformerEventsLease_H1_H11: the pods of this node only (the
-// kubelet's field selector) are listed, then watched into the informer;
-// events are posted and the lease is put under coordination.k8s.io.
+// kubelet's field selector) are listed, then watched into the informer
+// without their managedFields;
+// events are posted and the lease is put under coordination.k8s.io, as
+// protobuf when asked to.
 func TestPodInformerEventsLease_H1_H11(t *testing.T) {
 	fake := &fakeAPIServer{}
 	srv := httptest.NewTLSServer(fake)
 	defer srv.Close()
-	c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		ContentConfig: rest.ContentConfig{ContentType: ContentTypeProtobuf}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	inf := c.PodInformer("node1")
 	seen := make(chan string, 8)
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { seen <- "add " + o.(*v1.Pod).Name },
-		UpdateFunc: func(_, o any) { seen <- "update " + o.(*v1.Pod).Name + " x=" + o.(*v1.Pod).Labels["x"] },
+		AddFunc:    func(o any) { seen <- "add " + o.(*v1.Pod).Name + managed(o) },
+		UpdateFunc: func(_, o any) { seen <- "update " + o.(*v1.Pod).Name + " x=" + o.(*v1.Pod).Labels["x"] + managed(o) },
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +127,14 @@ func TestPodInformerEventsLease_H1_H11(t *testing.T) {
 		t.Fatalf("lease: %v %+v", err, l)
 	}
 	fake.mu.Lock()
-	reqs := slices.Clone(fake.reqs)
+	reqs, types := slices.Clone(fake.reqs), slices.Clone(fake.bodyTypes)
 	fake.mu.Unlock()
+	// Bodies go as the configured protobuf (the kubelet's default
+	// --kube-api-content-type); the list and watch above were answered in
+	// JSON, which is accepted.
+	if want := []string{ContentTypeProtobuf, ContentTypeProtobuf}; !slices.Equal(types, want) {
+		t.Errorf("request body types %q, want %q", types, want)
+	}
 	want := []string{
 		"GET /api/v1/pods?spec.nodeName=node1 watch=",
 		"GET /api/v1/pods?spec.nodeName=node1 watch=true",
