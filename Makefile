@@ -12,6 +12,11 @@ IMAGES_DIR := _output/images
 ROOT_DIR ?= /var/lib/skiff
 MANIFESTS ?= examples/manifests
 GOLANGCI_LINT_VERSION := v2.15.0
+# grpcnotrace keeps grpc from linking golang.org/x/net/trace, whose
+# html/template rendering would make the linker keep every exported method
+# of every reachable type: -6 MB of binary and of the agent's RSS
+# (ARCHITECTURE.md, "Built with grpcnotrace"; cmd/skiff/deadcode_test.go).
+BUILD_TAGS := grpcnotrace
 
 .PHONY: all build images setup setup-runtime unit integration e2e test test-v2 test-fresh run lint bench bench-quick clean
 
@@ -19,7 +24,7 @@ all: build
 
 ## build: the static binaries bin/skiff and bin/skiff-pause (the pods' pause process)
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN) ./cmd/skiff
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(BUILD_TAGS) -ldflags '-s -w' -o $(BIN) ./cmd/skiff
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)-pause ./cmd/skiff-pause
 
 ## images: test image archives (busybox, testserver) into _output/images; skips unchanged ones

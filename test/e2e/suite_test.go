@@ -139,7 +139,7 @@ func locateBinary(repo string) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/skiff")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", bin, "./cmd/skiff") // as make build
 	cmd.Dir, cmd.Env = repo, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build skiff: %w: %s", err, out)
