@@ -32,21 +32,22 @@ fi
 # root has; `make test-fresh` proves it on a debootstrap --variant=minbase
 # root. kmod: modprobe (here) and depmod (the VM kernel); procps: sysctl;
 # iptables: the CNI bridge plugin's masquerading and the VM's initramfs;
-# iproute2: ip, for looking at the pod network by hand.
-packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables kmod procps ca-certificates)
+# iproute2: ip, for looking at the pod network by hand. etcd-server: etcd,
+# the store of the control plane test/cluster starts for the API-source tests
+# and for make bench's API-pods scenario (the package's own service is never
+# started: see the policy file below).
+packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables kmod procps ca-certificates etcd-server)
 # gcc and libc6-dev: `go test -race` needs cgo. qemu-system-x86: the cgroup v2
 # VM of `make test-v2` (test/vm), which also needs a cloud kernel (below).
-# etcd-server: etcd, the store of the control plane test/cluster starts for
-# the API-source tests (the package's own service is never started: see the
-# policy file below). curl, netcat-openbsd and dash: put into the agnhost
+# curl, netcat-openbsd and dash: put into the agnhost
 # image of `make conformance` (test/conformance), as upstream's has them.
-$runtime_only || packages+=(gcc libc6-dev qemu-system-x86 etcd-server curl netcat-openbsd dash)
+$runtime_only || packages+=(gcc libc6-dev qemu-system-x86 curl netcat-openbsd dash)
 
 # The commands the packages above must provide, checked after the install: a
 # package list that misses one fails right after the install, not halfway
 # through a test.
-commands=(containerd containerd-shim-runc-v2 runc iptables iptables-save ip busybox modprobe sysctl)
-$runtime_only || commands+=(gcc depmod qemu-system-x86_64 etcd curl nc.openbsd dash)
+commands=(containerd containerd-shim-runc-v2 runc iptables iptables-save ip busybox modprobe sysctl etcd)
+$runtime_only || commands+=(gcc depmod qemu-system-x86_64 curl nc.openbsd dash)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

@@ -179,8 +179,8 @@ func startSkiff(bin, root, imagesDir, endpoint string, extra []string) (*agent, 
 
 // startKubelet starts the kubelet in standalone mode on the given CRI
 // socket, with what it needs on a cgroup v1 machine without systemd, and
-// waits for its healthz.
-func startKubelet(bin, root, criSocket string) (*agent, error) {
+// waits for its healthz; extra arguments (--kubeconfig) come last.
+func startKubelet(bin, root, criSocket string, extra ...string) (*agent, error) {
 	a := &agent{name: "kubelet", prefix: "k", dir: filepath.Join(root, "manifests-kubelet"), stateDir: filepath.Join(root, "kubelet")}
 	kroot := a.stateDir
 	for _, d := range []string{a.dir, kroot} {
@@ -188,11 +188,10 @@ func startKubelet(bin, root, criSocket string) (*agent, error) {
 			return nil, fmt.Errorf("kubelet directories: %w", err)
 		}
 	}
-	p, err := startProcess("kubelet", filepath.Join(root, "kubelet.log"), bin,
-		"--pod-manifest-path="+a.dir,
-		"--container-runtime-endpoint=unix://"+criSocket,
-		"--root-dir="+kroot,
-		"--hostname-override="+nodeName,
+	args := []string{"--pod-manifest-path=" + a.dir,
+		"--container-runtime-endpoint=unix://" + criSocket,
+		"--root-dir=" + kroot,
+		"--hostname-override=" + nodeName,
 		"--address=127.0.0.1",
 		"--read-only-port=10255",
 		"--healthz-port=10248",
@@ -203,10 +202,11 @@ func startKubelet(bin, root, criSocket string) (*agent, error) {
 		"--eviction-hard=",
 		"--image-gc-high-threshold=100",
 		"--image-gc-low-threshold=99",
-		"--max-pods="+itoa(maxPods),
+		"--max-pods=" + itoa(maxPods),
 		"--resolv-conf=/etc/resolv.conf",
 		"--v=1",
-	)
+	}
+	p, err := startProcess("kubelet", filepath.Join(root, "kubelet.log"), bin, append(args, extra...)...)
 	if err != nil {
 		return nil, err
 	}

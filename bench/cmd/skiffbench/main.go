@@ -66,10 +66,10 @@ var modes = map[string]config{
 }
 
 type flags struct {
-	mode, skiffBin, pauseBin, imagesDir, kubeletBin, out, root, skiffVersion, only, floorPar, runtimes string
-	densityPods                                                                                        int
-	keep, latest                                                                                       bool
-	skiffArgs                                                                                          stringList
+	mode, skiffBin, pauseBin, imagesDir, kubeletBin, out, root, skiffVersion, only, floorPar, runtimes, controlPlane string
+	densityPods                                                                                                      int
+	keep, latest                                                                                                     bool
+	skiffArgs                                                                                                        stringList
 }
 
 // stringList is a repeatable string flag.
@@ -86,12 +86,13 @@ func main() {
 	flag.StringVar(&f.runtimes, "runtimes", strings.Join(runtimeNames, ","), "comma-separated container runtimes to run on, in order: managed (skiff's own containerd), external (a containerd the harness starts with a plain CRI config); a subset is a partial run")
 	flag.StringVar(&f.imagesDir, "images", "_output/images", "directory with busybox.tar and testserver.tar (make images)")
 	flag.StringVar(&f.kubeletBin, "kubelet", "", "a kubelet binary; runs the kubelet column when set")
+	flag.StringVar(&f.controlPlane, "controlplane", "", "the kube-controlplane binary (make controlplane); runs the API-pods scenario on the external runtime when set")
 	flag.StringVar(&f.out, "out", "", "directory for <date>-<mode>.md/.json/-startup.svg/-scale.svg (required)")
 	flag.StringVar(&f.root, "root", "", "skiff --root-dir (default: a new directory under /tmp; kept short for the socket path)")
 	flag.StringVar(&f.skiffVersion, "skiff-version", "", "skiff version for the report (default: skiff's git describe)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the root directory (logs) afterwards")
 	flag.BoolVar(&f.latest, "latest", false, "also copy the report to <out>/latest.md")
-	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,burst,reaction,scale,pull; default all); a partial run is never latest")
+	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,burst,reaction,scale,pull,api; default all); a partial run is never latest")
 	flag.StringVar(&f.floorPar, "floor-parallelism", "", "override the floor's parallelisms in the density scenario: comma-separated, 0 = unbounded, \"none\" (a partial run)")
 	flag.Var(&f.skiffArgs, "skiff-arg", "an extra argument for skiff agent (repeatable; a partial run)")
 	flag.IntVar(&f.densityPods, "density-pods", 0, "override the density scenario's pod count (a partial run, never latest)")
@@ -180,7 +181,7 @@ func run(f flags, log *slog.Logger) (retErr error) {
 
 // measure runs the scenarios of runtime run.Runtime in order, filling run:
 // startup, density and burst on every runtime, reaction, scale and pull on
-// the managed one only (time budget).
+// the managed one only (time budget), API pods on the external one only.
 func (b *bench) measure(ctx context.Context, run *report.Run) error {
 	var err error
 	rt := run.Runtime
@@ -203,7 +204,7 @@ func (b *bench) measure(ctx context.Context, run *report.Run) error {
 		}
 	}
 	if rt != report.RuntimeManaged {
-		return nil
+		return b.measureAPI(ctx, run)
 	}
 	if b.cfg.runs("reaction") {
 		b.log.Info("scenario 3: reaction", "runtime", rt)
@@ -222,6 +223,21 @@ func (b *bench) measure(ctx context.Context, run *report.Run) error {
 		if run.Pull, err = b.pull(ctx); err != nil {
 			return fmt.Errorf("%s: pull scenario: %w", rt, err)
 		}
+	}
+	return nil
+}
+
+// measureAPI runs the API-pods scenario (issue 16) when it is selected
+// and a control plane was given. It runs last: it replaces the static-pod
+// skiff with one joined to the control plane and leaves it stopped.
+func (b *bench) measureAPI(ctx context.Context, run *report.Run) error {
+	if !b.cfg.runs("api") || b.controlPlane == "" {
+		return nil
+	}
+	b.log.Info("scenario 6: API pods", "runtime", run.Runtime, "startup_pods", b.cfg.startupPods, "density_pods", b.cfg.densityPods)
+	var err error
+	if run.API, err = b.api(ctx); err != nil {
+		return fmt.Errorf("%s: API scenario: %w", run.Runtime, err)
 	}
 	return nil
 }
@@ -267,6 +283,7 @@ func notes(cfg config) []string {
 		n = append(n, fmt.Sprintf("Scale: the floor column is the density scenario's best floor at %d pods (and the kubelet column its kubelet run); at the other points only skiff runs, to keep the whole run short on 2 cores. The floor's own cost per pod grows with the pod count (containerd and the kernel's per-pod network setup): 0.37 s at 110 pods and 0.60 s at 250 in a run of 2026-11-23.", cfg.densityPods))
 	}
 	n = append(n, "Runtimes: each runtime runs on its own, one after the other (managed first), with its own skiff process, CRI client and, with -kubelet, its own kubelet; the floor runs on that runtime's containerd. Reaction and scale run on the managed runtime only, to keep the run within its time budget; startup and density (and the burst scenario) run on both.",
+		"API pods (issue 16, external runtime, with -controlplane): the harness starts test/cluster's control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler of the same version as the kubelet, Node authorizer and NodeRestriction on), stops the static-pod skiff and starts skiff again with --kubeconfig (a client certificate of system:node:bench); after skiff's part it stops skiff, deletes the Node and runs the kubelet with the same kubeconfig. Pods are created with spec.nodeName set, eight create calls in flight at a time, and deleted with their grace period (5 s; the containers exit on SIGTERM).",
 		"External runtime: the harness starts /usr/bin/containerd itself with a plain CRI config as a kubelet user has it (runc v2 with cgroupfs, restrict_oom_score_adj, a pause image built from the Go skiff-pause binary, a CNI conflist of bridge cni-ext0 10.89.0.0/16 without masquerading + portmap + loopback) and imports the images with ctr; skiff runs with --container-runtime-endpoint.")
 	if cfg.mode == "quick" {
 		n = append(n, "Quick mode: a few pods and short windows; the figures only show that the harness works.")
@@ -342,7 +359,7 @@ func writeRunPlots(dir, base string, run report.Run) (report.RunPlots, error) {
 }
 
 // scenarios are the names -only accepts, in the order they run.
-var scenarios = []string{"startup", "density", "burst", "reaction", "scale", "pull"}
+var scenarios = []string{"startup", "density", "burst", "reaction", "scale", "pull", "api"}
 
 // runtimeNames are the runtimes -runtimes accepts, in the order they run.
 var runtimeNames = []string{report.RuntimeManaged, report.RuntimeExternal}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -56,8 +57,12 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 	b := &bench{cfg: cfg, c: c, skiff: skiff, log: log,
 		floor: &criops.Floor{C: c, LogDir: filepath.Join(dir, "floorlogs"), VolumeDir: filepath.Join(dir, "floorvolumes"), Poll: 10 * time.Millisecond}}
 	if f.kubeletBin != "" {
-		b.kubelet = func() (*agent, error) { return startKubelet(f.kubeletBin, dir, sock) }
+		b.kubelet = func(extra ...string) (*agent, error) { return startKubelet(f.kubeletBin, dir, sock, extra...) }
 	}
+	b.startSkiff = func(extra ...string) (*agent, error) {
+		return startSkiff(f.skiffBin, skiffRoot, f.imagesDir, endpoint, append(slices.Clone([]string(f.skiffArgs)), extra...))
+	}
+	b.controlPlane, b.dir = f.controlPlane, dir
 	run.Containerd = describeRuntime(ctx, c, ext)
 	mErr = b.measure(ctx, &run)
 	tErr = errors.Join(b.teardown(), stopExt())

@@ -36,8 +36,15 @@ type bench struct {
 	c       *criops.Client
 	floor   *criops.Floor
 	skiff   *agent
-	kubelet func() (*agent, error) // nil: no kubelet column
+	kubelet func(extra ...string) (*agent, error) // nil: no kubelet column
 	log     *slog.Logger
+	// startSkiff starts another skiff process on the same root and
+	// runtime as skiff, with extra arguments (the API scenario's
+	// --kubeconfig); skiff must be stopped first.
+	startSkiff func(extra ...string) (*agent, error)
+	// controlPlane is the kube-controlplane binary of the API scenario
+	// ("": not run) and dir the runtime's directory.
+	controlPlane, dir string
 }
 
 // kubeletSettle is how long the kubelet runs before a scenario writes its
@@ -51,10 +58,15 @@ func runTimeout(n int) time.Duration { return 2*time.Minute + time.Duration(n)*2
 // kubelet kills every pod it does not know, so it runs only while neither
 // skiff nor the floor has pods.
 func (b *bench) withKubelet(ctx context.Context, fn func(*agent) error) error {
+	return b.withKubeletArgs(ctx, nil, fn)
+}
+
+// withKubeletArgs is withKubelet with extra kubelet arguments.
+func (b *bench) withKubeletArgs(ctx context.Context, extra []string, fn func(*agent) error) error {
 	if b.kubelet == nil {
 		return nil
 	}
-	k, err := b.kubelet()
+	k, err := b.kubelet(extra...)
 	if err != nil {
 		return err
 	}

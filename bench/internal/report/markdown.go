@@ -90,6 +90,9 @@ func writeRun(b *strings.Builder, n int, run Run, l Limits, plots RunPlots) {
 	if run.Pull != nil {
 		writePull(b, next(), run.Runtime, run.Pull)
 	}
+	if run.API != nil {
+		writeAPI(b, next(), run.Runtime, run.API, l)
+	}
 }
 
 // writeGlance compares the runtimes' headline figures side by side.

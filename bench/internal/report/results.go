@@ -47,6 +47,8 @@ type Run struct {
 	Scale      []Scale   `json:"scale,omitempty"`
 	Burst      *Burst    `json:"burst,omitempty"`
 	Pull       *Pull     `json:"pull,omitempty"`
+	// API: pods through a real kube-apiserver (issue 16); nil: not run.
+	API *API `json:"api,omitempty"`
 }
 
 // Machine describes the host.

@@ -45,10 +45,17 @@ type Limits struct {
 	ScaleFlatRatio float64
 	// PullMedianRatio: skiff's pull median / CRI PullImage's (issue 15).
 	PullMedianRatio float64
+	// APIKubeletRatio: skiff / the kubelet for API pods, startup median
+	// and all running (issue 16: ahead of the kubelet).
+	APIKubeletRatio float64
+	// APIRSSMB: skiff's max RSS with the API scenario's density pods
+	// (issue 16: under 50 MB at 110 pods).
+	APIRSSMB float64
 }
 
 // IssueLimits are the targets of issue 13 (issue 5's, tightened, on both
-// runtimes), plus issue 14's startup with volumes.
+// runtimes), plus issue 14's startup with volumes, issue 15's pull and
+// issue 16's API pods.
 var IssueLimits = Limits{
 	StartupMedianRatio:        1.05,
 	StartupVolumesMedianRatio: 1.15,
@@ -59,6 +66,8 @@ var IssueLimits = Limits{
 	SteadyRSSMB:               45,
 	ScaleFlatRatio:            1.2,
 	PullMedianRatio:           1.05,
+	APIKubeletRatio:           1,
+	APIRSSMB:                  50,
 }
 
 // Evaluate checks run r against l; a figure that was not measured gives

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	goruntime "runtime"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/skiffnode/skiff/bench/internal/criops"
+	"github.com/skiffnode/skiff/bench/internal/report"
+	"github.com/skiffnode/skiff/test/cluster"
+)
+
+// The API scenario (issue 16): pods created through a real kube-apiserver
+// (test/cluster's control plane, built by make controlplane), bound to the
+// node by spec.nodeName, run by skiff joined with --kubeconfig and then by
+// the kubelet joined the same way, as the same Node "bench", on the same
+// containerd. Never both agents at once: they would both run the node's
+// pods.
+
+// apiCreateWorkers is how many create (and delete) calls the harness has
+// in flight for the density pods.
+const apiCreateWorkers = 8
+
+// apiWait bounds waiting for a Node to turn Ready.
+const apiWait = 2 * time.Minute
+
+// api runs the scenario: it starts the control plane, replaces the
+// static-pod skiff by one joined to it, measures skiff, stops it, deletes
+// its Node, and measures the kubelet (with -kubelet). skiff stays stopped
+// afterwards (teardown's stop is idempotent).
+func (b *bench) api(ctx context.Context) (*report.API, error) {
+	cl, err := cluster.Start(ctx, cluster.Config{Dir: filepath.Join(b.dir, "cluster"), Bin: b.controlPlane,
+		NodeNames: []string{nodeName}, Logf: func(format string, args ...any) { b.log.Info(fmt.Sprintf(format, args...)) }})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := cl.Stop(); err != nil {
+			b.log.Warn("stopping the control plane", "err", err)
+		}
+	}()
+	cs, err := apiClient(cl)
+	if err != nil {
+		return nil, err
+	}
+	res := &report.API{ControlPlane: version(b.controlPlane, "kube-apiserver", "--version"), StartupPods: b.cfg.startupPods}
+	kubeconfig := cl.Kubeconfig(nodeName)
+	if err := b.skiff.stop(); err != nil {
+		return nil, fmt.Errorf("stop the static-pod skiff: %w", err)
+	}
+	if b.skiff, err = b.startSkiff("--kubeconfig", kubeconfig); err != nil {
+		return nil, fmt.Errorf("skiff with --kubeconfig: %w", err)
+	}
+	// As long as withKubeletArgs gives the kubelet, so that neither is
+	// timed during its start-up work.
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(kubeletSettle):
+	}
+	if res.Startup.Skiff, res.Density, err = b.apiAgent(ctx, cs, b.skiff); err != nil {
+		return nil, err
+	}
+	if err := b.skiff.stop(); err != nil {
+		return nil, err
+	}
+	// The kubelet registers the Node anew, so its Ready is its own.
+	if err := cs.CoreV1().Nodes().Delete(ctx, nodeName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("delete skiff's Node: %w", err)
+	}
+	err = b.withKubeletArgs(ctx, []string{"--kubeconfig=" + kubeconfig}, func(k *agent) error {
+		var d *report.Density
+		if res.Startup.Kubelet, d, err = b.apiAgent(ctx, cs, k); err == nil {
+			res.Density.Kubelet = d.Kubelet
+		}
+		return err
+	})
+	return res, err
+}
+
+// apiClient is the cluster admin's clientset with client-side rate limits
+// high enough that the harness's calls are never throttled.
+func apiClient(cl *cluster.Cluster) (kubernetes.Interface, error) {
+	cfg, err := cl.RESTConfig("admin")
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("api client: %w", err)
+	}
+	return cs, nil
+}
+
+// apiAgent waits for a's Node to be Ready, then runs the startup series
+// and the density run for a; the Density has only a's column filled in.
+func (b *bench) apiAgent(ctx context.Context, cs kubernetes.Interface, a *agent) (*report.Series, *report.Density, error) {
+	if err := waitNodeReady(ctx, cs, a); err != nil {
+		return nil, nil, err
+	}
+	var starts []float64
+	for i := range b.cfg.startupPods {
+		s, err := b.apiStartOne(ctx, cs, a, fmt.Sprintf("%s-api-st-%d", a.prefix, i))
+		if err != nil {
+			return nil, nil, err
+		}
+		starts = append(starts, s)
+		b.log.Info("api startup", "agent", a.name, "pod", i, "s", s)
+	}
+	d := &report.Density{Pods: b.cfg.densityPods, SteadyS: b.cfg.steady.Seconds()}
+	res, err := b.apiDensity(ctx, cs, a, b.cfg.densityPods)
+	if a.name == "kubelet" {
+		d.Kubelet = res
+	} else {
+		d.Skiff = res
+	}
+	return report.NewSeries(starts), d, err
+}
+
+// waitNodeReady polls the Node until it is Ready, or a exits.
+func waitNodeReady(ctx context.Context, cs kubernetes.Interface, a *agent) error {
+	return a.proc.waitFor("its Node Ready in the API", apiWait, func() error {
+		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := cs.CoreV1().Nodes().Get(gctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
+				return nil
+			}
+		}
+		return errors.New("not Ready")
+	})
+}
+
+// apiPod is the API object of the pod of kind named name, bound to the node.
+func apiPod(name string, kind podKind) *v1.Pod {
+	p := podOf(name, kind, 1)
+	p.Spec.NodeName = nodeName
+	return p
+}
+
+// apiStartOne creates one startup pod, waits for its app container and
+// returns create call -> StartedAt; the pod is then deleted and waited for.
+func (b *bench) apiStartOne(ctx context.Context, cs kubernetes.Interface, a *agent, name string) (float64, error) {
+	t0 := time.Now()
+	if _, err := cs.CoreV1().Pods(agentNamespace).Create(ctx, apiPod(name, kindStartup), metav1.CreateOptions{}); err != nil {
+		return 0, fmt.Errorf("create pod %s: %w", name, err)
+	}
+	pods := []string{name}
+	wctx, cancel := context.WithTimeout(ctx, runTimeout(1))
+	defer cancel()
+	started, err := b.c.WaitRunning(wctx, pods, criops.InPods(agentNamespace, "app", pods), poll)
+	if err != nil {
+		return 0, fmt.Errorf("%s API startup pod %s: %w", a.name, name, err)
+	}
+	if _, err := b.apiDelete(ctx, cs, a, pods); err != nil {
+		return 0, err
+	}
+	return started[name].Sub(t0).Seconds(), nil
+}
+
+// apiDensity creates n density pods at once, waits for all to run,
+// samples the agent over the steady window and deletes them all.
+func (b *bench) apiDensity(ctx context.Context, cs kubernetes.Interface, a *agent, n int) (*report.Agent, error) {
+	pods := make([]string, n)
+	cpu := *resource.NewMilliQuantity(densityCPUMilli(n, goruntime.NumCPU()), resource.DecimalSI)
+	t0 := time.Now()
+	err := forEach(ctx, n, func(ctx context.Context, i int) error {
+		pods[i] = fmt.Sprintf("%s-api-d%d-%d", a.prefix, n, i)
+		p := apiPod(pods[i], kindDensity)
+		p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = cpu
+		_, err := cs.CoreV1().Pods(agentNamespace).Create(ctx, p, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create %d API pods: %w", n, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, runTimeout(n))
+	defer cancel()
+	started, err := b.c.WaitRunning(wctx, pods, criops.InPods(agentNamespace, "app", pods), densityPoll)
+	if err != nil {
+		return nil, fmt.Errorf("%s API density %d: %w", a.name, n, err)
+	}
+	first, last := spanOf(started)
+	res := &report.Agent{Pods: n, FirstRunningS: first.Sub(t0).Seconds(), AllRunningS: last.Sub(t0).Seconds()}
+	b.log.Info("api density running", "agent", a.name, "pods", n, "first_s", res.FirstRunningS, "all_s", res.AllRunningS)
+	if res.Steady, err = sampleSteady(ctx, a.pid(), b.cfg.steady); err != nil {
+		return nil, fmt.Errorf("%s API density steady window: %w", a.name, err)
+	}
+	if res.RemoveAllS, err = b.apiDelete(ctx, cs, a, pods); err != nil {
+		return nil, err
+	}
+	b.log.Info("api density done", "agent", a.name, "pods", n, "cpu_pct", res.Steady.CPUPercent, "rss_max_mb", res.Steady.RSSMaxMB, "remove_s", res.RemoveAllS)
+	return res, nil
+}
+
+// apiDelete deletes the pods (their own grace period) and returns the
+// seconds until none of them is left in the API: the agent stopped each
+// and made the final delete. Then, untimed, it waits for a draining
+// agent's removal of the sandboxes (see agentRemoveTimed).
+func (b *bench) apiDelete(ctx context.Context, cs kubernetes.Interface, a *agent, pods []string) (float64, error) {
+	t0 := time.Now()
+	err := forEach(ctx, len(pods), func(ctx context.Context, i int) error {
+		err := cs.CoreV1().Pods(agentNamespace).Delete(ctx, pods[i], metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete %d API pods: %w", len(pods), err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, runTimeout(len(pods)))
+	defer cancel()
+	p := poll
+	if len(pods) > 1 {
+		p = removePoll
+	}
+	set := make(map[string]bool, len(pods))
+	for _, n := range pods {
+		set[n] = true
+	}
+	for {
+		list, err := cs.CoreV1().Pods(agentNamespace).List(wctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("spec.nodeName", nodeName).String()})
+		if err != nil {
+			return 0, fmt.Errorf("%s: waiting for %d deleted API pods: %w", a.name, len(pods), err)
+		}
+		left := 0
+		for _, p := range list.Items {
+			if set[p.Name] {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		select {
+		case <-wctx.Done():
+			return 0, fmt.Errorf("%s: %d of %d deleted API pods still in the API: %w", a.name, left, len(pods), wctx.Err())
+		case <-time.After(p):
+		}
+	}
+	took := time.Since(t0).Seconds()
+	if a.drains {
+		if err := b.c.WaitGone(wctx, agentNamespace, pods, p); err != nil {
+			return 0, fmt.Errorf("%s: %w", a.name, err)
+		}
+	}
+	return took, nil
+}
+
+// forEach calls fn for 0..n-1 on apiCreateWorkers goroutines and returns
+// the first error; it returns once every call has. The context passed to
+// fn is cancelled at the first error.
+func forEach(ctx context.Context, n int, fn func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, apiCreateWorkers) {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return context.Cause(ctx)
+}
