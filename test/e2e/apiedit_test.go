@@ -26,7 +26,8 @@ import (
 // API server allows, as under the kubelet: new labels reach its
 // downwardAPI volume, and a new image restarts that container alone
 // ("definition changed"). Through the API server, kubectl port-forward
-// reaches the pod's port and kubectl attach -i its stdin and stdout.
+// reaches the pod's port, kubectl attach -i its stdin and stdout, and the
+// node proxy skiff's /metrics.
 func TestAPIPodEditsAndStreams_H1_G7(t *testing.T) {
 	e := NewEnv(t)
 	c := startCluster(t, e)
@@ -88,6 +89,17 @@ func TestAPIPodEditsAndStreams_H1_G7(t *testing.T) {
 
 	// kubectl port-forward through the API server to testserver's :8080.
 	checkPortForward(t, c, "edit", 8080)
+
+	// /metrics through the API server's node proxy (H.25): the kubelet's
+	// names, this pod's sandbox and its restarted container counted.
+	metrics := kubectl(t, c, "get", "--raw", "/api/v1/nodes/"+nodeName+"/proxy/metrics")
+	for _, want := range []string{"\nkubelet_running_pods 1\n", `kubelet_node_name{node="` + nodeName + `"} 1`,
+		`kubelet_started_containers_total{container_type="container"} 3`, `kubelet_started_containers_total{container_type="ephemeral_container"} 1`,
+		`kubelet_runtime_operations_total{operation_type="run_podsandbox"} 1`, "kubelet_pod_start_sli_duration_seconds_count 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, metrics)
+		}
+	}
 
 	// kubectl attach -i: stdin in, stdout back.
 	att := apiPod("att", 1, `read line; echo "got:$line"`)
