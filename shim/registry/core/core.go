@@ -1,0 +1,205 @@
+// Package core describes the shim's kinds other than pods: namespaces,
+// nodes, configmaps, secrets, serviceaccounts, events (core/v1) and leases
+// (coordination.k8s.io/v1).
+package core
+
+import (
+	"strconv"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiffnode/skiff/manifests"
+	"github.com/skiffnode/skiff/shim/registry/generic"
+)
+
+// eventTTL is how long events live, as kube-apiserver's --event-ttl.
+const eventTTL = 3600
+
+// Namespaces: cluster-scoped, DNS label names, status.phase.
+// TODO(issue 17): the "kubernetes" finalizer, /finalize, Terminating and
+// the namespace controller; until then a namespace is deleted at once and
+// its contents stay.
+var Namespaces = &generic.Kind{
+	Version: "v1", Resource: "namespaces", Singular: "namespace",
+	New:          func() runtime.Object { return &corev1.Namespace{} },
+	NewList:      func() runtime.Object { return &corev1.NamespaceList{} },
+	ShortNames:   []string{"ns"},
+	Status:       true,
+	ValidateName: apivalidation.ValidateNamespaceName,
+	PrepareForCreate: func(obj runtime.Object) {
+		obj.(*corev1.Namespace).Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
+	},
+	Fields: func(obj runtime.Object) fields.Set {
+		return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
+	},
+}
+
+// Nodes: cluster-scoped, status subresource, spec.unschedulable selector.
+var Nodes = &generic.Kind{
+	Version: "v1", Resource: "nodes", Singular: "node",
+	New:        func() runtime.Object { return &corev1.Node{} },
+	NewList:    func() runtime.Object { return &corev1.NodeList{} },
+	ShortNames: []string{"no"},
+	Status:     true,
+	Fields: func(obj runtime.Object) fields.Set {
+		return fields.Set{"spec.unschedulable": strconv.FormatBool(obj.(*corev1.Node).Spec.Unschedulable)}
+	},
+}
+
+// ConfigMaps, validated by skiff's manifests.ValidateConfigMap.
+var ConfigMaps = &generic.Kind{
+	Version: "v1", Resource: "configmaps", Singular: "configmap", Namespaced: true,
+	New:        func() runtime.Object { return &corev1.ConfigMap{} },
+	NewList:    func() runtime.Object { return &corev1.ConfigMapList{} },
+	ShortNames: []string{"cm"},
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return withoutMetadata(manifests.ValidateConfigMap(obj.(*corev1.ConfigMap)))
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		return immutableData(obj.(*corev1.ConfigMap).Immutable, old.(*corev1.ConfigMap).Immutable,
+			func() bool {
+				n, o := obj.(*corev1.ConfigMap), old.(*corev1.ConfigMap)
+				return equalMaps(n.Data, o.Data) && equalBytes(n.BinaryData, o.BinaryData)
+			})
+	},
+}
+
+// Secrets, defaulted (type Opaque) and validated by skiff's manifests.
+var Secrets = &generic.Kind{
+	Version: "v1", Resource: "secrets", Singular: "secret", Namespaced: true,
+	New:     func() runtime.Object { return &corev1.Secret{} },
+	NewList: func() runtime.Object { return &corev1.SecretList{} },
+	Validate: func(obj runtime.Object) field.ErrorList {
+		return withoutMetadata(manifests.ValidateSecret(obj.(*corev1.Secret)))
+	},
+	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+		n, o := obj.(*corev1.Secret), old.(*corev1.Secret)
+		errs := immutableData(n.Immutable, o.Immutable, func() bool { return equalBytes(n.Data, o.Data) })
+		if n.Type != o.Type {
+			errs = append(errs, field.Invalid(field.NewPath("type"), n.Type, "field is immutable"))
+		}
+		return errs
+	},
+	Fields: func(obj runtime.Object) fields.Set {
+		return fields.Set{"type": string(obj.(*corev1.Secret).Type)}
+	},
+}
+
+// ServiceAccounts. TODO(issue 17): /token and the per-namespace default.
+var ServiceAccounts = &generic.Kind{
+	Version: "v1", Resource: "serviceaccounts", Singular: "serviceaccount", Namespaced: true,
+	New:        func() runtime.Object { return &corev1.ServiceAccount{} },
+	NewList:    func() runtime.Object { return &corev1.ServiceAccountList{} },
+	ShortNames: []string{"sa"},
+}
+
+// Events (core/v1), kept for an hour; PUT may create (as upstream).
+var Events = &generic.Kind{
+	Version: "v1", Resource: "events", Singular: "event", Namespaced: true,
+	New:                 func() runtime.Object { return &corev1.Event{} },
+	NewList:             func() runtime.Object { return &corev1.EventList{} },
+	ShortNames:          []string{"ev"},
+	AllowCreateOnUpdate: true,
+	TTL:                 eventTTL,
+	Validate:            validateEvent,
+	Fields:              eventFields,
+}
+
+// Leases (coordination.k8s.io/v1): the kubelet's node heartbeat.
+var Leases = &generic.Kind{
+	Group: coordinationv1.GroupName, Version: "v1", Resource: "leases", Singular: "lease", Namespaced: true,
+	New:     func() runtime.Object { return &coordinationv1.Lease{} },
+	NewList: func() runtime.Object { return &coordinationv1.LeaseList{} },
+}
+
+// validateEvent requires what upstream's ValidateEventCreate requires of a
+// core/v1 event: the involved object's namespace matches the event's.
+func validateEvent(obj runtime.Object) field.ErrorList {
+	ev := obj.(*corev1.Event)
+	var errs field.ErrorList
+	if ns := ev.InvolvedObject.Namespace; ns != "" && ns != ev.Namespace {
+		errs = append(errs, field.Invalid(field.NewPath("involvedObject", "namespace"), ns, "does not match event.namespace"))
+	}
+	return errs
+}
+
+// eventFields is upstream's event ToSelectableFields less metadata.
+func eventFields(obj runtime.Object) fields.Set {
+	ev := obj.(*corev1.Event)
+	source := ev.Source.Component
+	if source == "" {
+		source = ev.ReportingController
+	}
+	return fields.Set{
+		"involvedObject.kind":            ev.InvolvedObject.Kind,
+		"involvedObject.namespace":       ev.InvolvedObject.Namespace,
+		"involvedObject.name":            ev.InvolvedObject.Name,
+		"involvedObject.uid":             string(ev.InvolvedObject.UID),
+		"involvedObject.apiVersion":      ev.InvolvedObject.APIVersion,
+		"involvedObject.resourceVersion": ev.InvolvedObject.ResourceVersion,
+		"involvedObject.fieldPath":       ev.InvolvedObject.FieldPath,
+		"reason":                         ev.Reason,
+		"reportingComponent":             ev.ReportingController,
+		"source":                         source,
+		"type":                           ev.Type,
+	}
+}
+
+// All is every kind the shim serves, in discovery order per group.
+var All = []*generic.Kind{Namespaces, Nodes, ConfigMaps, Secrets, ServiceAccounts, Events, Leases}
+
+// withoutMetadata drops metadata errors: the generic strategy reports those.
+func withoutMetadata(errs field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	for _, e := range errs {
+		if len(e.Field) < 8 || e.Field[:8] != "metadata" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// immutableData refuses data changes of an immutable ConfigMap or Secret
+// and unsetting immutable.
+func immutableData(now, was *bool, sameData func() bool) field.ErrorList {
+	if was == nil || !*was {
+		return nil
+	}
+	var errs field.ErrorList
+	if now == nil || !*now {
+		errs = append(errs, field.Forbidden(field.NewPath("immutable"), "field is immutable when `immutable` is set"))
+	}
+	if !sameData() {
+		errs = append(errs, field.Forbidden(field.NewPath("data"), "field is immutable when `immutable` is set"))
+	}
+	return errs
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func equalBytes(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || string(w) != string(v) {
+			return false
+		}
+	}
+	return true
+}

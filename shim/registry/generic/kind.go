@@ -1,0 +1,215 @@
+// Package generic builds a k8s.io/apiserver generic registry Store for one
+// served kind from a Kind description: the strategy (metadata validation,
+// status reset, per-kind hooks), field attributes for selectors, the status
+// subresource and the short names kubectl discovers.
+package generic
+
+import (
+	"context"
+	"reflect"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/skiffnode/skiff/shim/scheme"
+)
+
+// Kind describes one served resource. Only the fields up to NewList are
+// required.
+type Kind struct {
+	Group      string // API group, "" for core
+	Version    string // served version, e.g. "v1"
+	Resource   string // plural resource, e.g. "pods"
+	Singular   string // e.g. "pod"
+	Namespaced bool
+	New        func() runtime.Object
+	NewList    func() runtime.Object
+
+	// ShortNames are kubectl's abbreviations (discovery).
+	ShortNames []string
+	// Categories such as "all" (discovery).
+	Categories []string
+	// Status: the object's .status is written only through the status
+	// subresource, and .spec (and metadata) only through the main resource.
+	Status bool
+	// ValidateName checks metadata.name; default NameIsDNSSubdomain.
+	ValidateName apivalidation.ValidateNameFunc
+	// Validate checks the kind's own fields on create and update.
+	Validate func(obj runtime.Object) field.ErrorList
+	// ValidateUpdate checks what may not change on update (after Validate).
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// PrepareForCreate clears or sets fields the server owns.
+	PrepareForCreate func(obj runtime.Object)
+	// Fields returns the kind's selectable fields beyond metadata.name and
+	// metadata.namespace (see scheme.FieldLabels).
+	Fields func(obj runtime.Object) fields.Set
+	// AllowCreateOnUpdate lets PUT create a missing object.
+	AllowCreateOnUpdate bool
+	// TTL in seconds after which etcd drops the object (events); 0: none.
+	TTL uint64
+	// GracefulDelete decides a deletion's grace period (pods); nil: none.
+	GracefulDelete func(obj runtime.Object, options *metav1.DeleteOptions) bool
+	// TriggerField names a field whose value the watch cache indexes
+	// watchers by (the pods' spec.nodeName), with its getter.
+	TriggerField string
+	Trigger      func(obj runtime.Object) string
+}
+
+// GetAttrs returns the labels and selectable fields of obj.
+func (k *Kind) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	meta, err := objectMeta(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	var set fields.Set
+	if k.Fields != nil {
+		set = k.Fields(obj)
+	} else {
+		set = fields.Set{}
+	}
+	set["metadata.name"] = meta.GetName()
+	if k.Namespaced {
+		set["metadata.namespace"] = meta.GetNamespace()
+	}
+	return labels.Set(meta.GetLabels()), set, nil
+}
+
+// predicate is the Store's PredicateFunc.
+func (k *Kind) predicate(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	p := storage.SelectionPredicate{Label: label, Field: field, GetAttrs: k.GetAttrs}
+	if k.TriggerField != "" {
+		p.IndexFields = []string{k.TriggerField}
+	}
+	return p
+}
+
+// strategy implements the create, update and delete strategies of a Kind;
+// statusOnly is the status subresource's.
+type strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+	kind       *Kind
+	statusOnly bool
+}
+
+func newStrategy(k *Kind, statusOnly bool) *strategy {
+	return &strategy{ObjectTyper: scheme.Scheme, NameGenerator: names.SimpleNameGenerator, kind: k, statusOnly: statusOnly}
+}
+
+func (s *strategy) NamespaceScoped() bool { return s.kind.Namespaced }
+
+func (s *strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	if s.kind.Status {
+		clearField(obj, "Status")
+	}
+	if s.kind.PrepareForCreate != nil {
+		s.kind.PrepareForCreate(obj)
+	}
+}
+
+func (s *strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	if !s.kind.Status {
+		return
+	}
+	if s.statusOnly {
+		// As upstream's status strategies (pods, nodes, namespaces): the
+		// spec, and the owner references old kubelets corrupted, are kept.
+		copyField(obj, old, "Spec")
+		meta, _ := objectMeta(obj)
+		oldMeta, _ := objectMeta(old)
+		if meta != nil && oldMeta != nil {
+			meta.SetOwnerReferences(oldMeta.GetOwnerReferences())
+		}
+		return
+	}
+	copyField(obj, old, "Status")
+}
+
+func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	meta, err := objectMeta(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
+	}
+	nameFn := s.kind.ValidateName
+	if nameFn == nil {
+		nameFn = apivalidation.NameIsDNSSubdomain
+	}
+	errs := apivalidation.ValidateObjectMetaAccessor(meta, s.kind.Namespaced, nameFn, field.NewPath("metadata"))
+	if s.kind.Validate != nil {
+		errs = append(errs, s.kind.Validate(obj)...)
+	}
+	return errs
+}
+
+func (s *strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	meta, err := objectMeta(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
+	}
+	oldMeta, err := objectMeta(old)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
+	}
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(meta, oldMeta, field.NewPath("metadata"))
+	if s.statusOnly {
+		return errs
+	}
+	errs = append(errs, s.Validate(ctx, obj)...)
+	if s.kind.ValidateUpdate != nil {
+		errs = append(errs, s.kind.ValidateUpdate(obj, old)...)
+	}
+	return errs
+}
+
+func (s *strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+
+func (s *strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+func (s *strategy) Canonicalize(runtime.Object) {}
+
+func (s *strategy) AllowCreateOnUpdate() bool { return s.kind.AllowCreateOnUpdate && !s.statusOnly }
+
+func (s *strategy) AllowUnconditionalUpdate() bool { return true }
+
+// GetResetFields tells server-side apply which fields each endpoint resets,
+// so that managedFields do not claim them (as upstream's strategies).
+func (s *strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	if !s.kind.Status {
+		return nil
+	}
+	reset := fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
+	if s.statusOnly {
+		reset = fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata", "deletionTimestamp"))
+	}
+	gv := s.kind.Group + "/" + s.kind.Version
+	if s.kind.Group == "" {
+		gv = s.kind.Version
+	}
+	return map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(gv): reset}
+}
+
+// clearField sets obj's struct field name to its zero value.
+func clearField(obj runtime.Object, name string) {
+	f := reflect.ValueOf(obj).Elem().FieldByName(name)
+	if f.IsValid() && f.CanSet() {
+		f.Set(reflect.Zero(f.Type()))
+	}
+}
+
+// copyField sets obj's struct field name to a copy of old's.
+func copyField(obj, old runtime.Object, name string) {
+	dst := reflect.ValueOf(obj).Elem().FieldByName(name)
+	src := reflect.ValueOf(old.DeepCopyObject()).Elem().FieldByName(name)
+	if dst.IsValid() && src.IsValid() && dst.CanSet() {
+		dst.Set(src)
+	}
+}
