@@ -1,0 +1,96 @@
+// Package etcd runs the shim's embedded etcd (go.etcd.io/etcd/server/v3
+// embed, the version k8s.io/apiserver requires): one member, listening on
+// loopback only, its data in one directory.
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// Options of the embedded etcd.
+type Options struct {
+	// Dir holds the member's data (WAL and bbolt database).
+	Dir string
+	// ClientURL to listen on; default http://127.0.0.1:0 (a free port; see
+	// Server.ClientURL for the one taken).
+	ClientURL string
+	// QuotaBytes is the backend quota; default 2 GiB (etcd's).
+	QuotaBytes int64
+	// SnapshotCount: committed entries between snapshots; the raft log kept
+	// in memory grows with it. Default 10000 (kube's etcd default).
+	SnapshotCount uint64
+}
+
+// Server is a started embedded etcd.
+type Server struct {
+	e         *embed.Etcd
+	clientURL string
+}
+
+// ClientURL is the URL the apiserver's storage connects to.
+func (s *Server) ClientURL() string { return s.clientURL }
+
+// Close stops the member.
+func (s *Server) Close() { s.e.Close() }
+
+// Err reports the member's fatal errors.
+func (s *Server) Err() <-chan error { return s.e.Err() }
+
+// Start starts the member and waits until it serves, or ctx ends.
+func Start(ctx context.Context, o Options) (*Server, error) {
+	cfg := embed.NewConfig()
+	cfg.Name = "skiff"
+	cfg.Dir = o.Dir
+	cfg.LogLevel = "error"
+	cfg.Logger = "zap"
+	cfg.LogOutputs = []string{"stderr"}
+	client := o.ClientURL
+	if client == "" {
+		client = "http://127.0.0.1:0"
+	}
+	cu, err := url.Parse(client)
+	if err != nil {
+		return nil, fmt.Errorf("etcd client URL: %w", err)
+	}
+	// One member: the peer URL is never dialled, but etcd needs a peer
+	// listener; a free loopback port, advertised under a fixed name so the
+	// member's identity does not change between starts.
+	pu, _ := url.Parse("http://127.0.0.1:0")
+	advertisePeer, _ := url.Parse("http://127.0.0.1:2380")
+	cfg.ListenClientUrls = []url.URL{*cu}
+	cfg.AdvertiseClientUrls = []url.URL{*cu}
+	cfg.ListenPeerUrls = []url.URL{*pu}
+	cfg.AdvertisePeerUrls = []url.URL{*advertisePeer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.QuotaBackendBytes = o.QuotaBytes
+	if cfg.QuotaBackendBytes == 0 {
+		cfg.QuotaBackendBytes = 2 << 30
+	}
+	if o.SnapshotCount > 0 {
+		cfg.SnapshotCount = o.SnapshotCount
+	}
+	// kube-apiserver compacts every 5 minutes itself (its storage
+	// CompactionInterval); etcd's own compaction stays off, as kubeadm's.
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded etcd: %w", err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	case <-time.After(time.Minute):
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd not ready after a minute")
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	}
+	return &Server{e: e, clientURL: "http://" + e.Clients[0].Addr().String()}, nil
+}
