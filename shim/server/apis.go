@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/skiffnode/skiff/shim/registry/core"
+	"github.com/skiffnode/skiff/shim/registry/generic"
+	"github.com/skiffnode/skiff/shim/registry/pod"
+	"github.com/skiffnode/skiff/shim/scheme"
+)
+
+// installAPIs installs every served kind, grouped by API group.
+func installAPIs(g *genericapiserver.GenericAPIServer, cfg *genericapiserver.Config) error {
+	byGroup := map[string]map[string]rest.Storage{}
+	for _, k := range append([]*generic.Kind{pod.Kind}, core.All...) {
+		main, status, err := generic.NewREST(k, cfg.RESTOptionsGetter)
+		if err != nil {
+			return err
+		}
+		if byGroup[k.Group] == nil {
+			byGroup[k.Group] = map[string]rest.Storage{}
+		}
+		byGroup[k.Group][k.Resource] = main
+		if status != nil {
+			byGroup[k.Group][k.Resource+"/status"] = status
+		}
+	}
+	for groupName, storage := range byGroup {
+		info := genericapiserver.NewDefaultAPIGroupInfo(groupName, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
+		info.VersionedResourcesStorageMap["v1"] = storage
+		var err error
+		if groupName == "" {
+			err = g.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &info)
+		} else {
+			err = g.InstallAPIGroup(&info)
+		}
+		if err != nil {
+			return fmt.Errorf("install API group %q: %w", groupName, err)
+		}
+	}
+	return nil
+}
+
+// systemNamespaces exist from the start, as on any cluster.
+var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// systemNamespacesHook creates the system namespaces through the loopback
+// client once the server serves.
+func systemNamespacesHook(hc genericapiserver.PostStartHookContext) error {
+	client, err := kubernetes.NewForConfig(hc.LoopbackClientConfig)
+	if err != nil {
+		return err
+	}
+	for _, name := range systemNamespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		_, err := client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}

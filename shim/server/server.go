@@ -1,0 +1,208 @@
+// Package server wires the shim: k8s.io/apiserver's generic server with
+// the registries of shim/registry, storage in etcd (embedded or external),
+// TLS and authentication from shim/pki.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/google/uuid"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authentication/group"
+	unionauthn "k8s.io/apiserver/pkg/authentication/request/union"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	apiopenapi "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/apiserver/pkg/server/options"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/util/compatibility"
+
+	"github.com/skiffnode/skiff/shim/etcd"
+	"github.com/skiffnode/skiff/shim/openapi"
+	"github.com/skiffnode/skiff/shim/pki"
+	"github.com/skiffnode/skiff/shim/scheme"
+)
+
+// AdminUser is the admin identity of the static token.
+const AdminUser = "skiff-admin"
+
+// Options configure the shim.
+type Options struct {
+	// DataDir holds etcd/ (embedded), pki/, admin.token, admin.kubeconfig.
+	DataDir string
+	// EtcdServers: an external etcd cluster; empty runs the embedded one.
+	EtcdServers []string
+	// BindAddress and SecurePort of the HTTPS API (port 0: a free port).
+	BindAddress string
+	SecurePort  int
+	// ExtraSANs are host names and IPs added to a new serving certificate.
+	ExtraSANs []string
+}
+
+// Server is a prepared shim; Run serves it.
+type Server struct {
+	// URL is the API's https address, with the port actually bound.
+	URL string
+	// Kubeconfig is the admin kubeconfig's path.
+	Kubeconfig string
+
+	generic *genericapiserver.GenericAPIServer
+	etcd    *etcd.Server
+}
+
+// New starts storage (the embedded etcd unless o.EtcdServers) and builds
+// the API server; it serves nothing before Run. Close it if Run is never
+// called.
+func New(ctx context.Context, o Options) (s *Server, retErr error) {
+	if o.DataDir == "" {
+		return nil, errors.New("no data directory")
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	bundle, err := pki.EnsureBundle(o.DataDir, append([]string{o.BindAddress}, o.ExtraSANs...))
+	if err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	s = &Server{Kubeconfig: pki.KubeconfigPath(o.DataDir)}
+	servers := o.EtcdServers
+	if len(servers) == 0 {
+		e, err := etcd.Start(ctx, etcd.Options{Dir: filepath.Join(o.DataDir, "etcd")})
+		if err != nil {
+			return nil, err
+		}
+		s.etcd = e
+		defer func() {
+			if retErr != nil {
+				e.Close()
+			}
+		}()
+		servers = []string{e.ClientURL()}
+	}
+
+	cfg := genericapiserver.NewConfig(scheme.Codecs)
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	applyOpenAPI(cfg)
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort)))
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			ln.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	host := o.BindAddress
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	cfg.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(port))
+	s.URL = "https://" + cfg.ExternalAddress
+	if err := applySecurity(cfg, ln, bundle); err != nil {
+		return nil, err
+	}
+	if err := applyStorage(cfg, servers); err != nil {
+		return nil, err
+	}
+	g, err := cfg.Complete(nil).New("skiff-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("new apiserver: %w", err)
+	}
+	s.generic = g
+	if err := installAPIs(g, cfg); err != nil {
+		return nil, err
+	}
+	g.AddPostStartHookOrDie("skiff-system-namespaces", systemNamespacesHook)
+	if err := pki.WriteAdminKubeconfig(o.DataDir, s.URL, bundle); err != nil {
+		return nil, fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	return s, nil
+}
+
+// Run serves until ctx ends, then stops the embedded etcd.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.Close()
+	return s.generic.PrepareRun().RunWithContext(ctx)
+}
+
+// Close stops the embedded etcd (Run does it on return).
+func (s *Server) Close() {
+	if s.etcd != nil {
+		s.etcd.Close()
+	}
+}
+
+// applyOpenAPI serves /openapi/v2 and /openapi/v3 from the committed
+// definitions (shim/openapi); k8s.io/apiserver needs the v3 ones to build
+// server-side apply's type converter.
+func applyOpenAPI(cfg *genericapiserver.Config) {
+	namer := apiopenapi.NewDefinitionNamer(scheme.External())
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title = "Kubernetes"
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title = "Kubernetes"
+}
+
+// applySecurity sets TLS (the shim's serving certificate), client
+// certificate and admin token authentication, and authorization: the admin
+// (group system:masters) may do everything; anonymous requests are refused
+// (no anonymous authenticator: 401).
+// TODO(issue 17): the Node authorizer and NodeRestriction for the node's
+// own identity; RBAC is not planned.
+func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle) error {
+	cert, err := dynamiccertificates.NewStaticCertKeyContent("serving-cert", b.ServingCert, b.ServingKey)
+	if err != nil {
+		return fmt.Errorf("serving certificate: %w", err)
+	}
+	clientCA, err := dynamiccertificates.NewStaticCAContent("client-ca", b.CACert)
+	if err != nil {
+		return fmt.Errorf("client CA: %w", err)
+	}
+	cfg.SecureServing = &genericapiserver.SecureServingInfo{Listener: ln, Cert: cert, ClientCA: clientCA}
+	admin := &user.DefaultInfo{Name: AdminUser, Groups: []string{user.SystemPrivilegedGroup}}
+	var authn authenticator.Request = unionauthn.New(
+		x509request.NewDynamic(clientCA.VerifyOptions, x509request.CommonNameUserConversion),
+		authenticatorfactory.NewFromTokens(map[string]*user.DefaultInfo{b.AdminToken: admin}, nil),
+	)
+	cfg.Authentication.Authenticator = group.NewAuthenticatedGroupAdder(authn)
+	cfg.Authorization.Authorizer = authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
+	loopback, err := cfg.SecureServing.NewLoopbackClientConfig(uuid.NewString(), b.CACert)
+	if err != nil {
+		return fmt.Errorf("loopback client: %w", err)
+	}
+	loopback.TLSClientConfig.ServerName = pki.LoopbackServerName
+	cfg.LoopbackClientConfig = loopback
+	return nil
+}
+
+// applyStorage points the REST options at etcd: keys and encoding as
+// kube-apiserver's (/registry/<resource>/<namespace>/<name>, protobuf), so
+// an external etcd holds what a kube-apiserver would read.
+func applyStorage(cfg *genericapiserver.Config, servers []string) error {
+	backend := storagebackend.NewDefaultConfig("/registry", nil)
+	backend.Transport.ServerList = servers
+	etcdOpts := options.NewEtcdOptions(backend)
+	etcdOpts.DefaultStorageMediaType = "application/vnd.kubernetes.protobuf"
+	resources := serverstorage.NewResourceConfig()
+	resources.EnableVersions(corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion)
+	// A nil effective version: store the scheme's preferred version, no
+	// emulation of older ones.
+	encoding := serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(scheme.Scheme, nil)
+	factory := serverstorage.NewDefaultStorageFactory(*backend, etcdOpts.DefaultStorageMediaType,
+		scheme.Codecs, encoding, resources, nil)
+	return etcdOpts.ApplyWithStorageFactoryTo(factory, cfg)
+}
