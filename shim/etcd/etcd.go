@@ -6,6 +6,7 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 type Options struct {
 	// Dir holds the member's data (WAL and bbolt database).
 	Dir string
-	// ClientURL to listen on; default http://127.0.0.1:0 (a free port; see
-	// Server.ClientURL for the one taken).
+	// ClientURL to listen on; default http://127.0.0.1:<a free port> (see
+	// Server.ClientURL).
 	ClientURL string
 	// QuotaBytes is the backend quota; default 2 GiB (etcd's).
 	QuotaBytes int64
@@ -51,7 +52,14 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	cfg.LogOutputs = []string{"stderr"}
 	client := o.ClientURL
 	if client == "" {
-		client = "http://127.0.0.1:0"
+		// etcd dials its advertised client URL itself (its gRPC gateway),
+		// so the port must be known before it starts: "127.0.0.1:0" would
+		// leave that client retrying port 0 forever.
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		client = fmt.Sprintf("http://127.0.0.1:%d", port)
 	}
 	cu, err := url.Parse(client)
 	if err != nil {
@@ -93,4 +101,14 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, ctx.Err()
 	}
 	return &Server{e: e, clientURL: "http://" + e.Clients[0].Addr().String()}, nil
+}
+
+// freePort returns a loopback TCP port free at the time of the call.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
