@@ -24,7 +24,11 @@ func addDefaults(s *runtime.Scheme) error {
 			defaultPod(&l.Items[i])
 		}
 	})
-	s.AddTypeDefaultingFunc(&corev1.Secret{}, func(obj any) { manifests.SetSecretDefaults(obj.(*corev1.Secret)) })
+	s.AddTypeDefaultingFunc(&corev1.Secret{}, func(obj any) {
+		sec := obj.(*corev1.Secret)
+		mergeStringData(sec)
+		manifests.SetSecretDefaults(sec)
+	})
 	s.AddTypeDefaultingFunc(&corev1.Namespace{}, func(obj any) {
 		ns := obj.(*corev1.Namespace)
 		if ns.Status.Phase == "" {
@@ -42,4 +46,21 @@ func defaultPod(pod *corev1.Pod) {
 	ns := pod.Namespace
 	manifests.SetDefaults(pod)
 	pod.Namespace = ns
+}
+
+// mergeStringData moves a Secret's write-only stringData into data, as
+// upstream's v1 -> internal conversion does (the internal Secret has no
+// stringData); stringData wins over data for the same key.
+func mergeStringData(sec *corev1.Secret) {
+	if len(sec.StringData) == 0 {
+		sec.StringData = nil
+		return
+	}
+	if sec.Data == nil {
+		sec.Data = make(map[string][]byte, len(sec.StringData))
+	}
+	for k, v := range sec.StringData {
+		sec.Data[k] = []byte(v)
+	}
+	sec.StringData = nil
 }

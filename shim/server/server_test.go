@@ -207,7 +207,7 @@ func TestShimServesCoreObjects(t *testing.T) {
 		t.Errorf("second create: %v, want 409", err)
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, StringData: map[string]string{"k": "v"}}
-	if sec, err = client.CoreV1().Secrets(ns.Name).Create(ctx, sec, metav1.CreateOptions{}); err != nil || sec.Type != corev1.SecretTypeOpaque {
+	if sec, err = client.CoreV1().Secrets(ns.Name).Create(ctx, sec, metav1.CreateOptions{}); err != nil || sec.Type != corev1.SecretTypeOpaque || string(sec.Data["k"]) != "v" || sec.StringData != nil {
 		t.Fatalf("secret: %v %+v", err, sec)
 	}
 
