@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authentication/group"
 	unionauthn "k8s.io/apiserver/pkg/authentication/request/union"
@@ -174,7 +173,7 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle)
 	}
 	cfg.SecureServing = &genericapiserver.SecureServingInfo{Listener: ln, Cert: cert, ClientCA: clientCA}
 	admin := &user.DefaultInfo{Name: AdminUser, Groups: []string{user.SystemPrivilegedGroup}}
-	var authn authenticator.Request = unionauthn.New(
+	authn := unionauthn.New(
 		x509request.NewDynamic(clientCA.VerifyOptions, x509request.CommonNameUserConversion),
 		authenticatorfactory.NewFromTokens(map[string]*user.DefaultInfo{b.AdminToken: admin}, nil),
 	)
@@ -184,7 +183,7 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle)
 	if err != nil {
 		return fmt.Errorf("loopback client: %w", err)
 	}
-	loopback.TLSClientConfig.ServerName = pki.LoopbackServerName
+	loopback.ServerName = pki.LoopbackServerName
 	cfg.LoopbackClientConfig = loopback
 	return nil
 }
