@@ -4,6 +4,8 @@
 package core
 
 import (
+	"bytes"
+	"maps"
 	"strconv"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -64,7 +66,7 @@ var ConfigMaps = &generic.Kind{
 		return immutableData(obj.(*corev1.ConfigMap).Immutable, old.(*corev1.ConfigMap).Immutable,
 			func() bool {
 				n, o := obj.(*corev1.ConfigMap), old.(*corev1.ConfigMap)
-				return equalMaps(n.Data, o.Data) && equalBytes(n.BinaryData, o.BinaryData)
+				return maps.Equal(n.Data, o.Data) && maps.EqualFunc(n.BinaryData, o.BinaryData, bytes.Equal)
 			})
 	},
 }
@@ -79,7 +81,7 @@ var Secrets = &generic.Kind{
 	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		n, o := obj.(*corev1.Secret), old.(*corev1.Secret)
-		errs := immutableData(n.Immutable, o.Immutable, func() bool { return equalBytes(n.Data, o.Data) })
+		errs := immutableData(n.Immutable, o.Immutable, func() bool { return maps.EqualFunc(n.Data, o.Data, bytes.Equal) })
 		if n.Type != o.Type {
 			errs = append(errs, field.Invalid(field.NewPath("type"), n.Type, "field is immutable"))
 		}
@@ -178,28 +180,4 @@ func immutableData(now, was *bool, sameData func() bool) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("data"), "field is immutable when `immutable` is set"))
 	}
 	return errs
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func equalBytes(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || string(w) != string(v) {
-			return false
-		}
-	}
-	return true
 }
