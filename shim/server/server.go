@@ -21,6 +21,7 @@ import (
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	unionauthz "k8s.io/apiserver/pkg/authorization/union"
 	apiopenapi "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
@@ -28,6 +29,8 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiffnode/skiff/shim/etcd"
 	"github.com/skiffnode/skiff/shim/openapi"
@@ -117,7 +120,17 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if err := applyStorage(cfg, servers); err != nil {
 		return nil, err
 	}
-	g, err := cfg.Complete(nil).New("skiff-apiserver", genericapiserver.NewEmptyDelegate())
+	loopback, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("loopback client: %w", err)
+	}
+	// One informer factory for the admission plugins and the controllers,
+	// started by genericapiserver once the server serves.
+	factory := informers.NewSharedInformerFactory(loopback, 0)
+	if cfg.AdmissionControl, err = admissionChain(loopback, factory); err != nil {
+		return nil, err
+	}
+	g, err := cfg.Complete(factory).New("skiff-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("new apiserver: %w", err)
 	}
@@ -178,7 +191,10 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle)
 		authenticatorfactory.NewFromTokens(map[string]*user.DefaultInfo{b.AdminToken: admin}, nil),
 	)
 	cfg.Authentication.Authenticator = group.NewAuthenticatedGroupAdder(authn)
-	cfg.Authorization.Authorizer = authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
+	// The first authorizer to allow or deny decides; NoOpinion from all is a 403.
+	cfg.Authorization.Authorizer = unionauthz.New(
+		authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup),
+	)
 	loopback, err := cfg.SecureServing.NewLoopbackClientConfig(uuid.NewString(), b.CACert)
 	if err != nil {
 		return fmt.Errorf("loopback client: %w", err)
