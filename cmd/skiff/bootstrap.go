@@ -17,6 +17,7 @@ import (
 
 	"github.com/skiffnode/skiff/apiclient"
 	"github.com/skiffnode/skiff/apisource"
+	"github.com/skiffnode/skiff/internal/atomicfile"
 )
 
 // bootstrapClientCert is the kubelet's TLS bootstrap: unless --kubeconfig
@@ -48,7 +49,7 @@ func bootstrapClientCert(ctx context.Context, kubeconfig, bootstrap, certDir, no
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	pemPath := filepath.Join(certDir, "kubelet-client-current.pem")
-	if err := writeFileAtomic(pemPath, append(certPEM, keyPEM...), 0o600); err != nil {
+	if err := atomicfile.Write(pemPath, append(certPEM, keyPEM...), 0o600); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	kc := nodeKubeconfig(cfg, pemPath)
@@ -96,16 +97,6 @@ func kubeconfigCertValid(path string, now time.Time) (bool, error) {
 	return err == nil && now.After(c.NotBefore) && now.Before(c.NotAfter), nil
 }
 
-// writeFileAtomic writes data to path through a temporary file and a
-// rename, so a reader never sees half of it.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
 // certRotator renews the client certificate of the node's kubeconfig
 // (--rotate-certificates) in the file that holds both the certificate and
 // the key (pemPath: the kubeconfig's client-certificate and client-key),
@@ -119,7 +110,7 @@ func certRotator(certFile, keyFile string, api apisource.CSRAPI, node string, lo
 		API: api, Node: node, Log: log,
 		Current: func() (*x509.Certificate, error) { return readCertFile(certFile) },
 		Store: func(certPEM, keyPEM []byte) error {
-			return writeFileAtomic(certFile, append(certPEM, keyPEM...), 0o600)
+			return atomicfile.Write(certFile, append(certPEM, keyPEM...), 0o600)
 		},
 	}, nil
 }

@@ -17,6 +17,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/runtime"
+
+	"github.com/skiffnode/skiff/supervisor"
 )
 
 var _ runtime.ExitWatcher = (*ExitWatcher)(nil)
@@ -106,7 +108,7 @@ func (w *ExitWatcher) Close() error { return w.client.Close() }
 // subscribed again it calls fn("") because exits during the gap were not
 // reported: the agent lists the runtime at once.
 func (w *ExitWatcher) WatchExits(ctx context.Context, fn func(id string)) error {
-	b := newBackoff(exitRetryInitial, exitRetryMax, exitStableAfter)
+	b := supervisor.NewBackoff(supervisor.Policy{Initial: exitRetryInitial, Max: exitRetryMax, ResetAfter: exitStableAfter})
 	resubscribe := false
 	for {
 		start := w.clock.Now()
@@ -118,7 +120,7 @@ func (w *ExitWatcher) WatchExits(ctx context.Context, fn func(id string)) error 
 			w.logger.Warn("containerd exit events interrupted; subscribing again once containerd answers", "err", err)
 		}
 		resubscribe = true
-		delay := b.next(w.clock.Since(start))
+		delay := b.Next(w.clock.Since(start))
 		w.logger.Debug("containerd exit events interrupted", "err", err, "retryIn", delay)
 		t := w.clock.NewTimer(delay)
 		select {

@@ -24,6 +24,7 @@ import (
 	"github.com/skiffnode/skiff/network"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/cri"
+	"github.com/skiffnode/skiff/supervisor"
 )
 
 // requireRoot skips unless SKIFF_ROOT_TESTS=1 (set by make integration,
@@ -195,7 +196,7 @@ func TestManagedContainerdRunsPods(t *testing.T) {
 	}
 	sbID, err := r.RunSandbox(ctx, sb)
 	if err != nil {
-		t.Fatalf("RunSandbox: %v\ncontainerd log:\n%s", err, logTail(m.cfg.LogFile, 30))
+		t.Fatalf("RunSandbox: %v\ncontainerd log:\n%s", err, supervisor.LogTail(m.cfg.LogFile, 30))
 	}
 	st, err := r.SandboxStatus(ctx, sbID)
 	if err != nil {
@@ -216,10 +217,10 @@ func TestManagedContainerdRunsPods(t *testing.T) {
 	}
 	ctrID, err := r.CreateContainer(ctx, sbID, ctrSpec, sb)
 	if err != nil {
-		t.Fatalf("CreateContainer: %v\ncontainerd log:\n%s", err, logTail(m.cfg.LogFile, 30))
+		t.Fatalf("CreateContainer: %v\ncontainerd log:\n%s", err, supervisor.LogTail(m.cfg.LogFile, 30))
 	}
 	if err := r.StartContainer(ctx, ctrID); err != nil {
-		t.Fatalf("StartContainer: %v\ncontainerd log:\n%s", err, logTail(m.cfg.LogFile, 30))
+		t.Fatalf("StartContainer: %v\ncontainerd log:\n%s", err, supervisor.LogTail(m.cfg.LogFile, 30))
 	}
 	cs, err := r.ContainerStatus(ctx, ctrID)
 	if err != nil {
@@ -340,7 +341,7 @@ func TestManagedContainerdRunsPods(t *testing.T) {
 	killed := time.Now()
 	for m.Restarts() < 1 {
 		if time.Since(killed) > 20*time.Second {
-			t.Fatalf("containerd not restarted 20 s after kill -9; log:\n%s", logTail(m.cfg.LogFile, 30))
+			t.Fatalf("containerd not restarted 20 s after kill -9; log:\n%s", supervisor.LogTail(m.cfg.LogFile, 30))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -1,7 +1,6 @@
 package containerd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,23 +9,20 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/utils/clock"
 
+	"github.com/skiffnode/skiff/internal/atomicfile"
 	"github.com/skiffnode/skiff/runtime/cri"
+	"github.com/skiffnode/skiff/supervisor"
 )
 
 const (
 	// readyTimeout bounds how long a start or restart waits for the CRI
 	// socket.
 	readyTimeout = 60 * time.Second
-	// leftoverStopTimeout bounds stopping a containerd left over from a
-	// previous skiff run, before it is killed.
-	leftoverStopTimeout = 10 * time.Second
 	// cleanupTimeout bounds rollbacks under a fresh context.
 	cleanupTimeout = 10 * time.Second
 )
@@ -56,16 +52,16 @@ type Managed struct {
 	logger *slog.Logger
 	clock  clock.Clock
 	// launch starts one containerd and waits until it serves CRI; with
-	// restart set it refuses (errReplaced) to start a rival of a
+	// restart set it refuses (supervisor.ErrReplaced) to start a rival of a
 	// containerd that another skiff started on this root. On error
 	// nothing is left running. Replaced by fakes in tests.
-	launch func(ctx context.Context, restart bool) (process, error)
+	launch func(ctx context.Context, restart bool) (supervisor.Process, error)
 
 	cancel context.CancelFunc // ends supervision
 	done   chan struct{}      // closed when supervise has returned
 
 	mu       sync.Mutex
-	cur      process // the latest containerd; written by supervise only
+	cur      supervisor.Process // the latest containerd; written by supervise only
 	restarts int
 }
 
@@ -114,7 +110,7 @@ func writeConfigFiles(cfg Config, p paths) error {
 	if err := writeHostsDir(p.certsD, cfg.RegistryHosts); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(p.config, []byte(conf), 0o600); err != nil {
+	if err := atomicfile.Write(p.config, []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("write containerd config: %w", err)
 	}
 	return nil
@@ -135,16 +131,16 @@ func (m *Managed) run(ctx context.Context) error {
 }
 
 // launchChild implements launch with a real child process.
-func (m *Managed) launchChild(ctx context.Context, restart bool) (_ process, retErr error) {
+func (m *Managed) launchChild(ctx context.Context, restart bool) (_ supervisor.Process, retErr error) {
 	if restart {
 		if pid, ok := m.leftoverPid(); ok {
-			return nil, fmt.Errorf("%w (pid %d in %s)", errReplaced, pid, m.paths.pidFile)
+			return nil, fmt.Errorf("%w (pid %d in %s)", supervisor.ErrReplaced, pid, m.paths.pidFile)
 		}
 	}
 	if err := m.removeStaleSocket(); err != nil {
 		return nil, err
 	}
-	c, err := startChild(m.cfg.Binary, []string{"--config", m.paths.config}, m.cfg.LogFile, m.paths.pidFile)
+	c, err := supervisor.StartChild(m.cfg.Binary, []string{"--config", m.paths.config}, m.cfg.LogFile, m.paths.pidFile)
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +148,12 @@ func (m *Managed) launchChild(ctx context.Context, restart bool) (_ process, ret
 		if retErr != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 			defer cancel()
-			_ = m.stopProcess(ctx, c)
+			_ = supervisor.Stop(ctx, c, "containerd", m.logger)
 		}
 	}()
 	pid := c.Pid()
 	m.logger.Info("started containerd", "pid", pid, "config", m.paths.config, "log", m.cfg.LogFile)
-	if err := writeFileAtomic(m.paths.pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+	if err := atomicfile.Write(m.paths.pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("write containerd pid file: %w", err)
 	}
 	if err := m.waitReady(ctx, c); err != nil {
@@ -201,36 +197,12 @@ func (m *Managed) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	p := m.cur
 	m.mu.Unlock()
-	return m.stopProcess(ctx, p)
-}
-
-// stopProcess stops p: SIGTERM, then SIGKILL when ctx ends. Idempotent.
-func (m *Managed) stopProcess(ctx context.Context, p process) error {
-	select {
-	case <-p.Exited():
-		return nil
-	default:
-	}
-	if err := p.Signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("stop containerd: %w", err)
-	}
-	select {
-	case <-p.Exited():
-		m.logger.Info("containerd stopped", "pid", p.Pid(), "status", exitStatus(p.ExitErr()))
-		return nil
-	case <-ctx.Done():
-	}
-	m.logger.Warn("containerd did not stop in time; killing it", "pid", p.Pid())
-	if err := p.Signal(syscall.SIGKILL); err != nil {
-		return fmt.Errorf("kill containerd: %w", err)
-	}
-	<-p.Exited()
-	return fmt.Errorf("containerd did not stop in time and was killed: %w", ctx.Err())
+	return supervisor.Stop(ctx, p, "containerd", m.logger)
 }
 
 // waitReady polls the CRI socket until Version answers, the child exits,
 // or the bounded ctx ends.
-func (m *Managed) waitReady(ctx context.Context, p process) error {
+func (m *Managed) waitReady(ctx context.Context, p supervisor.Process) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -248,10 +220,10 @@ func (m *Managed) waitReady(ctx context.Context, p process) error {
 		select {
 		case <-p.Exited():
 			return fmt.Errorf("containerd exited during start (%s); log %s ends with:\n%s",
-				exitStatus(p.ExitErr()), m.cfg.LogFile, logTail(m.cfg.LogFile, 15))
+				supervisor.ExitStatus(p.ExitErr()), m.cfg.LogFile, supervisor.LogTail(m.cfg.LogFile, 15))
 		case <-ctx.Done():
 			return fmt.Errorf("containerd CRI socket %s not ready: %w (last error: %w); log %s ends with:\n%s",
-				m.paths.socket, ctx.Err(), lastErr, m.cfg.LogFile, logTail(m.cfg.LogFile, 15))
+				m.paths.socket, ctx.Err(), lastErr, m.cfg.LogFile, supervisor.LogTail(m.cfg.LogFile, 15))
 		case <-tick.C:
 		}
 	}
@@ -263,7 +235,7 @@ func (m *Managed) waitReady(ctx context.Context, p process) error {
 func (m *Managed) takeOver(ctx context.Context) error {
 	if pid, ok := m.leftoverPid(); ok {
 		m.logger.Warn("stopping containerd left over from an earlier run", "pid", pid)
-		if err := stopPid(ctx, pid); err != nil {
+		if err := supervisor.StopPid(ctx, pid); err != nil {
 			return fmt.Errorf("stop leftover containerd (pid %d): %w", pid, err)
 		}
 	}
@@ -294,102 +266,5 @@ func (m *Managed) removeStaleSocket() error {
 // leftoverPid returns the pid from the pid file if that process is alive
 // and is a containerd running this root's config (pids get reused).
 func (m *Managed) leftoverPid() (int, bool) {
-	b, err := os.ReadFile(m.paths.pidFile)
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 || !alive(pid) {
-		return 0, false
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return 0, false
-	}
-	for _, arg := range bytes.Split(cmdline, []byte{0}) {
-		if string(arg) == m.paths.config {
-			return pid, true
-		}
-	}
-	return 0, false
-}
-
-// stopPid stops a process that is not our child: SIGTERM, then SIGKILL
-// after leftoverStopTimeout (or when ctx ends), polling until it is gone.
-func stopPid(ctx context.Context, pid int) error {
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return nil
-		}
-		return err
-	}
-	termCtx, cancel := context.WithTimeout(ctx, leftoverStopTimeout)
-	defer cancel()
-	if waitGone(termCtx, pid) {
-		return nil
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return err
-	}
-	killCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if !waitGone(killCtx, pid) {
-		return fmt.Errorf("process %d still alive after SIGKILL", pid)
-	}
-	return nil
-}
-
-func waitGone(ctx context.Context, pid int) bool {
-	for alive(pid) {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return true
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesized command name: "pid (comm) S ...".
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	return b[i+2] != 'Z' && b[i+2] != 'X'
-}
-
-// logTail returns the last n lines of a log file, for error messages.
-func logTail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read log: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// writeFileAtomic writes data to a temp file next to path and renames it.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (retErr error) {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
-		return err
-	}
-	defer func() {
-		if retErr != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err := os.Chmod(tmp, perm); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return supervisor.LeftoverPid(m.paths.pidFile, m.paths.config)
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -61,25 +59,5 @@ func TestTakeOverRemovesStaleSocket(t *testing.T) {
 		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s not removed: %v", p, err)
 		}
-	}
-}
-
-func TestAliveAndLogTail(t *testing.T) {
-	if !alive(os.Getpid()) {
-		t.Error("own process not alive")
-	}
-	if alive(999999999) {
-		t.Error("impossible pid alive")
-	}
-	path := filepath.Join(t.TempDir(), "log")
-	var lines []string
-	for i := 0; i < 20; i++ {
-		lines = append(lines, "line"+strconv.Itoa(i))
-	}
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := logTail(path, 3); got != "line17\nline18\nline19" {
-		t.Errorf("logTail = %q", got)
 	}
 }

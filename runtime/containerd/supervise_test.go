@@ -11,30 +11,9 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
-)
 
-func TestBackoffNext(t *testing.T) {
-	b := newBackoff(time.Second, 30*time.Second, time.Minute)
-	steps := []struct {
-		ran  time.Duration
-		want time.Duration
-	}{
-		{0, time.Second}, // the first delay is the initial one
-		{0, 2 * time.Second},
-		{5 * time.Second, 4 * time.Second}, // a short run is no stable run
-		{0, 8 * time.Second},
-		{0, 16 * time.Second},
-		{0, 30 * time.Second}, // capped
-		{59 * time.Second, 30 * time.Second},
-		{time.Minute, time.Second}, // a stable run resets
-		{0, 2 * time.Second},
-	}
-	for i, s := range steps {
-		if got := b.next(s.ran); got != s.want {
-			t.Fatalf("step %d: next(%v) = %v, want %v", i, s.ran, got, s.want)
-		}
-	}
-}
+	"github.com/skiffnode/skiff/supervisor"
+)
 
 // fakeProc is a process that exits when told to or when signalled.
 type fakeProc struct {
@@ -79,7 +58,7 @@ type fakeLauncher struct {
 	launched chan *fakeProc // every successful launch, in order
 }
 
-func (l *fakeLauncher) launch(_ context.Context, restart bool) (process, error) {
+func (l *fakeLauncher) launch(_ context.Context, restart bool) (supervisor.Process, error) {
 	l.mu.Lock()
 	l.restarts = append(l.restarts, restart)
 	n := len(l.restarts)
@@ -196,7 +175,7 @@ func TestSuperviseRestartsWithBackoff(t *testing.T) {
 	// After a stable run the back-off starts over. The run counts from
 	// when the supervisor took p3 over, so wait for that before stepping.
 	waitPid(t, m, p3.pid)
-	fc.Step(restartResetAfter)
+	fc.Step(restartPolicy.ResetAfter)
 	p3.exit(errors.New("signal: killed"))
 	p4 := expectRestartAfter(t, l, fc, time.Second)
 	waitPid(t, m, p4.pid)
@@ -251,7 +230,7 @@ func assertEnded(t *testing.T, m *Managed, l *fakeLauncher) {
 
 func TestSuperviseGivesWayToANewerContainerd(t *testing.T) {
 	m, l, fc := newSupervised(t)
-	l.failNext(fmt.Errorf("%w (pid 4242)", errReplaced))
+	l.failNext(fmt.Errorf("%w (pid 4242)", supervisor.ErrReplaced))
 	nextLaunch(t, l).exit(errors.New("signal: terminated"))
 	waitTimer(t, fc)
 	fc.Step(time.Second)

@@ -1,4 +1,4 @@
-package containerd
+package supervisor
 
 import (
 	"bytes"
@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 	"syscall"
 )
 
-// process is one containerd process as the supervisor sees it. The real one
-// is a child; tests use fakes.
-type process interface {
+// Process is one supervised process as the supervisor sees it. The real
+// one is a Child; tests use fakes.
+type Process interface {
 	// Pid is the process ID.
 	Pid() int
 	// Signal sends sig; a process that has exited already is not an error.
@@ -25,23 +26,26 @@ type process interface {
 	ExitErr() error
 }
 
-// child is a containerd child process of skiff.
-type child struct {
+// Child is a child process of skiff. Its methods are safe for concurrent
+// use.
+type Child struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	err    error // written before exited is closed
 }
 
-// startChild starts binary with args in its own process group, its output
-// appended to logPath, with the parent-death signal SIGTERM. Once it has
-// exited, pidFile is removed if it still names it. A goroutine owns the
-// child until it exits (reaping it); it ends by itself.
-func startChild(binary string, args []string, logPath, pidFile string) (*child, error) {
+// StartChild starts binary with args in its own process group (a
+// terminal's SIGINT reaches skiff only, which decides the shutdown order),
+// its output appended to logPath, with the parent-death signal SIGTERM (it
+// goes down with skiff even when skiff crashes). Once it has exited,
+// pidFile (if not empty) is removed if it still names it. A goroutine owns
+// the child until it exits (reaping it); it ends by itself.
+func StartChild(binary string, args []string, logPath, pidFile string) (*Child, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
-		return nil, fmt.Errorf("open containerd log: %w", err)
+		return nil, fmt.Errorf("open %s log: %w", filepath.Base(binary), err)
 	}
-	c := &child{cmd: exec.Command(binary, args...), exited: make(chan struct{})}
+	c := &Child{cmd: exec.Command(binary, args...), exited: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	started := make(chan error, 1)
@@ -59,28 +63,36 @@ func startChild(binary string, args []string, logPath, pidFile string) (*child, 
 		}
 		started <- nil
 		c.err = c.cmd.Wait()
-		removePidFile(pidFile, c.cmd.Process.Pid)
+		if pidFile != "" {
+			removePidFile(pidFile, c.cmd.Process.Pid)
+		}
 		// Exiting with the thread still locked ends the thread; fine.
 	}()
 	if err := <-started; err != nil {
-		return nil, fmt.Errorf("start containerd %s: %w", binary, err)
+		return nil, fmt.Errorf("start %s: %w", binary, err)
 	}
 	return c, nil
 }
 
-func (c *child) Pid() int                { return c.cmd.Process.Pid }
-func (c *child) Exited() <-chan struct{} { return c.exited }
-func (c *child) ExitErr() error          { return c.err }
+// Pid implements Process.
+func (c *Child) Pid() int { return c.cmd.Process.Pid }
 
-func (c *child) Signal(sig syscall.Signal) error {
+// Exited implements Process.
+func (c *Child) Exited() <-chan struct{} { return c.exited }
+
+// ExitErr implements Process.
+func (c *Child) ExitErr() error { return c.err }
+
+// Signal implements Process.
+func (c *Child) Signal(sig syscall.Signal) error {
 	if err := c.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	return nil
 }
 
-// removePidFile removes path if it holds pid: a containerd that a newer
-// skiff started on the same root has written its own.
+// removePidFile removes path if it holds pid: a process that a newer skiff
+// started for the same root has written its own.
 func removePidFile(path string, pid int) {
 	b, err := os.ReadFile(path)
 	if err == nil && bytes.Equal(bytes.TrimSpace(b), []byte(strconv.Itoa(pid))) {
@@ -88,7 +100,8 @@ func removePidFile(path string, pid int) {
 	}
 }
 
-func exitStatus(err error) string {
+// ExitStatus describes a process's exit error for logs.
+func ExitStatus(err error) string {
 	if err == nil {
 		return "exit status 0"
 	}
