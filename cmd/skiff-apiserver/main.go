@@ -39,6 +39,9 @@ func newRootCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "skiff-apiserver: serving %s; admin kubeconfig %s\n", s.URL, s.Kubeconfig)
+			if s.NodeKubeconfig != "" {
+				fmt.Fprintf(os.Stderr, "skiff-apiserver: node %s kubeconfig %s\n", o.NodeName, s.NodeKubeconfig)
+			}
 			return s.Run(cmd.Context())
 		},
 	}
@@ -48,5 +51,6 @@ func newRootCmd() *cobra.Command {
 	f.IntVar(&o.SecurePort, "secure-port", 6443, "HTTPS port of the API")
 	f.StringVar(&o.BindAddress, "bind-address", "127.0.0.1", "address the API listens on")
 	f.StringSliceVar(&o.ExtraSANs, "tls-san", nil, "extra host names or IPs in the serving certificate (generated at first start)")
+	f.StringVar(&o.NodeName, "node-name", "", "node whose identity (system:node:<name>, group system:nodes) gets <data-dir>/node.kubeconfig, for the agent to join with; empty: none")
 	return cmd
 }

@@ -6,6 +6,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/skiffnode/skiff/shim/admission/noderestriction"
 )
 
 // admissionChain builds the shim's admission plugins, in the order they
@@ -17,7 +19,7 @@ import (
 // checks the wiring, not the sync).
 func admissionChain(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
 	_, _ = client, factory
-	var plugins []admission.Interface
+	plugins := []admission.Interface{noderestriction.New(noderestriction.ClientLookup(client))}
 	for _, p := range plugins {
 		if v, ok := p.(admission.InitializationValidator); ok {
 			if err := v.ValidateInitialization(); err != nil {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
@@ -17,23 +18,41 @@ import (
 	"github.com/skiffnode/skiff/shim/scheme"
 )
 
-// installAPIs installs every served kind, grouped by API group.
-func installAPIs(g *genericapiserver.GenericAPIServer, cfg *genericapiserver.Config) error {
-	byGroup := map[string]map[string]rest.Storage{}
+// apiStorage is the REST storage of every served kind by API group and
+// resource, built before the server so that the Node authorizer can read
+// pods through the pods' Store.
+type apiStorage struct {
+	byGroup map[string]map[string]rest.Storage
+	// pods is the pods' main Store.
+	pods rest.Lister
+}
+
+// newAPIStorage builds every served kind's Store (each starts its watch
+// cache on etcd) through optsGetter.
+func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter) (*apiStorage, error) {
+	st := &apiStorage{byGroup: map[string]map[string]rest.Storage{}}
 	for _, k := range append([]*generic.Kind{pod.Kind}, core.All...) {
-		main, status, err := generic.NewREST(k, cfg.RESTOptionsGetter)
+		main, status, err := generic.NewREST(k, optsGetter)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if byGroup[k.Group] == nil {
-			byGroup[k.Group] = map[string]rest.Storage{}
+		if st.byGroup[k.Group] == nil {
+			st.byGroup[k.Group] = map[string]rest.Storage{}
 		}
-		byGroup[k.Group][k.Resource] = main
+		st.byGroup[k.Group][k.Resource] = main
 		if status != nil {
-			byGroup[k.Group][k.Resource+"/status"] = status
+			st.byGroup[k.Group][k.Resource+"/status"] = status
+		}
+		if k == pod.Kind {
+			st.pods = main
 		}
 	}
-	for groupName, storage := range byGroup {
+	return st, nil
+}
+
+// installAPIs installs every served kind, grouped by API group.
+func installAPIs(g *genericapiserver.GenericAPIServer, st *apiStorage) error {
+	for groupName, storage := range st.byGroup {
 		info := genericapiserver.NewDefaultAPIGroupInfo(groupName, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
 		info.VersionedResourcesStorageMap["v1"] = storage
 		var err error

@@ -21,6 +21,7 @@ import (
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	pathauthz "k8s.io/apiserver/pkg/authorization/path"
 	unionauthz "k8s.io/apiserver/pkg/authorization/union"
 	apiopenapi "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
+	nodeauthz "github.com/skiffnode/skiff/shim/authz/node"
 	"github.com/skiffnode/skiff/shim/etcd"
 	"github.com/skiffnode/skiff/shim/openapi"
 	"github.com/skiffnode/skiff/shim/pki"
@@ -52,6 +54,9 @@ type Options struct {
 	SecurePort  int
 	// ExtraSANs are host names and IPs added to a new serving certificate.
 	ExtraSANs []string
+	// NodeName, if set, is the node whose identity (system:node:<name>)
+	// gets <DataDir>/node.kubeconfig, re-issued when the name changes.
+	NodeName string
 }
 
 // Server is a prepared shim; Run serves it.
@@ -60,6 +65,8 @@ type Server struct {
 	URL string
 	// Kubeconfig is the admin kubeconfig's path.
 	Kubeconfig string
+	// NodeKubeconfig is the node kubeconfig's path ("" without a NodeName).
+	NodeKubeconfig string
 
 	generic *genericapiserver.GenericAPIServer
 	etcd    *etcd.Server
@@ -114,10 +121,14 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	}
 	cfg.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(port))
 	s.URL = "https://" + cfg.ExternalAddress
-	if err := applySecurity(cfg, ln, bundle); err != nil {
+	if err := applyStorage(cfg, servers); err != nil {
 		return nil, err
 	}
-	if err := applyStorage(cfg, servers); err != nil {
+	storage, err := newAPIStorage(cfg.RESTOptionsGetter)
+	if err != nil {
+		return nil, err
+	}
+	if err := applySecurity(cfg, ln, bundle, storePods{storage.pods}); err != nil {
 		return nil, err
 	}
 	loopback, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
@@ -135,12 +146,17 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 		return nil, fmt.Errorf("new apiserver: %w", err)
 	}
 	s.generic = g
-	if err := installAPIs(g, cfg); err != nil {
+	if err := installAPIs(g, storage); err != nil {
 		return nil, err
 	}
 	g.AddPostStartHookOrDie("skiff-system-namespaces", systemNamespacesHook)
 	if err := pki.WriteAdminKubeconfig(o.DataDir, s.URL, bundle); err != nil {
 		return nil, fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	if o.NodeName != "" {
+		if s.NodeKubeconfig, err = pki.EnsureNodeKubeconfig(o.DataDir, s.URL, bundle, o.NodeName); err != nil {
+			return nil, fmt.Errorf("node kubeconfig: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -171,11 +187,13 @@ func applyOpenAPI(cfg *genericapiserver.Config) {
 
 // applySecurity sets TLS (the shim's serving certificate), client
 // certificate and admin token authentication, and authorization: the admin
-// (group system:masters) may do everything; anonymous requests are refused
-// (no anonymous authenticator: 401).
-// TODO(issue 17): the Node authorizer and NodeRestriction for the node's
-// own identity; RBAC is not planned.
-func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle) error {
+// (group system:masters) may do everything; a node (system:node:<name> in
+// system:nodes) what the Node authorizer allows, reading its pods through
+// pods (NodeRestriction, in the admission chain, narrows its writes); every
+// authenticated user may read discovery, version and health; anonymous
+// requests are refused (no anonymous authenticator: 401). RBAC is not
+// planned.
+func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle, pods nodeauthz.Pods) error {
 	cert, err := dynamiccertificates.NewStaticCertKeyContent("serving-cert", b.ServingCert, b.ServingKey)
 	if err != nil {
 		return fmt.Errorf("serving certificate: %w", err)
@@ -191,9 +209,19 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle)
 		authenticatorfactory.NewFromTokens(map[string]*user.DefaultInfo{b.AdminToken: admin}, nil),
 	)
 	cfg.Authentication.Authenticator = group.NewAuthenticatedGroupAdder(authn)
+	// upstream's system:discovery and system:public-info-viewer roles,
+	// bound to system:authenticated (plugin/pkg/auth/authorizer/rbac/
+	// bootstrappolicy/policy.go); the paths are GET-only endpoints.
+	discovery, err := pathauthz.NewAuthorizer([]string{"/livez", "/readyz", "/healthz", "/version", "/version/",
+		"/openapi", "/openapi/*", "/api", "/api/*", "/apis", "/apis/*"})
+	if err != nil {
+		return fmt.Errorf("discovery authorizer: %w", err)
+	}
 	// The first authorizer to allow or deny decides; NoOpinion from all is a 403.
 	cfg.Authorization.Authorizer = unionauthz.New(
 		authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup),
+		nodeauthz.New(pods),
+		discovery,
 	)
 	loopback, err := cfg.SecureServing.NewLoopbackClientConfig(uuid.NewString(), b.CACert)
 	if err != nil {

@@ -25,9 +25,17 @@ import (
 // and returns an admin client once it is ready.
 func startShim(t *testing.T) (*Server, *rest.Config, kubernetes.Interface) {
 	t.Helper()
+	return startShimWith(t, Options{})
+}
+
+// startShimWith is startShim with o, whose DataDir, BindAddress and
+// SecurePort it sets.
+func startShimWith(t *testing.T, o Options) (*Server, *rest.Config, kubernetes.Interface) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
-	s, err := New(ctx, Options{DataDir: dir, BindAddress: "127.0.0.1", SecurePort: 0})
+	o.DataDir, o.BindAddress, o.SecurePort = dir, "127.0.0.1", 0
+	s, err := New(ctx, o)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
