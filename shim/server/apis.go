@@ -13,6 +13,7 @@ import (
 
 	"github.com/skiffnode/skiff/shim/registry/core"
 	"github.com/skiffnode/skiff/shim/registry/generic"
+	"github.com/skiffnode/skiff/shim/registry/namespace"
 	"github.com/skiffnode/skiff/shim/registry/pod"
 	"github.com/skiffnode/skiff/shim/scheme"
 )
@@ -33,6 +34,9 @@ func installAPIs(g *genericapiserver.GenericAPIServer, cfg *genericapiserver.Con
 			byGroup[k.Group][k.Resource+"/status"] = status
 		}
 	}
+	if err := addNamespaces(byGroup[""], cfg); err != nil {
+		return err
+	}
 	for groupName, storage := range byGroup {
 		info := genericapiserver.NewDefaultAPIGroupInfo(groupName, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
 		info.VersionedResourcesStorageMap["v1"] = storage
@@ -46,6 +50,19 @@ func installAPIs(g *genericapiserver.GenericAPIServer, cfg *genericapiserver.Con
 			return fmt.Errorf("install API group %q: %w", groupName, err)
 		}
 	}
+	return nil
+}
+
+// addNamespaces adds namespaces, namespaces/status and namespaces/finalize
+// (shim/registry/namespace) to the core group's storage.
+func addNamespaces(storage map[string]rest.Storage, cfg *genericapiserver.Config) error {
+	main, status, finalize, err := namespace.NewREST(cfg.RESTOptionsGetter)
+	if err != nil {
+		return err
+	}
+	storage["namespaces"] = main
+	storage["namespaces/status"] = status
+	storage["namespaces/finalize"] = finalize
 	return nil
 }
 

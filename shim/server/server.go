@@ -61,8 +61,9 @@ type Server struct {
 	// Kubeconfig is the admin kubeconfig's path.
 	Kubeconfig string
 
-	generic *genericapiserver.GenericAPIServer
-	etcd    *etcd.Server
+	generic     *genericapiserver.GenericAPIServer
+	etcd        *etcd.Server
+	controllers *controllers
 }
 
 // New starts storage (the embedded etcd unless o.EtcdServers) and builds
@@ -130,6 +131,9 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if cfg.AdmissionControl, err = admissionChain(loopback, factory); err != nil {
 		return nil, err
 	}
+	if s.controllers, err = newControllers(cfg.LoopbackClientConfig, loopback, factory, bundle.CACert); err != nil {
+		return nil, err
+	}
 	g, err := cfg.Complete(factory).New("skiff-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("new apiserver: %w", err)
@@ -139,15 +143,18 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 		return nil, err
 	}
 	g.AddPostStartHookOrDie("skiff-system-namespaces", systemNamespacesHook)
+	g.AddPostStartHookOrDie("skiff-controllers", s.controllers.start)
 	if err := pki.WriteAdminKubeconfig(o.DataDir, s.URL, bundle); err != nil {
 		return nil, fmt.Errorf("admin kubeconfig: %w", err)
 	}
 	return s, nil
 }
 
-// Run serves until ctx ends, then stops the embedded etcd.
+// Run serves until ctx ends, then waits for the controllers and stops the
+// embedded etcd.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
+	defer s.controllers.wait()
 	return s.generic.PrepareRun().RunWithContext(ctx)
 }
 
