@@ -79,7 +79,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 		}
 	})
 
-	t.Run("I.51 I.32 I.45 delete empties the namespace, then removes it", func(t *testing.T) {
+	t.Run("I.51 I.45 delete empties the namespace, then removes it", func(t *testing.T) {
 		testNamespaceDeletion(ctx, t, client)
 	})
 

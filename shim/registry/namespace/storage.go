@@ -30,7 +30,7 @@ var (
 	_ rest.Lister                 = &REST{}
 	_ rest.Getter                 = &REST{}
 	_ rest.Watcher                = &REST{}
-	_ rest.Creater                = &REST{}
+	_ rest.Creater                = &REST{} //nolint:misspell // the API's spelling
 	_ rest.Updater                = &REST{}
 	_ rest.GracefulDeleter        = &REST{}
 	_ rest.ShortNamesProvider     = &REST{}
@@ -120,7 +120,7 @@ func (r *REST) Watch(ctx context.Context, options *metainternalversion.ListOptio
 	return r.store.Watch(ctx, options)
 }
 
-// Create implements rest.Creater.
+// Create creates a namespace (rest.Creater's method).
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	return r.store.Create(ctx, obj, createValidation, options)
 }
