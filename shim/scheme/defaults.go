@@ -34,6 +34,14 @@ func addDefaults(s *runtime.Scheme) error {
 		if ns.Status.Phase == "" {
 			ns.Status.Phase = corev1.NamespaceActive
 		}
+		// Upstream's SetDefaults_Namespace (I.28); the namespace registry's
+		// Canonicalize sets it too, for generated names.
+		if ns.Name != "" {
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			ns.Labels[corev1.LabelMetadataName] = ns.Name
+		}
 	})
 	return nil
 }

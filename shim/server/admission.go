@@ -3,7 +3,10 @@ package server
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
@@ -18,8 +21,12 @@ import (
 // its informers' sync before it trusts them (ValidateInitialization
 // checks the wiring, not the sync).
 func admissionChain(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
-	_, _ = client, factory
-	plugins := []admission.Interface{noderestriction.New(noderestriction.ClientLookup(client))}
+	lifecycle, err := namespaceLifecycle(client, factory)
+	if err != nil {
+		return nil, err
+	}
+	// Upstream's order: NamespaceLifecycle first, NodeRestriction later.
+	plugins := []admission.Interface{lifecycle, noderestriction.New(noderestriction.ClientLookup(client))}
 	for _, p := range plugins {
 		if v, ok := p.(admission.InitializationValidator); ok {
 			if err := v.ValidateInitialization(); err != nil {
@@ -28,4 +35,19 @@ func admissionChain(client kubernetes.Interface, factory informers.SharedInforme
 		}
 	}
 	return admission.NewChainHandler(plugins...), nil
+}
+
+// namespaceLifecycle is k8s.io/apiserver's NamespaceLifecycle with
+// kube-apiserver's immortal namespaces (lifecycle.Register in v1.34:
+// default, kube-system, kube-public; kube-node-lease may be deleted): no
+// objects are created in a missing (404) or terminating (403) namespace, and
+// the immortal ones may not be deleted (403).
+func namespaceLifecycle(client kubernetes.Interface, factory informers.SharedInformerFactory) (*lifecycle.Lifecycle, error) {
+	l, err := lifecycle.NewLifecycle(sets.NewString(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic))
+	if err != nil {
+		return nil, fmt.Errorf("admission %s: %w", lifecycle.PluginName, err)
+	}
+	l.SetExternalKubeInformerFactory(factory)
+	l.SetExternalKubeClientSet(client)
+	return l, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skiffnode/skiff/shim/registry/core"
 	"github.com/skiffnode/skiff/shim/registry/generic"
+	"github.com/skiffnode/skiff/shim/registry/namespace"
 	"github.com/skiffnode/skiff/shim/registry/pod"
 	"github.com/skiffnode/skiff/shim/scheme"
 )
@@ -47,6 +48,9 @@ func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter) (*apiStorage, e
 			st.pods = main
 		}
 	}
+	if err := addNamespaces(st.byGroup[""], optsGetter); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -65,6 +69,19 @@ func installAPIs(g *genericapiserver.GenericAPIServer, st *apiStorage) error {
 			return fmt.Errorf("install API group %q: %w", groupName, err)
 		}
 	}
+	return nil
+}
+
+// addNamespaces adds namespaces, namespaces/status and namespaces/finalize
+// (shim/registry/namespace) to the core group's storage.
+func addNamespaces(storage map[string]rest.Storage, optsGetter genericregistry.RESTOptionsGetter) error {
+	main, status, finalize, err := namespace.NewREST(optsGetter)
+	if err != nil {
+		return err
+	}
+	storage["namespaces"] = main
+	storage["namespaces/status"] = status
+	storage["namespaces/finalize"] = finalize
 	return nil
 }
 

@@ -68,8 +68,9 @@ type Server struct {
 	// NodeKubeconfig is the node kubeconfig's path ("" without a NodeName).
 	NodeKubeconfig string
 
-	generic *genericapiserver.GenericAPIServer
-	etcd    *etcd.Server
+	generic     *genericapiserver.GenericAPIServer
+	etcd        *etcd.Server
+	controllers *controllers
 }
 
 // New starts storage (the embedded etcd unless o.EtcdServers) and builds
@@ -141,6 +142,9 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if cfg.AdmissionControl, err = admissionChain(loopback, factory); err != nil {
 		return nil, err
 	}
+	if s.controllers, err = newControllers(cfg.LoopbackClientConfig, loopback, factory, bundle.CACert); err != nil {
+		return nil, err
+	}
 	g, err := cfg.Complete(factory).New("skiff-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("new apiserver: %w", err)
@@ -150,6 +154,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 		return nil, err
 	}
 	g.AddPostStartHookOrDie("skiff-system-namespaces", systemNamespacesHook)
+	g.AddPostStartHookOrDie("skiff-controllers", s.controllers.start)
 	if err := pki.WriteAdminKubeconfig(o.DataDir, s.URL, bundle); err != nil {
 		return nil, fmt.Errorf("admin kubeconfig: %w", err)
 	}
@@ -161,9 +166,11 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	return s, nil
 }
 
-// Run serves until ctx ends, then stops the embedded etcd.
+// Run serves until ctx ends, then waits for the controllers and stops the
+// embedded etcd.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
+	defer s.controllers.wait()
 	return s.generic.PrepareRun().RunWithContext(ctx)
 }
 

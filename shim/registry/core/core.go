@@ -1,5 +1,5 @@
-// Package core describes the shim's kinds other than pods: namespaces,
-// nodes, configmaps, secrets, serviceaccounts, events (core/v1) and leases
+// Package core describes the shim's kinds other than pods and namespaces
+// (shim/registry/namespace): nodes, configmaps, secrets, serviceaccounts, events (core/v1) and leases
 // (coordination.k8s.io/v1).
 package core
 
@@ -10,7 +10,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,25 +20,6 @@ import (
 
 // eventTTL is how long events live, as kube-apiserver's --event-ttl.
 const eventTTL = 3600
-
-// Namespaces: cluster-scoped, DNS label names, status.phase.
-// TODO(issue 17): the "kubernetes" finalizer, /finalize, Terminating and
-// the namespace controller; until then a namespace is deleted at once and
-// its contents stay.
-var Namespaces = &generic.Kind{
-	Version: "v1", Resource: "namespaces", Singular: "namespace",
-	New:          func() runtime.Object { return &corev1.Namespace{} },
-	NewList:      func() runtime.Object { return &corev1.NamespaceList{} },
-	ShortNames:   []string{"ns"},
-	Status:       true,
-	ValidateName: apivalidation.ValidateNamespaceName,
-	PrepareForCreate: func(obj runtime.Object) {
-		obj.(*corev1.Namespace).Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
-	},
-	Fields: func(obj runtime.Object) fields.Set {
-		return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
-	},
-}
 
 // Nodes: cluster-scoped, status subresource, spec.unschedulable selector.
 var Nodes = &generic.Kind{
@@ -92,7 +72,8 @@ var Secrets = &generic.Kind{
 	},
 }
 
-// ServiceAccounts. TODO(issue 17): /token and the per-namespace default.
+// ServiceAccounts; the "default" one in every namespace is
+// shim/controllers/serviceaccount's. TODO(issue 17): /token.
 var ServiceAccounts = &generic.Kind{
 	Version: "v1", Resource: "serviceaccounts", Singular: "serviceaccount", Namespaced: true,
 	New:        func() runtime.Object { return &corev1.ServiceAccount{} },
@@ -153,7 +134,7 @@ func eventFields(obj runtime.Object) fields.Set {
 }
 
 // All is every kind the shim serves, in discovery order per group.
-var All = []*generic.Kind{Namespaces, Nodes, ConfigMaps, Secrets, ServiceAccounts, Events, Leases}
+var All = []*generic.Kind{Nodes, ConfigMaps, Secrets, ServiceAccounts, Events, Leases}
 
 // withoutMetadata drops metadata errors: the generic strategy reports those.
 func withoutMetadata(errs field.ErrorList) field.ErrorList {

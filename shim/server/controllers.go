@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	nscontroller "github.com/skiffnode/skiff/shim/controllers/namespace"
+	"github.com/skiffnode/skiff/shim/controllers/nsobjects"
+)
+
+// Workers per controller: few namespaces change at once on one node.
+const (
+	namespaceWorkers = 2
+	nsObjectWorkers  = 1
+)
+
+// controllers are the shim's own controllers, built before the server
+// starts (so that their informers are in the shared factory when
+// genericapiserver starts it) and run by a post-start hook. Server.Run
+// waits for them after the server has stopped.
+type controllers struct {
+	runs []func(ctx context.Context)
+
+	mu      sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+// newControllers builds the namespace controller and the per-namespace
+// objects (default ServiceAccount, kube-root-ca.crt with caPEM), talking
+// to the shim through loopback.
+func newControllers(loopback *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, caPEM []byte) (*controllers, error) {
+	meta, err := metadata.NewForConfig(loopback)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
+	namespaces := factory.Core().V1().Namespaces()
+	ns, err := nscontroller.New(nscontroller.Config{
+		Client:     client,
+		Metadata:   meta,
+		Discover:   client.Discovery().ServerPreferredNamespacedResources,
+		Namespaces: namespaces,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &controllers{runs: []func(context.Context){
+		func(ctx context.Context) { ns.Run(ctx, namespaceWorkers) },
+	}}
+	for _, spec := range []nsobjects.Spec{nsobjects.DefaultServiceAccount(client), nsobjects.RootCA(client, caPEM)} {
+		ctrl, err := nsobjects.New(spec, namespaces, nil)
+		if err != nil {
+			return nil, err
+		}
+		c.runs = append(c.runs, func(ctx context.Context) { ctrl.Run(ctx, nsObjectWorkers) })
+	}
+	return c, nil
+}
+
+// start is the post-start hook: it runs every controller until the
+// hook's context (the server's) ends. Nothing starts after wait.
+func (c *controllers) start(hc genericapiserver.PostStartHookContext) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil
+	}
+	for _, run := range c.runs {
+		c.wg.Go(func() { run(hc) })
+	}
+	return nil
+}
+
+// wait returns once every controller started has returned; their context
+// must be done or ending.
+func (c *controllers) wait() {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.wg.Wait()
+}
