@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiffnode/skiff/shim/admission/noderestriction"
+	"github.com/skiffnode/skiff/shim/admission/singlenode"
 )
 
 // admissionChain builds the shim's admission plugins, in the order they
@@ -19,14 +20,19 @@ import (
 // loopback connection; the factory is started once the server serves
 // (genericapiserver's start-informers hook), so a plugin must wait for
 // its informers' sync before it trusts them (ValidateInitialization
-// checks the wiring, not the sync).
-func admissionChain(client kubernetes.Interface, factory informers.SharedInformerFactory) (admission.Interface, error) {
+// checks the wiring, not the sync). With a node (Options.NodeName), new
+// pods without one are placed on it (singlenode).
+func admissionChain(client kubernetes.Interface, factory informers.SharedInformerFactory, node string) (admission.Interface, error) {
 	lifecycle, err := namespaceLifecycle(client, factory)
 	if err != nil {
 		return nil, err
 	}
 	// Upstream's order: NamespaceLifecycle first, NodeRestriction later.
-	plugins := []admission.Interface{lifecycle, noderestriction.New(noderestriction.ClientLookup(client))}
+	plugins := []admission.Interface{lifecycle}
+	if node != "" {
+		plugins = append(plugins, singlenode.New(node))
+	}
+	plugins = append(plugins, noderestriction.New(noderestriction.ClientLookup(client)))
 	for _, p := range plugins {
 		if v, ok := p.(admission.InitializationValidator); ok {
 			if err := v.ValidateInitialization(); err != nil {

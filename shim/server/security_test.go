@@ -229,6 +229,20 @@ func TestShimSecurity(t *testing.T) {
 		ok(t, "delete node-a's lease", admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, "node-a", metav1.DeleteOptions{}))
 		_, err = admin.CoreV1().Pods(ns).Create(ctx, testPod("plain", "node-b"), metav1.CreateOptions{})
 		ok(t, "create an ordinary pod", err)
+		// No scheduler: a pod without a node is placed on the shim's node
+		// at create (singlenode), one naming another scheduler is not.
+		placed, err := admin.CoreV1().Pods(ns).Create(ctx, testPod("unplaced", ""), metav1.CreateOptions{})
+		ok(t, "create a pod without a node", err)
+		if placed.Spec.NodeName != "node-a" {
+			t.Errorf("pod without a node placed on %q, want node-a", placed.Spec.NodeName)
+		}
+		custom := testPod("custom-scheduler", "")
+		custom.Spec.SchedulerName = "my-scheduler"
+		custom, err = admin.CoreV1().Pods(ns).Create(ctx, custom, metav1.CreateOptions{})
+		ok(t, "create a pod for another scheduler", err)
+		if custom.Spec.NodeName != "" {
+			t.Errorf("pod for my-scheduler placed on %q", custom.Spec.NodeName)
+		}
 		ok(t, "delete node-a", admin.CoreV1().Nodes().Delete(ctx, "node-a", metav1.DeleteOptions{}))
 	})
 }
