@@ -61,8 +61,9 @@ type Server struct {
 	// Kubeconfig is the admin kubeconfig's path.
 	Kubeconfig string
 
-	generic *genericapiserver.GenericAPIServer
-	etcd    *etcd.Server
+	generic     *genericapiserver.GenericAPIServer
+	etcd        *etcd.Server
+	controllers *controllers
 }
 
 // New starts storage (the embedded etcd unless o.EtcdServers) and builds
@@ -139,15 +140,19 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 		return nil, err
 	}
 	g.AddPostStartHookOrDie("skiff-system-namespaces", systemNamespacesHook)
+	s.controllers = &controllers{}
+	g.AddPostStartHookOrDie("skiff-controllers", s.controllers.startHook)
 	if err := pki.WriteAdminKubeconfig(o.DataDir, s.URL, bundle); err != nil {
 		return nil, fmt.Errorf("admin kubeconfig: %w", err)
 	}
 	return s, nil
 }
 
-// Run serves until ctx ends, then stops the embedded etcd.
+// Run serves until ctx ends, waits for the controllers, then stops the
+// embedded etcd.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
+	defer s.controllers.wait()
 	return s.generic.PrepareRun().RunWithContext(ctx)
 }
 
