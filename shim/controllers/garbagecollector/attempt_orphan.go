@@ -37,7 +37,8 @@ func (gc *GarbageCollector) attemptToOrphanItem(ctx context.Context, owner *node
 
 // orphanDependents removes the references to owner from each dependent
 // (one after the other; upstream patches them in parallel). A dependent
-// already gone is fine; a reference already gone is a no-op patch.
+// already gone is fine; a reference already gone is a no-op patch, so it
+// is idempotent.
 func (gc *GarbageCollector) orphanDependents(ctx context.Context, owner objectReference, dependents []*node) error {
 	var errs []error
 	for _, dep := range dependents {

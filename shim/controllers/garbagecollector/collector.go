@@ -48,7 +48,8 @@ type Config struct {
 }
 
 // GarbageCollector collects dependents whose owners are gone. New
-// prepares it; Run runs it once.
+// prepares it; Run runs it once. Its state is internal: the graph is
+// written by one goroutine, the workers read it under per-node locks.
 type GarbageCollector struct {
 	cfg             Config
 	log             *slog.Logger

@@ -113,7 +113,8 @@ func (gc *GarbageCollector) patch(ctx context.Context, item objectReference, smp
 }
 
 // removeFinalizer removes finalizer from owner with a JSON merge patch of
-// the finalizers at the resourceVersion read; NotFound is success.
+// the finalizers at the resourceVersion read, retrying conflicts. It is
+// idempotent: an owner gone or without the finalizer is success.
 func (gc *GarbageCollector) removeFinalizer(ctx context.Context, owner objectReference, finalizer string) error {
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		live, err := gc.getObject(ctx, owner)
