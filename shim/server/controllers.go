@@ -5,12 +5,20 @@ import (
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/record"
 
+	"github.com/skiffnode/skiff/shim/controllers/garbagecollector"
 	nscontroller "github.com/skiffnode/skiff/shim/controllers/namespace"
 	"github.com/skiffnode/skiff/shim/controllers/nsobjects"
 )
@@ -64,14 +72,24 @@ func newControllers(loopback *rest.Config, client kubernetes.Interface, factory 
 	return c, nil
 }
 
-// start is the post-start hook: it runs every controller until the
-// hook's context (the server's) ends. Nothing starts after wait.
+// start is the post-start hook: it builds the garbage collector (it
+// discovers resources, so it needs the server serving) and runs it and
+// every other controller until the hook's context (the server's) ends.
+// Nothing starts after wait.
 func (c *controllers) start(hc genericapiserver.PostStartHookContext) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
 		return nil
 	}
+	gc, broadcaster, err := newGarbageCollector(hc)
+	if err != nil {
+		return fmt.Errorf("garbage collector: %w", err)
+	}
+	c.wg.Go(func() {
+		defer broadcaster.Shutdown()
+		gc.Run(hc.Context)
+	})
 	for _, run := range c.runs {
 		c.wg.Go(func() { run(hc) })
 	}
@@ -85,4 +103,39 @@ func (c *controllers) wait() {
 	c.stopped = true
 	c.mu.Unlock()
 	c.wg.Wait()
+}
+
+// newGarbageCollector wires the collector to the loopback connection: a
+// metadata client, discovery (one client for the periodic re-discovery,
+// a cached one behind the REST mapper, as upstream), and an event
+// recorder writing core/v1 events. The broadcaster must be shut down.
+func newGarbageCollector(hc genericapiserver.PostStartHookContext) (*garbagecollector.GarbageCollector, record.EventBroadcaster, error) {
+	cfg := hc.LoopbackClientConfig
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	mapperDisco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(hc.Context))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "garbage-collector-controller"})
+	gc := garbagecollector.New(garbagecollector.Config{
+		Metadata:  meta,
+		Discovery: disco,
+		Mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(mapperDisco)),
+		Recorder:  recorder,
+	})
+	return gc, broadcaster, nil
+
 }

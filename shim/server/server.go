@@ -166,7 +166,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	return s, nil
 }
 
-// Run serves until ctx ends, then waits for the controllers and stops the
+// Run serves until ctx ends, waits for the controllers, then stops the
 // embedded etcd.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()

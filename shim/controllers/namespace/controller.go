@@ -147,12 +147,14 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 			return &worker.Requeue{After: min(time.Duration(estimate)*time.Second/2, c.cfg.MaxRecheck),
 				Reason: fmt.Sprintf("namespace %s: content remains, estimate %d s", name, estimate)}
 		}
-		if ns, err = c.retryOnConflict(ctx, ns, c.finalize); err != nil {
+		if _, err = c.retryOnConflict(ctx, ns, c.finalize); err != nil {
 			return ignoreNotFound(err)
 		}
 	}
-	_, err = c.retryOnConflict(ctx, ns, c.dropPropagationFinalizers)
-	return ignoreNotFound(err)
+	// The orphan and foregroundDeletion finalizers of a namespace deleted
+	// with those propagation policies are the garbage collector's
+	// (shim/controllers/garbagecollector), as upstream.
+	return nil
 }
 
 // updateFunc changes a namespace on the server and returns the result.
@@ -196,27 +198,6 @@ func (c *Controller) finalize(ctx context.Context, ns *corev1.Namespace) (*corev
 	ns.Spec.Finalizers = slices.DeleteFunc(ns.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == finalizerToken })
 	klog.FromContext(ctx).V(2).Info("Finalizing namespace", "namespace", ns.Name)
 	return c.cfg.Client.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{})
-}
-
-// dropPropagationFinalizers stands in for the garbage collector, which the
-// shim does not have yet: upstream's removes the orphan and
-// foregroundDeletion finalizers that a DELETE with propagation Orphan or
-// Foreground put on the namespace once its dependents are handled. Its
-// namespaced dependents are gone with its content; owner references to a
-// namespace from elsewhere are not followed.
-func (c *Controller) dropPropagationFinalizers(ctx context.Context, ns *corev1.Namespace) (*corev1.Namespace, error) {
-	if ns == nil || len(ns.Spec.Finalizers) != 0 {
-		return ns, nil
-	}
-	kept := slices.DeleteFunc(slices.Clone(ns.Finalizers), func(f string) bool {
-		return f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents
-	})
-	if len(kept) == len(ns.Finalizers) {
-		return ns, nil
-	}
-	ns = ns.DeepCopy()
-	ns.Finalizers = kept
-	return c.cfg.Client.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
 }
 
 func ignoreNotFound(err error) error {

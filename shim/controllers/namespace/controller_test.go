@@ -275,23 +275,6 @@ func TestSyncIgnores(t *testing.T) {
 	}
 }
 
-// TestSyncDropsPropagationFinalizers: the garbage collector's part for a
-// namespace deleted with propagation Foreground (I.45) or Orphan (I.47).
-func TestSyncDropsPropagationFinalizers(t *testing.T) {
-	ns := deleting(time.Second, metav1.FinalizerDeleteDependents, "example.com/keep", metav1.FinalizerOrphanDependents)
-	f := newFixture(t, ns, servedOK, nil)
-	if err := f.c.sync(context.Background(), "ns"); err != nil {
-		t.Fatal(err)
-	}
-	got, err := f.kube.CoreV1().Namespaces().Get(context.Background(), "ns", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(got.Finalizers, []string{"example.com/keep"}) || len(got.Spec.Finalizers) != 0 {
-		t.Fatalf("finalizers %v, spec.finalizers %v", got.Finalizers, got.Spec.Finalizers)
-	}
-}
-
 // TestSyncRetriesConflicts: a conflict on the status update is retried on
 // the latest namespace.
 func TestSyncRetriesConflicts(t *testing.T) {
