@@ -45,6 +45,9 @@ type bench struct {
 	// controlPlane is the kube-controlplane binary of the API scenario
 	// ("": not run) and dir the runtime's directory.
 	controlPlane, dir string
+	// profilePath is where skiff's CPU profile of the density scenario's
+	// steady window is written ("": none taken).
+	profilePath string
 }
 
 // kubeletSettle is how long the kubelet runs before a scenario writes its
@@ -226,8 +229,9 @@ func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
 // --- scenario 2 and 4: density ---
 
 // agentDensity writes n density manifests at once, waits for all to run,
-// samples the agent over the steady window and removes them all.
-func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.Duration) (*report.Agent, error) {
+// samples the agent over the steady window (with profile != "" also taking
+// a CPU profile into that file, see steadyWindow) and removes them all.
+func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.Duration, profile string) (*report.Agent, error) {
 	manifests := make(map[string][]byte, n)
 	names := make([]string, 0, n)
 	pods := make([]string, 0, n)
@@ -253,8 +257,11 @@ func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.D
 	first, last := spanOf(started)
 	res := &report.Agent{Pods: n, FirstRunningS: first.Sub(t0).Seconds(), AllRunningS: last.Sub(t0).Seconds()}
 	b.log.Info("density running", "agent", a.name, "pods", n, "first_s", res.FirstRunningS, "all_s", res.AllRunningS)
-	if res.Steady, err = sampleSteady(ctx, a.pid(), steady); err != nil {
+	if err := steadyWindow(ctx, a, res, steady, profile); err != nil {
 		return nil, fmt.Errorf("%s density %d steady window: %w", a.name, n, err)
+	}
+	if res.ProfileError != "" {
+		b.log.Warn("cpu profile unavailable", "agent", a.name, "pods", n, "err", res.ProfileError)
 	}
 	if res.RemoveAllS, err = b.agentRemoveTimed(ctx, a, names); err != nil {
 		return nil, err
@@ -318,13 +325,19 @@ func (b *bench) floorDensity(ctx context.Context, n, parallelism int, probes boo
 		_ = b.cleanFloor(ctx)
 		return report.Floor{}, err
 	}
+	var window *report.ProbeWindow
+	if probes && b.cfg.probeWindow > 0 {
+		if window, err = probeWindow(ctx, start.Started, b.cfg.probeWindow); err != nil {
+			b.log.Warn("probe floor window", "err", err) // the figure is left out
+		}
+	}
 	stop, err := b.floor.StopAll(ctx, start.Started, parallelism, graceSeconds)
 	if err != nil {
 		return report.Floor{}, err
 	}
 	res := report.Floor{Pods: n, Parallelism: parallelism, Probes: probes,
 		FirstRunningS: start.First.Sub(start.Began).Seconds(), AllRunningS: start.Last.Sub(start.Began).Seconds(),
-		RemoveAllS: stop.Last.Sub(stop.Began).Seconds()}
+		RemoveAllS: stop.Last.Sub(stop.Began).Seconds(), ProbeWindow: window}
 	for _, s := range start.Started {
 		c, f := s.ProbeCalls()
 		res.ProbeExecs, res.ProbeFails = res.ProbeExecs+c, res.ProbeFails+f
@@ -335,10 +348,10 @@ func (b *bench) floorDensity(ctx context.Context, n, parallelism int, probes boo
 
 func (b *bench) density(ctx context.Context) (*report.Density, error) {
 	n := b.cfg.densityPods
-	d := &report.Density{Pods: n, SteadyS: b.cfg.steady.Seconds()}
+	d := &report.Density{Pods: n, SteadyS: b.cfg.steady.Seconds(), ProbePeriodS: densityFloorProbe().Period.Seconds()}
 	var err error
 	// Interleaved: skiff, then the floor at each parallelism.
-	if d.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.steady); err != nil {
+	if d.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.steady, b.profilePath); err != nil {
 		return nil, err
 	}
 	for _, p := range b.cfg.floorParallelism {
@@ -358,7 +371,7 @@ func (b *bench) density(ctx context.Context) (*report.Density, error) {
 		d.Floor = append(d.Floor, f)
 	}
 	err = b.withKubelet(ctx, func(k *agent) error {
-		d.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.steady)
+		d.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.steady, "")
 		return err
 	})
 	return d, err
@@ -385,10 +398,10 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 		}
 		s := report.Scale{Pods: n}
 		var err error
-		if s.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.scaleSteady); err != nil {
+		if s.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.scaleSteady, ""); err != nil {
 			return out, err
 		}
-		if b.cfg.scaleFloor {
+		if b.cfg.scaleFloor || (b.cfg.scaleFloorEnds && (n == slices.Min(b.cfg.scale) || n == slices.Max(b.cfg.scale))) {
 			f, err := b.floorDensity(ctx, n, bestPar, false)
 			if err != nil {
 				return out, err
@@ -397,7 +410,7 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 		}
 		if b.cfg.scaleKubelet {
 			err = b.withKubelet(ctx, func(k *agent) error {
-				s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady)
+				s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady, "")
 				return err
 			})
 			if err != nil {
