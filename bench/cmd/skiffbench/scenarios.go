@@ -98,28 +98,44 @@ func (b *bench) cleanFloor(ctx context.Context) error {
 // --- scenario 1: startup latency ---
 
 // agentStartOne writes the manifest of one pod of kind, waits for its app
-// container and returns manifest -> StartedAt; the pod is then removed
-// again.
-func (b *bench) agentStartOne(ctx context.Context, a *agent, name string, kind podKind) (float64, error) {
+// container and returns manifest -> StartedAt and that path's phases (see
+// podPhases); the pod is then removed again.
+func (b *bench) agentStartOne(ctx context.Context, a *agent, name string, kind podKind) (float64, []float64, error) {
 	data, err := manifest(name, kind, 1)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	t0, err := writeManifests(a.dir, map[string][]byte{name: data})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	pods := []string{podName(name)}
 	wctx, cancel := context.WithTimeout(ctx, runTimeout(1))
 	defer cancel()
 	started, err := b.c.WaitRunning(wctx, pods, criops.InPods(agentNamespace, "app", pods), poll)
 	if err != nil {
-		return 0, fmt.Errorf("%s startup pod %s: %w", a.name, name, err)
+		return 0, nil, fmt.Errorf("%s startup pod %s: %w", a.name, name, err)
+	}
+	var phases []float64
+	if app, err := b.c.ContainerID(ctx, agentNamespace, pods[0], "app"); err == nil {
+		phases = b.podPhases(ctx, app.PodSandboxId, t0)
 	}
 	if err := b.agentRemove(ctx, a, []string{name}); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return started[pods[0]].Sub(t0).Seconds(), nil
+	return started[pods[0]].Sub(t0).Seconds(), phases, nil
+}
+
+// podPhases splits a startup pod's path from t0 at its runtime timestamps
+// (criops.PhaseNames); nil, logged, when they cannot be read: the phases
+// explain the figure, they are not it.
+func (b *bench) podPhases(ctx context.Context, sandboxID string, t0 time.Time) []float64 {
+	t, err := b.c.PodTimes(ctx, sandboxID, "init", "app")
+	if err != nil {
+		b.log.Warn("startup phases", "sandbox", sandboxID, "err", err)
+		return nil
+	}
+	return t.Phases(t0)
 }
 
 // agentRemove deletes manifests and waits until the pods are stopped;
@@ -160,34 +176,38 @@ func (b *bench) agentRemove(ctx context.Context, a *agent, names []string) error
 }
 
 // floorStartOne starts and stops one floor pod of kind and returns first
-// CRI call (or volume write) -> StartedAt.
-func (b *bench) floorStartOne(ctx context.Context, name string, kind podKind) (float64, error) {
+// CRI call (or volume write) -> StartedAt and that path's phases.
+func (b *bench) floorStartOne(ctx context.Context, name string, kind podKind) (float64, []float64, error) {
 	t0 := time.Now()
 	s, err := b.floor.StartPod(ctx, floorPod(name, kind, 1))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	phases := b.podPhases(ctx, s.SandboxID, t0)
 	if err := b.floor.StopPod(ctx, s, graceSeconds); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return s.StartedAt.Sub(t0).Seconds(), nil
+	return s.StartedAt.Sub(t0).Seconds(), phases, nil
 }
 
 // startupSeries starts n pods of kind one after another, skiff then the
-// floor alternately, and returns both series of seconds; the floor's
-// sandboxes are removed afterwards.
-func (b *bench) startupSeries(ctx context.Context, n int, kind podKind, prefix string) (sk, fl []float64, err error) {
+// floor alternately, and returns both series of seconds, with each pod's
+// phases in ph (Skiff and Floor; a pod whose phases could not be read is
+// left out); the floor's sandboxes are removed afterwards.
+func (b *bench) startupSeries(ctx context.Context, n int, kind podKind, prefix string, ph *report.Phases) (sk, fl []float64, err error) {
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		s, err := b.agentStartOne(ctx, b.skiff, "s-"+name, kind)
+		s, sph, err := b.agentStartOne(ctx, b.skiff, "s-"+name, kind)
 		if err != nil {
 			return nil, nil, err
 		}
-		f, err := b.floorStartOne(ctx, "f-"+name, kind)
+		f, fph, err := b.floorStartOne(ctx, "f-"+name, kind)
 		if err != nil {
 			return nil, nil, err
 		}
 		sk, fl = append(sk, s), append(fl, f)
+		ph.Add(&ph.Skiff, sph)
+		ph.Add(&ph.Floor, fph)
 		b.log.Info("startup", "series", prefix, "pod", i, "skiff_s", s, "floor_s", f)
 	}
 	return sk, fl, b.cleanFloor(ctx)
@@ -199,17 +219,19 @@ func (b *bench) startupSeries(ctx context.Context, n int, kind podKind, prefix s
 func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
 	n := b.cfg.startupPods
 	var kb []float64
-	sk, fl, err := b.startupSeries(ctx, n, kindStartup, "st")
+	ph := &report.Phases{Names: criops.PhaseNames()}
+	sk, fl, err := b.startupSeries(ctx, n, kindStartup, "st", ph)
 	if err != nil {
 		return nil, err
 	}
 	err = b.withKubelet(ctx, func(k *agent) error {
 		for i := range n {
-			s, err := b.agentStartOne(ctx, k, fmt.Sprintf("k-st-%d", i), kindStartup)
+			s, kph, err := b.agentStartOne(ctx, k, fmt.Sprintf("k-st-%d", i), kindStartup)
 			if err != nil {
 				return err
 			}
 			kb = append(kb, s)
+			ph.Add(&ph.Kubelet, kph)
 			b.log.Info("startup", "pod", i, "kubelet_s", s)
 		}
 		return nil
@@ -217,11 +239,11 @@ func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
 	if err != nil {
 		return nil, err
 	}
-	vsk, vfl, err := b.startupSeries(ctx, n, kindStartupVolumes, "stv")
+	vsk, vfl, err := b.startupSeries(ctx, n, kindStartupVolumes, "stv", nil)
 	if err != nil {
 		return nil, fmt.Errorf("startup with volumes: %w", err)
 	}
-	return &report.Startup{Pods: n, Compare: report.Compare{
+	return &report.Startup{Pods: n, Phases: ph, Compare: report.Compare{
 		Skiff: report.NewSeries(sk), Floor: report.NewSeries(fl), Kubelet: report.NewSeries(kb),
 	}, Volumes: &report.Compare{Skiff: report.NewSeries(vsk), Floor: report.NewSeries(vfl)}}, nil
 }

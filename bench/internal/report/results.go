@@ -104,6 +104,9 @@ type Startup struct {
 	// the floor only (static pods may not reference ConfigMaps in the
 	// kubelet). Nil: not measured.
 	Volumes *Compare `json:"volumes,omitempty"`
+	// Phases split the plain pods' path at the runtime's timestamps (nil:
+	// not measured).
+	Phases *Phases `json:"phases,omitempty"`
 }
 
 // Agent is a density run of an agent (skiff or the kubelet).

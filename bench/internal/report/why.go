@@ -26,9 +26,9 @@ func writeWhy(b *strings.Builder, run Run, ts []Target, l Limits) {
 		fmt.Fprintf(b, "**%s**: %s (goal %s).\n\n", t.Name, t.Value, t.Goal)
 		switch t.Kind {
 		case KindStartup:
-			whyStartup(b, run.Startup.Compare)
+			whyStartup(b, run.Startup.Compare, run.Startup.Phases)
 		case KindStartupVolumes:
-			whyStartup(b, *run.Startup.Volumes)
+			whyStartup(b, *run.Startup.Volumes, nil)
 		case KindSteadyCPU:
 			whySteadyCPU(b, run.Density, l)
 		case KindBurst:
@@ -42,8 +42,9 @@ func writeWhy(b *strings.Builder, run Run, ts []Target, l Limits) {
 }
 
 // whyStartup sets skiff's startup series against the floor's: the gap at
-// the minimum, median and p90, and the floor's own spread beside it.
-func whyStartup(b *strings.Builder, c Compare) {
+// the minimum, median and p90, the floor's own spread beside it, and with
+// phases where on the path the time goes.
+func whyStartup(b *strings.Builder, c Compare, ph *Phases) {
 	if c.Skiff == nil || c.Floor == nil {
 		b.WriteString("- Not measured.\n\n")
 		return
@@ -62,8 +63,13 @@ func whyStartup(b *strings.Builder, c Compare) {
 	}
 	b.WriteString("- What differs on that path: skiff is timed from the manifest's rename, the floor from its first CRI call; ")
 	b.WriteString("skiff reads the manifest after its watch fires, admits the pod, creates its cgroup, and learns of the init container's exit ")
-	b.WriteString("from containerd's event stream and its relist, where the floor polls ContainerStatus every 10 ms. ")
-	b.WriteString("This run takes no per-phase timestamps inside skiff, so it does not say which of these the gap is.\n\n")
+	b.WriteString("from containerd's event stream and its relist, where the floor polls ContainerStatus every 10 ms.\n")
+	if ph == nil || len(ph.Skiff) == 0 || len(ph.Floor) == 0 {
+		b.WriteString("- This run has no per-phase timestamps of these pods.\n\n")
+		return
+	}
+	b.WriteString("\n")
+	writePhases(b, ph)
 }
 
 // msDiff formats a-b seconds as signed milliseconds.

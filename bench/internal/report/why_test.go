@@ -167,3 +167,20 @@ func TestProbeWindowMsPerExec(t *testing.T) {
 		t.Error("MsPerExec without execs must be NaN")
 	}
 }
+
+func TestWhyStartupPhases(t *testing.T) {
+	run := managedRun()
+	run.Startup.Phases = &Phases{Names: []string{"a", "b"},
+		Skiff: [][]float64{{0.1, 0.5}, {0.3, 0.5}, {0.2, 0.6}}, // medians 0.2, 0.5
+		Floor: [][]float64{{0.1, 0.4}, {0.1, 0.4}},             // medians 0.1, 0.4
+	}
+	run.Startup.Phases.Add(&run.Startup.Phases.Floor, []float64{1}) // wrong length: left out
+	checkContains(t, render(t, run), []string{
+		"Where the time goes: each pod's path split at the runtime's own timestamps, medians per phase (skiff n = 3, floor n = 2;",
+		"| phase | skiff | floor | skiff - floor | kubelet |",
+		"| a | 200 ms | 100 ms | +100 ms | - |\n| b | 500 ms | 400 ms | +100 ms | - |",
+		"The largest difference of medians is \"a\" (+100 ms).",
+	})
+	run.Startup.Phases = nil
+	checkContains(t, render(t, run), []string{"This run has no per-phase timestamps of these pods."})
+}
