@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -37,7 +39,7 @@ func TestSaveProfile(t *testing.T) {
 	if _, err := saveProfile(bad, []byte("<html>404</html>")); err == nil {
 		t.Error("saveProfile of no profile: no error")
 	}
-	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+	if _, err := os.Stat(bad); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a file was written for no profile: %v", err)
 	}
 }

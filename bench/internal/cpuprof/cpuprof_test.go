@@ -131,8 +131,8 @@ func TestBucketOrder(t *testing.T) {
 	tests := []struct {
 		stack, want string
 	}{
-		{assistStack, "GC"},          // GC before the probe worker it ran in
-		{probeStack, "probes"},       // probes before gRPC
+		{assistStack, "GC"},    // GC before the probe worker it ran in
+		{probeStack, "probes"}, // probes before gRPC
 		{readerStack, "gRPC transport"},
 		{"x;github.com/skiffnode/skiff/runtime/containerd.(*ExitWatcher).watchOnce", "event stream"},
 		{"x;github.com/skiffnode/skiff/agent.(*podWorker).publishStatus;github.com/skiffnode/skiff/agent.(*podWorker).run", "status/API"},
