@@ -206,8 +206,8 @@ func (b *bench) startupSeries(ctx context.Context, n int, kind podKind, prefix s
 			return nil, nil, err
 		}
 		sk, fl = append(sk, s), append(fl, f)
-		ph.Add(&ph.Skiff, sph)
-		ph.Add(&ph.Floor, fph)
+		ph.Add(report.PhasesSkiff, sph)
+		ph.Add(report.PhasesFloor, fph)
 		b.log.Info("startup", "series", prefix, "pod", i, "skiff_s", s, "floor_s", f)
 	}
 	return sk, fl, b.cleanFloor(ctx)
@@ -231,7 +231,7 @@ func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
 				return err
 			}
 			kb = append(kb, s)
-			ph.Add(&ph.Kubelet, kph)
+			ph.Add(report.PhasesKubelet, kph)
 			b.log.Info("startup", "pod", i, "kubelet_s", s)
 		}
 		return nil

@@ -19,13 +19,28 @@ type Phases struct {
 	Kubelet [][]float64 `json:"kubelet,omitempty"`
 }
 
-// Add appends one pod's phases to rows (one of p's series); a row of the
-// wrong length (phases not read) is left out. Nil-safe.
-func (p *Phases) Add(rows *[][]float64, phases []float64) {
+// Series of Phases, for Add.
+const (
+	PhasesSkiff   = "skiff"
+	PhasesFloor   = "floor"
+	PhasesKubelet = "kubelet"
+)
+
+// Add appends one pod's phases to p's series of agent (PhasesSkiff,
+// PhasesFloor or PhasesKubelet); a row of the wrong length (phases not
+// read) or an unknown series is left out. A nil p records nothing.
+func (p *Phases) Add(agent string, phases []float64) {
 	if p == nil || len(phases) != len(p.Names) {
 		return
 	}
-	*rows = append(*rows, phases)
+	switch agent {
+	case PhasesSkiff:
+		p.Skiff = append(p.Skiff, phases)
+	case PhasesFloor:
+		p.Floor = append(p.Floor, phases)
+	case PhasesKubelet:
+		p.Kubelet = append(p.Kubelet, phases)
+	}
 }
 
 // medians is each phase's median over rows; nil without rows.

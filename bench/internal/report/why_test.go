@@ -174,7 +174,9 @@ func TestWhyStartupPhases(t *testing.T) {
 		Skiff: [][]float64{{0.1, 0.5}, {0.3, 0.5}, {0.2, 0.6}}, // medians 0.2, 0.5
 		Floor: [][]float64{{0.1, 0.4}, {0.1, 0.4}},             // medians 0.1, 0.4
 	}
-	run.Startup.Phases.Add(&run.Startup.Phases.Floor, []float64{1}) // wrong length: left out
+	run.Startup.Phases.Add(PhasesFloor, []float64{1}) // wrong length: left out
+	var none *Phases
+	none.Add(PhasesSkiff, []float64{1, 2}) // nil: nothing, no panic
 	checkContains(t, render(t, run), []string{
 		"Where the time goes: each pod's path split at the runtime's own timestamps, medians per phase (skiff n = 3, floor n = 2;",
 		"| phase | skiff | floor | skiff - floor | kubelet |",
