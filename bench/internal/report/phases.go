@@ -78,7 +78,7 @@ func writePhases(b *strings.Builder, p *Phases) {
 		if kb != nil {
 			k = fmt.Sprintf("%.0f ms", 1000*kb[i])
 		}
-		fmt.Fprintf(b, "| %s | %.0f ms | %.0f ms | %s | %s |\n", name, 1000*sk[i], 1000*fl[i], msDiff(sk[i], fl[i]), k)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", name, ms(roundMs(sk[i])), ms(roundMs(fl[i])), msDiff(sk[i], fl[i]), k)
 		if d := sk[i] - fl[i]; d > worstDiff {
 			worst, worstDiff = i, d
 		}

@@ -24,8 +24,13 @@ func writeProfileBuckets(b *strings.Builder, a *Agent) {
 		}
 		return
 	}
-	fmt.Fprintf(b, "- skiff's CPU profile over %.0f s of the window (%s): %.3f s sampled, %.2f %% of a core; by what each sample's stack runs (the first bucket that matches wins, in the order below the table):\n\n",
+	fmt.Fprintf(b, "- skiff's CPU profile over %.0f s of the window (%s): %.3f s sampled, %.2f %% of a core",
 		p.DurationS, profileFile(p), p.SampledS, p.CPUPercent())
+	if p.SampledS <= 0 {
+		b.WriteString("; no samples (Go's profiler samples every 10 ms of CPU), so no breakdown.\n\n")
+		return
+	}
+	b.WriteString("; by what each sample's stack runs (the first bucket that matches wins, in the order below the table):\n\n")
 	buckets := slices.Clone(p.Buckets)
 	slices.SortStableFunc(buckets, func(x, y cpuprof.BucketCPU) int { return cmp.Compare(y.CPUS, x.CPUS) })
 	b.WriteString("| bucket | CPU | share of sampled | % of a core | what it is |\n|---|---|---|---|---|\n")
@@ -58,8 +63,12 @@ func writeProfileTop(b *strings.Builder, rt string, a *Agent) {
 		return
 	}
 	p := a.Profile
-	fmt.Fprintf(b, "skiff's CPU profile over the steady window, %s (%s, %.0f s, %.3f s sampled): the top functions by cumulative CPU (it and what it calls) and by flat CPU (itself).\n\n",
-		rt, profileFile(p), p.DurationS, p.SampledS)
+	fmt.Fprintf(b, "skiff's CPU profile over the steady window, %s (%s, %.0f s, %.3f s sampled)", rt, profileFile(p), p.DurationS, p.SampledS)
+	if len(p.Cum) == 0 {
+		b.WriteString(": no samples.\n\n")
+		return
+	}
+	b.WriteString(": the top functions by cumulative CPU (it and what it calls) and by flat CPU (itself).\n\n")
 	b.WriteString("| # | by cumulative | CPU | by flat | CPU |\n|---|---|---|---|---|\n")
 	for i := range min(profileRows, max(len(p.Cum), len(p.Flat))) {
 		c, f := "- | -", "- | -"

@@ -72,9 +72,18 @@ func whyStartup(b *strings.Builder, c Compare, ph *Phases) {
 	writePhases(b, ph)
 }
 
-// msDiff formats a-b seconds as signed milliseconds.
+// msDiff formats a-b seconds as signed milliseconds ("+0 ms", never "-0").
 func msDiff(a, b float64) string {
-	return fmt.Sprintf("%+.0f ms", 1000*(a-b))
+	return fmt.Sprintf("%+.0f ms", roundMs(a-b))
+}
+
+// roundMs is seconds in whole milliseconds, never -0.
+func roundMs(s float64) float64 {
+	d := math.Round(1000 * s)
+	if d == 0 {
+		return 0 // not -0
+	}
+	return d
 }
 
 // whySteadyCPU explains skiff's steady CPU by the exec probes it makes

@@ -186,3 +186,28 @@ func TestWhyStartupPhases(t *testing.T) {
 	run.Startup.Phases = nil
 	checkContains(t, render(t, run), []string{"This run has no per-phase timestamps of these pods."})
 }
+
+// A profile without samples says so instead of an empty table.
+func TestProfileWithoutSamples(t *testing.T) {
+	run := managedRun()
+	run.Density.Skiff.Profile = &cpuprof.Summary{File: "p.pprof", DurationS: 4}
+	md := render(t, run)
+	checkContains(t, md, []string{
+		"skiff's CPU profile over 4 s of the window (`p.pprof`): 0.000 s sampled, 0.00 % of a core; no samples",
+		"skiff's CPU profile over the steady window, managed (`p.pprof`, 4 s, 0.000 s sampled): no samples.",
+	})
+	if strings.Contains(md, "| # | by cumulative") {
+		t.Error("an empty table of top functions")
+	}
+}
+
+func TestMsDiff(t *testing.T) {
+	for _, tt := range []struct {
+		a, b float64
+		want string
+	}{{0.3, 0.1, "+200 ms"}, {0.1, 0.3, "-200 ms"}, {0.1, 0.1002, "+0 ms"}, {0.0004, 0, "+0 ms"}, {-0.0004, 0, "+0 ms"}} {
+		if got := msDiff(tt.a, tt.b); got != tt.want {
+			t.Errorf("msDiff(%v, %v) = %q, want %q", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
