@@ -121,6 +121,9 @@ type agent struct {
 	// for the propagation of pod volume mounts) and leaves mounted: the
 	// kubelet's --root-dir, skiff's <root-dir>/pods.
 	stateDir string
+	// sock is the agent's local API socket serving /debug/pprof (skiff's
+	// <root-dir>/skiff.sock); "": none.
+	sock string
 	// drains: the agent removes a deleted pod's sandbox at once, so the
 	// harness waits for that after a timed removal (skiff). The kubelet
 	// leaves dead sandboxes to its garbage collector; withKubelet cleans up.
@@ -164,6 +167,7 @@ func startSkiff(bin, root, imagesDir, endpoint string, extra []string) (*agent, 
 	}
 	a.proc = p
 	sock := filepath.Join(root, "skiff.sock")
+	a.sock = sock
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer

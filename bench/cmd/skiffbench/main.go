@@ -50,8 +50,19 @@ type config struct {
 	// the density scenario's. Off in full mode: the kubelet's 10, 50 and
 	// 250 pods take ~8 min on 2 cores, and the curve is skiff's.
 	scaleKubelet bool
+	// scaleFloorEnds: the plain floor also runs at the lowest and the
+	// highest scale point (where scaleFloor is off), so that skiff's cost
+	// per pod across the curve can be set against the floor's own growth
+	// (~5 min more on 2 cores, nearly all of it the 250 pods).
+	scaleFloorEnds bool
+	// probeWindow: how long the probe-making floor's harness CPU is
+	// measured once its pods all run (its CPU per ExecSync); 0: not.
+	probeWindow time.Duration
 	// pullRuns: timed pulls each way in the pull scenario (issue 15).
 	pullRuns int
+	// profileBase is the path prefix of the steady-window CPU profiles,
+	// <out>/<date>-<mode>; "-<runtime>-steady.pprof" is appended. "": none.
+	profileBase string
 	// only: the scenarios to run (nil: all); partial: a subset or an
 	// override, never reported as latest.
 	only    map[string]bool
@@ -60,9 +71,11 @@ type config struct {
 
 var modes = map[string]config{
 	"quick": {mode: "quick", startupPods: 3, densityPods: 5, steady: 5 * time.Second, floorParallelism: []int{2, 0},
-		reactionRuns: 1, scale: []int{2, 5}, scaleSteady: 3 * time.Second, scaleFloor: true, scaleKubelet: true, pullRuns: 3},
+		reactionRuns: 1, scale: []int{2, 5}, scaleSteady: 3 * time.Second, scaleFloor: true, scaleKubelet: true, pullRuns: 3,
+		probeWindow: 3 * time.Second},
 	"full": {mode: "full", startupPods: 20, densityPods: 110, steady: 60 * time.Second, floorParallelism: []int{4, 8, 0},
-		reactionRuns: 3, scale: []int{10, 50, 110, 250}, scaleSteady: 10 * time.Second, pullRuns: 10},
+		reactionRuns: 3, scale: []int{10, 50, 110, 250}, scaleSteady: 10 * time.Second, scaleFloorEnds: true, pullRuns: 10,
+		probeWindow: 20 * time.Second},
 }
 
 type flags struct {
@@ -135,6 +148,10 @@ func run(f flags, log *slog.Logger) (retErr error) {
 		return errors.New("the benchmark must run as root (it runs containerd and pods)")
 	}
 	began := time.Now()
+	cfg.profileBase = filepath.Join(f.out, began.Format("2006-01-02")+"-"+cfg.mode)
+	if cfg.partial {
+		cfg.profileBase += "-partial"
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -279,9 +296,13 @@ func notes(cfg config) []string {
 		"Pull (issue 15, managed runtime): an image of two random 4 MiB layers in a loopback registry (plain HTTP, which containerd uses for loopback hosts without configuration), pulled through skiff's API (POST /images/pull on its unix socket, the path of `skiff images pull`, timed from the request to the result line) and by one CRI PullImage call, alternately (each pair in the other order than the last) after an untimed warm-up each way; the image is removed through CRI before every pull and each pull must fetch the layers from the registry again.",
 		"Benchmarks are noisy on a shared 2-core machine: other work running beside the harness shifts every figure; compare ratios taken in the same run.",
 	}
-	if !cfg.scaleFloor {
-		n = append(n, fmt.Sprintf("Scale: the floor column is the density scenario's best floor at %d pods (and the kubelet column its kubelet run); at the other points only skiff runs, to keep the whole run short on 2 cores. The floor's own cost per pod grows with the pod count (containerd and the kernel's per-pod network setup): 0.37 s at 110 pods and 0.60 s at 250 in a run of 2026-11-23.", cfg.densityPods))
+	switch {
+	case cfg.scaleFloorEnds && !cfg.scaleFloor:
+		n = append(n, fmt.Sprintf("Scale: at %d pods the floor column is the density scenario's best floor (and the kubelet column its kubelet run); the plain floor also runs at the lowest and the highest point, at the same parallelism, so that skiff's cost per pod can be set against the floor's own growth; at the other points only skiff runs, to keep the whole run short on 2 cores.", cfg.densityPods))
+	case !cfg.scaleFloor:
+		n = append(n, fmt.Sprintf("Scale: the floor column is the density scenario's best floor at %d pods (and the kubelet column its kubelet run); at the other points only skiff runs, to keep the whole run short on 2 cores.", cfg.densityPods))
 	}
+	n = append(n, "CPU profile: during the density scenario's steady window the harness fetches a CPU profile of skiff (Go's /debug/pprof/profile on skiff's unix socket, the window less a second) and saves it beside the report as <date>-<mode>-<runtime>-steady.pprof (`go tool pprof` reads it); the report breaks it into buckets by the functions on each sample's stack. The probe floor's CPU per exec is the harness process's own CPU (/proc/self/stat) over a window in which its probe floor pods all run and it does nothing but their ExecSyncs.")
 	n = append(n, "Runtimes: each runtime runs on its own, one after the other (managed first), with its own skiff process, CRI client and, with -kubelet, its own kubelet; the floor runs on that runtime's containerd. Reaction and scale run on the managed runtime only, to keep the run within its time budget; startup and density (and the burst scenario) run on both.",
 		"API pods (issue 16, external runtime, with -controlplane): the harness starts test/cluster's control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler of the same version as the kubelet, Node authorizer and NodeRestriction on), stops the static-pod skiff and starts skiff again with --kubeconfig (a client certificate of system:node:bench); after skiff's part it stops skiff, deletes the Node and runs the kubelet with the same kubeconfig. Pods are created with spec.nodeName set, eight create calls in flight at a time, and deleted with their grace period (5 s; the containers exit on SIGTERM).",
 		"External runtime: the harness starts /usr/bin/containerd itself with a plain CRI config as a kubelet user has it (runc v2 with cgroupfs, restrict_oom_score_adj, a pause image built from the Go skiff-pause binary, a CNI conflist of bridge cni-ext0 10.89.0.0/16 without masquerading + portmap + loopback) and imports the images with ctr; skiff runs with --container-runtime-endpoint.")

@@ -63,6 +63,9 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 		return startSkiff(f.skiffBin, skiffRoot, f.imagesDir, endpoint, append(slices.Clone([]string(f.skiffArgs)), extra...))
 	}
 	b.controlPlane, b.dir = f.controlPlane, dir
+	if cfg.profileBase != "" {
+		b.profilePath = cfg.profileBase + "-" + rt + "-steady.pprof"
+	}
 	run.Containerd = describeRuntime(ctx, c, ext)
 	mErr = b.measure(ctx, &run)
 	tErr = errors.Join(b.teardown(), stopExt())

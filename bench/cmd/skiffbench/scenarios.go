@@ -45,6 +45,9 @@ type bench struct {
 	// controlPlane is the kube-controlplane binary of the API scenario
 	// ("": not run) and dir the runtime's directory.
 	controlPlane, dir string
+	// profilePath is where skiff's CPU profile of the density scenario's
+	// steady window is written ("": none taken).
+	profilePath string
 }
 
 // kubeletSettle is how long the kubelet runs before a scenario writes its
@@ -95,28 +98,44 @@ func (b *bench) cleanFloor(ctx context.Context) error {
 // --- scenario 1: startup latency ---
 
 // agentStartOne writes the manifest of one pod of kind, waits for its app
-// container and returns manifest -> StartedAt; the pod is then removed
-// again.
-func (b *bench) agentStartOne(ctx context.Context, a *agent, name string, kind podKind) (float64, error) {
+// container and returns manifest -> StartedAt and that path's phases (see
+// podPhases); the pod is then removed again.
+func (b *bench) agentStartOne(ctx context.Context, a *agent, name string, kind podKind) (float64, []float64, error) {
 	data, err := manifest(name, kind, 1)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	t0, err := writeManifests(a.dir, map[string][]byte{name: data})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	pods := []string{podName(name)}
 	wctx, cancel := context.WithTimeout(ctx, runTimeout(1))
 	defer cancel()
 	started, err := b.c.WaitRunning(wctx, pods, criops.InPods(agentNamespace, "app", pods), poll)
 	if err != nil {
-		return 0, fmt.Errorf("%s startup pod %s: %w", a.name, name, err)
+		return 0, nil, fmt.Errorf("%s startup pod %s: %w", a.name, name, err)
+	}
+	var phases []float64
+	if app, err := b.c.ContainerID(ctx, agentNamespace, pods[0], "app"); err == nil {
+		phases = b.podPhases(ctx, app.PodSandboxId, t0)
 	}
 	if err := b.agentRemove(ctx, a, []string{name}); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return started[pods[0]].Sub(t0).Seconds(), nil
+	return started[pods[0]].Sub(t0).Seconds(), phases, nil
+}
+
+// podPhases splits a startup pod's path from t0 at its runtime timestamps
+// (criops.PhaseNames); nil, logged, when they cannot be read: the phases
+// explain the figure, they are not it.
+func (b *bench) podPhases(ctx context.Context, sandboxID string, t0 time.Time) []float64 {
+	t, err := b.c.PodTimes(ctx, sandboxID, "init", "app")
+	if err != nil {
+		b.log.Warn("startup phases", "sandbox", sandboxID, "err", err)
+		return nil
+	}
+	return t.Phases(t0)
 }
 
 // agentRemove deletes manifests and waits until the pods are stopped;
@@ -157,34 +176,38 @@ func (b *bench) agentRemove(ctx context.Context, a *agent, names []string) error
 }
 
 // floorStartOne starts and stops one floor pod of kind and returns first
-// CRI call (or volume write) -> StartedAt.
-func (b *bench) floorStartOne(ctx context.Context, name string, kind podKind) (float64, error) {
+// CRI call (or volume write) -> StartedAt and that path's phases.
+func (b *bench) floorStartOne(ctx context.Context, name string, kind podKind) (float64, []float64, error) {
 	t0 := time.Now()
 	s, err := b.floor.StartPod(ctx, floorPod(name, kind, 1))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	phases := b.podPhases(ctx, s.SandboxID, t0)
 	if err := b.floor.StopPod(ctx, s, graceSeconds); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return s.StartedAt.Sub(t0).Seconds(), nil
+	return s.StartedAt.Sub(t0).Seconds(), phases, nil
 }
 
 // startupSeries starts n pods of kind one after another, skiff then the
-// floor alternately, and returns both series of seconds; the floor's
-// sandboxes are removed afterwards.
-func (b *bench) startupSeries(ctx context.Context, n int, kind podKind, prefix string) (sk, fl []float64, err error) {
+// floor alternately, and returns both series of seconds, with each pod's
+// phases in ph (Skiff and Floor; a pod whose phases could not be read is
+// left out); the floor's sandboxes are removed afterwards.
+func (b *bench) startupSeries(ctx context.Context, n int, kind podKind, prefix string, ph *report.Phases) (sk, fl []float64, err error) {
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		s, err := b.agentStartOne(ctx, b.skiff, "s-"+name, kind)
+		s, sph, err := b.agentStartOne(ctx, b.skiff, "s-"+name, kind)
 		if err != nil {
 			return nil, nil, err
 		}
-		f, err := b.floorStartOne(ctx, "f-"+name, kind)
+		f, fph, err := b.floorStartOne(ctx, "f-"+name, kind)
 		if err != nil {
 			return nil, nil, err
 		}
 		sk, fl = append(sk, s), append(fl, f)
+		ph.Add(report.PhasesSkiff, sph)
+		ph.Add(report.PhasesFloor, fph)
 		b.log.Info("startup", "series", prefix, "pod", i, "skiff_s", s, "floor_s", f)
 	}
 	return sk, fl, b.cleanFloor(ctx)
@@ -196,17 +219,19 @@ func (b *bench) startupSeries(ctx context.Context, n int, kind podKind, prefix s
 func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
 	n := b.cfg.startupPods
 	var kb []float64
-	sk, fl, err := b.startupSeries(ctx, n, kindStartup, "st")
+	ph := &report.Phases{Names: criops.PhaseNames()}
+	sk, fl, err := b.startupSeries(ctx, n, kindStartup, "st", ph)
 	if err != nil {
 		return nil, err
 	}
 	err = b.withKubelet(ctx, func(k *agent) error {
 		for i := range n {
-			s, err := b.agentStartOne(ctx, k, fmt.Sprintf("k-st-%d", i), kindStartup)
+			s, kph, err := b.agentStartOne(ctx, k, fmt.Sprintf("k-st-%d", i), kindStartup)
 			if err != nil {
 				return err
 			}
 			kb = append(kb, s)
+			ph.Add(report.PhasesKubelet, kph)
 			b.log.Info("startup", "pod", i, "kubelet_s", s)
 		}
 		return nil
@@ -214,11 +239,11 @@ func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
 	if err != nil {
 		return nil, err
 	}
-	vsk, vfl, err := b.startupSeries(ctx, n, kindStartupVolumes, "stv")
+	vsk, vfl, err := b.startupSeries(ctx, n, kindStartupVolumes, "stv", nil)
 	if err != nil {
 		return nil, fmt.Errorf("startup with volumes: %w", err)
 	}
-	return &report.Startup{Pods: n, Compare: report.Compare{
+	return &report.Startup{Pods: n, Phases: ph, Compare: report.Compare{
 		Skiff: report.NewSeries(sk), Floor: report.NewSeries(fl), Kubelet: report.NewSeries(kb),
 	}, Volumes: &report.Compare{Skiff: report.NewSeries(vsk), Floor: report.NewSeries(vfl)}}, nil
 }
@@ -226,8 +251,9 @@ func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
 // --- scenario 2 and 4: density ---
 
 // agentDensity writes n density manifests at once, waits for all to run,
-// samples the agent over the steady window and removes them all.
-func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.Duration) (*report.Agent, error) {
+// samples the agent over the steady window (with profile != "" also taking
+// a CPU profile into that file, see steadyWindow) and removes them all.
+func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.Duration, profile string) (*report.Agent, error) {
 	manifests := make(map[string][]byte, n)
 	names := make([]string, 0, n)
 	pods := make([]string, 0, n)
@@ -253,8 +279,11 @@ func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.D
 	first, last := spanOf(started)
 	res := &report.Agent{Pods: n, FirstRunningS: first.Sub(t0).Seconds(), AllRunningS: last.Sub(t0).Seconds()}
 	b.log.Info("density running", "agent", a.name, "pods", n, "first_s", res.FirstRunningS, "all_s", res.AllRunningS)
-	if res.Steady, err = sampleSteady(ctx, a.pid(), steady); err != nil {
+	if err := steadyWindow(ctx, a, res, steady, profile); err != nil {
 		return nil, fmt.Errorf("%s density %d steady window: %w", a.name, n, err)
+	}
+	if res.ProfileError != "" {
+		b.log.Warn("cpu profile unavailable", "agent", a.name, "pods", n, "err", res.ProfileError)
 	}
 	if res.RemoveAllS, err = b.agentRemoveTimed(ctx, a, names); err != nil {
 		return nil, err
@@ -318,13 +347,19 @@ func (b *bench) floorDensity(ctx context.Context, n, parallelism int, probes boo
 		_ = b.cleanFloor(ctx)
 		return report.Floor{}, err
 	}
+	var window *report.ProbeWindow
+	if probes && b.cfg.probeWindow > 0 {
+		if window, err = probeWindow(ctx, start.Started, b.cfg.probeWindow); err != nil {
+			b.log.Warn("probe floor window", "err", err) // the figure is left out
+		}
+	}
 	stop, err := b.floor.StopAll(ctx, start.Started, parallelism, graceSeconds)
 	if err != nil {
 		return report.Floor{}, err
 	}
 	res := report.Floor{Pods: n, Parallelism: parallelism, Probes: probes,
 		FirstRunningS: start.First.Sub(start.Began).Seconds(), AllRunningS: start.Last.Sub(start.Began).Seconds(),
-		RemoveAllS: stop.Last.Sub(stop.Began).Seconds()}
+		RemoveAllS: stop.Last.Sub(stop.Began).Seconds(), ProbeWindow: window}
 	for _, s := range start.Started {
 		c, f := s.ProbeCalls()
 		res.ProbeExecs, res.ProbeFails = res.ProbeExecs+c, res.ProbeFails+f
@@ -335,10 +370,10 @@ func (b *bench) floorDensity(ctx context.Context, n, parallelism int, probes boo
 
 func (b *bench) density(ctx context.Context) (*report.Density, error) {
 	n := b.cfg.densityPods
-	d := &report.Density{Pods: n, SteadyS: b.cfg.steady.Seconds()}
+	d := &report.Density{Pods: n, SteadyS: b.cfg.steady.Seconds(), ProbePeriodS: densityFloorProbe().Period.Seconds()}
 	var err error
 	// Interleaved: skiff, then the floor at each parallelism.
-	if d.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.steady); err != nil {
+	if d.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.steady, b.profilePath); err != nil {
 		return nil, err
 	}
 	for _, p := range b.cfg.floorParallelism {
@@ -358,7 +393,7 @@ func (b *bench) density(ctx context.Context) (*report.Density, error) {
 		d.Floor = append(d.Floor, f)
 	}
 	err = b.withKubelet(ctx, func(k *agent) error {
-		d.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.steady)
+		d.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.steady, "")
 		return err
 	})
 	return d, err
@@ -385,10 +420,10 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 		}
 		s := report.Scale{Pods: n}
 		var err error
-		if s.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.scaleSteady); err != nil {
+		if s.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.scaleSteady, ""); err != nil {
 			return out, err
 		}
-		if b.cfg.scaleFloor {
+		if b.cfg.scaleFloor || (b.cfg.scaleFloorEnds && (n == slices.Min(b.cfg.scale) || n == slices.Max(b.cfg.scale))) {
 			f, err := b.floorDensity(ctx, n, bestPar, false)
 			if err != nil {
 				return out, err
@@ -397,7 +432,7 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 		}
 		if b.cfg.scaleKubelet {
 			err = b.withKubelet(ctx, func(k *agent) error {
-				s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady)
+				s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady, "")
 				return err
 			})
 			if err != nil {

@@ -71,7 +71,9 @@ func writeRun(b *strings.Builder, n int, run Run, l Limits, plots RunPlots) {
 	}
 	sub := 0
 	next := func() string { sub++; return fmt.Sprintf("%d.%d", n, sub) } // 1.1, 1.2 ...
-	writeTargets(b, next(), run.Runtime, Evaluate(run, l))
+	ts := Evaluate(run, l)
+	writeTargets(b, next(), run.Runtime, ts)
+	writeWhy(b, run, ts, l)
 	if run.Startup != nil {
 		writeStartup(b, next(), run.Runtime, run.Startup, plots.Startup)
 	}
@@ -215,7 +217,7 @@ func statOf(f *Series, pick func(stats.Summary) float64) float64 {
 }
 
 func writeDensity(b *strings.Builder, num, rt string, d *Density) {
-	fmt.Fprintf(b, "### %s Density, %s (%d pods written at once; cpu 10m, memory 16Mi, exec readiness probe every 10 s)\n\n", num, rt, d.Pods)
+	fmt.Fprintf(b, "### %s Density, %s (%d pods written at once; cpu 10m, memory 16Mi, exec readiness probe every %.0f s)\n\n", num, rt, d.Pods, d.probePeriod())
 	best, hasBest := BestFloor(d.Floor)
 	bestAll, probeAll := math.NaN(), math.NaN()
 	if hasBest {
@@ -241,6 +243,7 @@ func writeDensity(b *strings.Builder, num, rt string, d *Density) {
 			ratio(f.AllRunningS, bestAll), ratio(f.AllRunningS, probeAll), sec(f.RemoveAllS))
 	}
 	b.WriteString("\n")
+	writeProfileTop(b, rt, d.Skiff)
 }
 
 // floorName is a floor row's name: "CRI floor[ + probes], <parallelism>",

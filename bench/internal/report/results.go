@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/skiffnode/skiff/bench/internal/cpuprof"
 	"github.com/skiffnode/skiff/bench/internal/procfs"
 	"github.com/skiffnode/skiff/bench/internal/stats"
 )
@@ -103,6 +104,9 @@ type Startup struct {
 	// the floor only (static pods may not reference ConfigMaps in the
 	// kubelet). Nil: not measured.
 	Volumes *Compare `json:"volumes,omitempty"`
+	// Phases split the plain pods' path at the runtime's timestamps (nil:
+	// not measured).
+	Phases *Phases `json:"phases,omitempty"`
 }
 
 // Agent is a density run of an agent (skiff or the kubelet).
@@ -112,6 +116,11 @@ type Agent struct {
 	AllRunningS   float64       `json:"all_running_s"`
 	Steady        procfs.Window `json:"steady"`
 	RemoveAllS    float64       `json:"remove_all_s"`
+	// Profile summarises a CPU profile of the agent over the steady window
+	// (skiff in the density scenario); nil: none taken, or it failed and
+	// ProfileError says why.
+	Profile      *cpuprof.Summary `json:"profile,omitempty"`
+	ProfileError string           `json:"profile_error,omitempty"`
 }
 
 // Floor is a density run of the raw CRI floor at one parallelism.
@@ -127,15 +136,38 @@ type Floor struct {
 	FirstRunningS float64 `json:"first_running_s"`
 	AllRunningS   float64 `json:"all_running_s"`
 	RemoveAllS    float64 `json:"remove_all_s"`
+	// ProbeWindow: the harness's own CPU while the probe floor's pods all
+	// ran and probed (nil: not measured).
+	ProbeWindow *ProbeWindow `json:"probe_window,omitempty"`
+}
+
+// ProbeWindow is the CPU the harness process (a bare Go CRI client) used
+// over a window in which it made nothing but the probe floor's ExecSyncs.
+type ProbeWindow struct {
+	Seconds    float64 `json:"seconds"`
+	Execs      int64   `json:"execs"`
+	CPUSeconds float64 `json:"cpu_s"`
+}
+
+// MsPerExec is the window's CPU per ExecSync in milliseconds; NaN without
+// execs.
+func (w *ProbeWindow) MsPerExec() float64 {
+	if w == nil || w.Execs <= 0 {
+		return math.NaN()
+	}
+	return 1000 * w.CPUSeconds / float64(w.Execs)
 }
 
 // Density is scenario 2.
 type Density struct {
 	Pods    int     `json:"pods"`
 	SteadyS float64 `json:"steady_window_s"`
-	Skiff   *Agent  `json:"skiff,omitempty"`
-	Kubelet *Agent  `json:"kubelet,omitempty"`
-	Floor   []Floor `json:"floor,omitempty"`
+	// ProbePeriodS is the pods' exec readiness probe period (0: 10 s,
+	// results from before the field).
+	ProbePeriodS float64 `json:"probe_period_s,omitempty"`
+	Skiff        *Agent  `json:"skiff,omitempty"`
+	Kubelet      *Agent  `json:"kubelet,omitempty"`
+	Floor        []Floor `json:"floor,omitempty"`
 }
 
 // BestFloor returns the plain (probe-less) floor run with the shortest

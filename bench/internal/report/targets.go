@@ -19,8 +19,24 @@ const (
 	NotRun Status = "not run"
 )
 
+// Target kinds (Target.Kind): which measurement a target judges, so that
+// the report can explain a missed one.
+const (
+	KindStartup        = "startup"
+	KindStartupVolumes = "startup-volumes"
+	KindDensityKubelet = "density-vs-kubelet"
+	KindDensityFloor   = "density-vs-floor"
+	KindFirstRunning   = "first-running"
+	KindSteadyCPU      = "steady-cpu"
+	KindSteadyRSS      = "steady-rss"
+	KindBurst          = "burst"
+	KindScaleFlat      = "scale-flat"
+	KindPull           = "pull"
+)
+
 // Target is one of the issue's goals, evaluated.
 type Target struct {
+	Kind   string `json:"kind,omitempty"`
 	Name   string `json:"name"`
 	Goal   string `json:"goal"`
 	Value  string `json:"value"`
@@ -79,12 +95,12 @@ func Evaluate(r Run, l Limits) []Target {
 	if s := r.Startup; s != nil && s.Skiff != nil && s.Floor != nil {
 		smed, fmed = s.Skiff.Summary.Median, s.Floor.Summary.Median
 	}
-	out = append(out, ratioTarget("startup median vs floor", "floor", l.StartupMedianRatio, smed, fmed))
+	out = append(out, kind(KindStartup, ratioTarget("startup median vs floor", "floor", l.StartupMedianRatio, smed, fmed)))
 	vsmed, vfmed := math.NaN(), math.NaN()
 	if s := r.Startup; s != nil && s.Volumes != nil && s.Volumes.Skiff != nil && s.Volumes.Floor != nil {
 		vsmed, vfmed = s.Volumes.Skiff.Summary.Median, s.Volumes.Floor.Summary.Median
 	}
-	out = append(out, ratioTarget("startup with volumes median vs floor", "floor", l.StartupVolumesMedianRatio, vsmed, vfmed))
+	out = append(out, kind(KindStartupVolumes, ratioTarget("startup with volumes median vs floor", "floor", l.StartupVolumesMedianRatio, vsmed, vfmed)))
 
 	all, best, kube, first := math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	cpu, rss := math.NaN(), math.NaN()
@@ -100,32 +116,38 @@ func Evaluate(r Run, l Limits) []Target {
 			kube, kubeletRan = d.Kubelet.AllRunningS, true
 		}
 	}
-	vsKubelet := ratioTarget(pods+" all running vs kubelet", "kubelet", l.DensityKubeletRatio, all, kube)
+	vsKubelet := kind(KindDensityKubelet, ratioTarget(pods+" all running vs kubelet", "kubelet", l.DensityKubeletRatio, all, kube))
 	if !kubeletRan && !math.IsNaN(all) {
 		vsKubelet.Status = NotRun
 	}
 	out = append(out, vsKubelet,
-		ratioTarget(pods+" all running vs floor + probes", "floor + probes", l.DensityAllRatio, all, best))
+		kind(KindDensityFloor, ratioTarget(pods+" all running vs floor + probes", "floor + probes", l.DensityAllRatio, all, best)))
 	if r.Runtime == RuntimeManaged {
-		out = append(out, maxTarget(pods+": first running", l.DensityFirstS, first, "s"))
+		out = append(out, kind(KindFirstRunning, maxTarget(pods+": first running", l.DensityFirstS, first, "s")))
 	}
 	out = append(out,
-		maxTarget("steady state, "+pods+": CPU", l.SteadyCPUPercent, cpu, "% of a core"),
-		maxTarget("steady state, "+pods+": RSS (max)", l.SteadyRSSMB, rss, "MB"))
+		kind(KindSteadyCPU, maxTarget("steady state, "+pods+": CPU", l.SteadyCPUPercent, cpu, "% of a core")),
+		kind(KindSteadyRSS, maxTarget("steady state, "+pods+": RSS (max)", l.SteadyRSSMB, rss, "MB")))
 	if r.Burst != nil {
-		out = append(out, burstTarget(r.Burst))
+		out = append(out, kind(KindBurst, burstTarget(r.Burst)))
 	}
 	if r.Runtime == RuntimeManaged {
-		out = append(out, flatTarget(r.Scale, l.ScaleFlatRatio))
+		out = append(out, kind(KindScaleFlat, flatTarget(r.Scale, l.ScaleFlatRatio)))
 	}
 	if p := r.Pull; p != nil {
 		sm, dm := math.NaN(), math.NaN()
 		if p.Skiff != nil && p.Direct != nil {
 			sm, dm = p.Skiff.Summary.Median, p.Direct.Summary.Median
 		}
-		out = append(out, ratioTarget("image pull median vs CRI PullImage", "PullImage", l.PullMedianRatio, sm, dm))
+		out = append(out, kind(KindPull, ratioTarget("image pull median vs CRI PullImage", "PullImage", l.PullMedianRatio, sm, dm)))
 	}
 	return out
+}
+
+// kind returns t with Kind k.
+func kind(k string, t Target) Target {
+	t.Kind = k
+	return t
 }
 
 // flatTarget: the highest time per pod across the scale points must be at
