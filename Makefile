@@ -18,7 +18,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 # (ARCHITECTURE.md, "Built with grpcnotrace"; cmd/skiff/deadcode_test.go).
 BUILD_TAGS := grpcnotrace
 
-.PHONY: all build images setup setup-runtime unit integration e2e test test-v2 test-fresh run lint bench bench-quick clean
+.PHONY: all build build-apiserver images setup setup-runtime unit integration e2e test test-v2 test-fresh run lint bench bench-quick clean
 
 all: build
 
@@ -26,6 +26,19 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(BUILD_TAGS) -ldflags '-s -w' -o $(BIN) ./cmd/skiff
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)-pause ./cmd/skiff-pause
+
+# The control-plane shim (issue 17), a separate executable: its build is
+# minutes cold (k8s.io/apiserver, etcd), so `make build` leaves it out;
+# `skiff agent --control-plane` finds it beside bin/skiff. /version reports
+# the Kubernetes version whose API it serves (kubectl checks the skew).
+APISERVER_BIN := bin/skiff-apiserver
+APISERVER_VERSION := v1.34.4-skiff
+
+## build-apiserver: bin/skiff-apiserver, the control-plane shim that `skiff agent --control-plane` runs
+build-apiserver:
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(BUILD_TAGS) -o $(APISERVER_BIN) \
+		-ldflags '-s -w -X k8s.io/component-base/version.gitVersion=$(APISERVER_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34' \
+		./cmd/skiff-apiserver
 
 ## images: test image archives (busybox, testserver) into _output/images; skips unchanged ones
 images:
@@ -52,10 +65,11 @@ integration: setup
 	SKIFF_ROOT_TESTS=1 $(GO) test -race -count=1 -timeout 15m $(ROOT_TEST_PKGS)
 
 ## e2e: end-to-end tests against a real containerd (root), the API-source ones against a real control plane (make controlplane)
-e2e: setup build images
+e2e: setup build build-apiserver images
 	@[ "$$(id -u)" = 0 ] || { echo "make e2e: the e2e suite must run as root" >&2; exit 1; }
 	cp=$$($(MAKE) -s controlplane) && ms=$$($(MAKE) -s metricsserver) && \
 	SKIFF_E2E=1 SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) SKIFF_CONTROLPLANE=$$cp SKIFF_METRICS_SERVER=$$ms \
+		SKIFF_APISERVER=$(CURDIR)/$(APISERVER_BIN) \
 		$(GO) test -v -count=1 -timeout 40m ./test/e2e/... ./test/cluster/...
 
 ## test: setup, unit, the root tests (integration), e2e, the cgroup v2 suite in a VM

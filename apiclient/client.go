@@ -10,12 +10,14 @@ package apiclient
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	certsv1 "k8s.io/api/certificates/v1"
 	coordv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -143,12 +145,26 @@ func dropManagedFields(o any) (any, error) {
 // need is kept of each: namespace, name, cluster IP and ports; indexed by
 // namespace.
 func (c *Client) ServiceInformer() cache.SharedIndexInformer {
+	// An API server that does not serve Services (skiff's control-plane
+	// shim: no kube-proxy, no cluster IPs) answers 404 to the list: that
+	// counts as an empty, synced list, or no pod would ever start (the
+	// kubelet's "services have not yet been read"). The watch then waits
+	// quietly; a restart of the agent notices Services served later.
+	var notServed atomic.Bool
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			l := &v1.ServiceList{}
-			return l, c.core.Get().Resource("services").VersionedParams(&o, c.params).Do(ctx).Into(l)
+			err := c.core.Get().Resource("services").VersionedParams(&o, c.params).Do(ctx).Into(l)
+			if apierrors.IsNotFound(err) {
+				notServed.Store(true)
+				return &v1.ServiceList{}, nil
+			}
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			if notServed.Load() {
+				return watch.NewFake(), nil // stopped by the reflector
+			}
 			o.Watch = true
 			return c.core.Get().Resource("services").VersionedParams(&o, c.params).Watch(ctx)
 		},

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,5 +144,37 @@ func TestPodInformerEventsLease_H1_H11(t *testing.T) {
 	}
 	if !slices.Equal(reqs, want) {
 		t.Errorf("requests\n%q\nwant\n%q", reqs, want)
+	}
+}
+
+// TestServiceInformerWithoutServices_G4: an API server that does not
+// serve Services (404, as skiff's control-plane shim) gives a synced,
+// empty service informer, so pods still start (with no service
+// variables), and no watch is attempted.
+func TestServiceInformerWithoutServices_G4(t *testing.T) {
+	fake := &fakeAPIServer{}
+	srv := httptest.NewTLSServer(fake)
+	defer srv.Close()
+	c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := c.ServiceInformer()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("not synced")
+	}
+	if n := len(inf.GetStore().List()); n != 0 {
+		t.Errorf("%d services, want none", n)
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	for _, r := range fake.reqs {
+		if strings.Contains(r, "services") && strings.HasSuffix(r, "watch=true") {
+			t.Errorf("watched services that are not served: %s", r)
+		}
 	}
 }

@@ -60,6 +60,7 @@ type agentOptions struct {
 	registry          registryOptions
 	gc                gcOptions
 	api               apiOptions
+	controlPlane      controlPlaneOptions
 	kubeletAPI        kubeletAPIOptions
 }
 
@@ -110,6 +111,7 @@ func newAgentCmd() *cobra.Command {
 	addRegistryFlags(f, &o.registry)
 	addGCFlags(f, &o.gc)
 	addAPIFlags(f, &o.api)
+	addControlPlaneFlags(f, &o.controlPlane)
 	addKubeletAPIFlags(f, &o.kubeletAPI)
 	return cmd
 }
@@ -172,7 +174,10 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err := o.gc.validate(); err != nil {
 		return err
 	}
-	if err := o.kubeletAPI.validate(o.api.kubeconfig != ""); err != nil {
+	if err := o.controlPlane.validate(&o.api); err != nil {
+		return err
+	}
+	if err := o.kubeletAPI.validate(o.api.kubeconfig != "" || o.controlPlane.enabled); err != nil {
 		return err
 	}
 	if o.api.bootstrap != "" && o.api.kubeconfig == "" {
@@ -197,6 +202,13 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
+	// The control plane (--control-plane) stops after the runtime's
+	// clean-up, which the agent's last status updates may need.
+	stopControlPlane, err := o.controlPlane.start(ctx, o.rootDir, node, &o.api, log)
+	if err != nil {
+		return err
+	}
+	defer stopControlPlane()
 	deps, err := startRuntime(ctx, o, log)
 	if err != nil {
 		return err

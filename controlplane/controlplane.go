@@ -1,0 +1,197 @@
+// Package controlplane runs skiff's control-plane shim, skiff-apiserver,
+// as a supervised child of the agent (`skiff agent --control-plane`), the
+// way runtime/containerd runs the managed containerd: one command for the
+// user. The shim is a separate executable (see ARCHITECTURE.md, "the
+// shim"); this package only starts, watches and stops it, and copies its
+// admin kubeconfig to where the user looks for it.
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/skiffnode/skiff/supervisor"
+)
+
+// readyTimeout bounds how long a start or restart waits for /readyz.
+const readyTimeout = 60 * time.Second
+
+// restartPolicy: 1 s doubling to 30 s, forgotten after a minute of running.
+var restartPolicy = supervisor.Policy{Initial: time.Second, Max: 30 * time.Second, ResetAfter: time.Minute}
+
+// Config says how to run the shim. Binary and DataDir are required.
+type Config struct {
+	// Binary is the skiff-apiserver executable.
+	Binary string
+	// DataDir is the shim's --data-dir (etcd, pki, kubeconfigs).
+	DataDir string
+	// NodeName, when set, is the node the shim issues a node kubeconfig
+	// for (--node-name): the agent joins with that identity.
+	NodeName string
+	// BindAddress and Port of the API (defaults 127.0.0.1 and 6443).
+	BindAddress string
+	Port        int
+	// EtcdServers: an external etcd instead of the embedded one.
+	EtcdServers []string
+	// AdminKubeconfig, when set, receives a copy (0600) of the shim's
+	// admin kubeconfig after every start.
+	AdminKubeconfig string
+	// LogFile receives the shim's output (default <DataDir>/skiff-apiserver.log).
+	LogFile string
+	Logger  *slog.Logger
+}
+
+// Shim is a running, supervised skiff-apiserver. Its methods are safe for
+// concurrent use.
+type Shim struct {
+	cfg    Config
+	logger *slog.Logger
+	launch func(ctx context.Context, restart bool) (supervisor.Process, error)
+
+	cancel context.CancelFunc // ends supervision
+	done   chan struct{}      // closed when supervision has returned
+
+	mu       sync.Mutex
+	cur      supervisor.Process
+	restarts int
+}
+
+// FindBinary returns the skiff-apiserver executable: name if it contains a
+// slash, else the one beside this executable, else the one on PATH.
+func FindBinary(name string) (string, error) {
+	if filepath.Base(name) != name {
+		return name, nil
+	}
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found beside this executable nor on PATH (make build puts it in bin/): %w", name, err)
+	}
+	return p, nil
+}
+
+// Start replaces a shim an earlier agent left running on DataDir, starts
+// the shim, waits until it answers /readyz (bounded by ctx and a minute),
+// copies the admin kubeconfig and supervises the shim: it is restarted
+// whenever it exits, until Stop. ctx bounds only the start. On error
+// nothing is left running.
+func Start(ctx context.Context, cfg Config) (*Shim, error) {
+	if cfg.Binary == "" || cfg.DataDir == "" {
+		return nil, errors.New("control plane: binary and data directory are required")
+	}
+	if cfg.BindAddress == "" {
+		cfg.BindAddress = "127.0.0.1"
+	}
+	if cfg.Port == 0 {
+		cfg.Port = 6443
+	}
+	if cfg.LogFile == "" {
+		cfg.LogFile = filepath.Join(cfg.DataDir, "skiff-apiserver.log")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("control plane: %w", err)
+	}
+	s := &Shim{cfg: cfg, logger: cfg.Logger.With("component", "skiff-apiserver"), done: make(chan struct{})}
+	s.launch = s.launchChild
+	if pid, ok := supervisor.LeftoverPid(s.pidFile(), s.cfg.DataDir); ok {
+		s.logger.Warn("stopping skiff-apiserver left over from an earlier run", "pid", pid)
+		if err := supervisor.StopPid(ctx, pid); err != nil {
+			return nil, fmt.Errorf("stop leftover skiff-apiserver (pid %d): %w", pid, err)
+		}
+	}
+	first, err := s.launch(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	s.cur = first
+	sctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	loop := supervisor.Loop{
+		Name: "skiff-apiserver", Note: "pods keep running", Launch: s.launch,
+		Restarted: s.restarted, Policy: restartPolicy, Clock: clock.RealClock{}, Logger: s.logger,
+	}
+	go func() {
+		defer close(s.done)
+		loop.Run(sctx, first)
+	}()
+	return s, nil
+}
+
+// URL is the API's address.
+func (s *Shim) URL() string {
+	return "https://" + netJoin(s.cfg.BindAddress, s.cfg.Port)
+}
+
+// NodeKubeconfig is the node identity's kubeconfig the shim writes.
+func (s *Shim) NodeKubeconfig() string { return filepath.Join(s.cfg.DataDir, "node.kubeconfig") }
+
+// AdminKubeconfig is the shim's own copy of the admin kubeconfig.
+func (s *Shim) AdminKubeconfig() string { return filepath.Join(s.cfg.DataDir, "admin.kubeconfig") }
+
+// Pid is the process ID of the latest shim (maybe exited).
+func (s *Shim) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur.Pid()
+}
+
+// Restarts is how often the shim has been restarted.
+func (s *Shim) Restarts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
+}
+
+// Done is closed when supervision has ended (after Stop, or when another
+// agent took over DataDir).
+func (s *Shim) Done() <-chan struct{} { return s.done }
+
+// Stop ends supervision, then stops the shim: SIGTERM, SIGKILL when ctx
+// ends first. Pods are not affected. Idempotent; blocking.
+func (s *Shim) Stop(ctx context.Context) error {
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	p := s.cur
+	s.mu.Unlock()
+	return supervisor.Stop(ctx, p, "skiff-apiserver", s.logger)
+}
+
+func (s *Shim) restarted(p supervisor.Process) {
+	s.mu.Lock()
+	s.cur = p
+	s.restarts++
+	s.mu.Unlock()
+}
+
+func (s *Shim) pidFile() string { return filepath.Join(s.cfg.DataDir, "skiff-apiserver.pid") }
+
+// args are the shim's flags; --data-dir is also what LeftoverPid matches.
+func (s *Shim) args() []string {
+	a := []string{"--data-dir", s.cfg.DataDir, "--bind-address", s.cfg.BindAddress, "--secure-port", strconv.Itoa(s.cfg.Port)}
+	if s.cfg.NodeName != "" {
+		a = append(a, "--node-name", s.cfg.NodeName)
+	}
+	for _, e := range s.cfg.EtcdServers {
+		a = append(a, "--etcd-servers", e)
+	}
+	return a
+}

@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// controlPlaneArgs runs the agent with its own control plane on a free
+// port, skipping the test without SKIFF_APISERVER (make build-apiserver).
+// The shim's data (<root-dir>/apiserver) of an earlier test is removed
+// first: the suite's root is shared.
+func controlPlaneArgs(t *testing.T, e *Env) []string {
+	t.Helper()
+	bin := os.Getenv("SKIFF_APISERVER")
+	if bin == "" {
+		t.Skip("SKIFF_APISERVER is not set: build it with `make build-apiserver` (make e2e does)")
+	}
+	if err := os.RemoveAll(filepath.Join(e.s.Root, "apiserver")); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--control-plane", "--control-plane-binary", bin, "--control-plane-port", strconv.Itoa(freeTCPPort(t))}
+}
+
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// adminClient is a client of the agent's control plane as its admin,
+// through <root-dir>/admin.kubeconfig.
+func adminClient(t *testing.T, e *Env) (kubernetes.Interface, string) {
+	t.Helper()
+	path := filepath.Join(e.s.Root, "admin.kubeconfig")
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("admin kubeconfig: %v", err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("admin kubeconfig mode %v, want 0600", st.Mode().Perm())
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg), path
+}
+
+// TestControlPlaneRunsPods_I: `skiff agent --control-plane` starts
+// skiff-apiserver, writes <root-dir>/admin.kubeconfig, joins it as its
+// Node (Ready), runs a pod created through the API and reports its status;
+// kubectl 1.34 (when SKIFF_CONTROLPLANE is set) lists it; a kill -9 of
+// the shim restarts it without touching the pod; deleting the pod stops
+// and removes it.
+func TestControlPlaneRunsPods_I(t *testing.T) {
+	e := NewEnv(t)
+	e.StartAgent(t, AgentOptions{Args: controlPlaneArgs(t, e)})
+	cs, kubeconfig := adminClient(t, e)
+	ctx := context.Background()
+	waitNodeReady(t, cs)
+
+	pod := apiPod("cp-app", 5, "sleep 100000")
+	if _, err := cs.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	running := func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning && podReady(p) }
+	waitAPIPod(t, cs, "cp-app", "Running and Ready", running)
+
+	if k := os.Getenv("SKIFF_CONTROLPLANE"); k != "" {
+		out, err := exec.Command(k, "kubectl", "--kubeconfig", kubeconfig, "get", "pods", "-n", namespace).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "cp-app") {
+			t.Errorf("kubectl get pods: %v\n%s", err, out)
+		}
+	}
+
+	// kill -9 of the shim: the agent restarts it; the pod keeps running.
+	pidFile := filepath.Join(e.s.Root, "apiserver", "skiff-apiserver.pid")
+	pid := readPid(t, pidFile)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, apiTimeout, true, func(ctx context.Context) (bool, error) {
+		b, err := os.ReadFile(pidFile)
+		if err != nil || strings.TrimSpace(string(b)) == strconv.Itoa(pid) {
+			return false, nil
+		}
+		_, err = cs.CoreV1().Pods(namespace).Get(ctx, "cp-app", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("skiff-apiserver not back after kill -9: %v\n%s", err, e.agentLogTail())
+	}
+	p := waitAPIPod(t, cs, "cp-app", "Running and Ready", running)
+	if n := p.Status.ContainerStatuses[0].RestartCount; n != 0 {
+		t.Errorf("the app restarted %d times across the shim's restart", n)
+	}
+
+	if err := cs.CoreV1().Pods(namespace).Delete(ctx, "cp-app", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAPIPodGone(t, cs, "cp-app")
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return pid
+}
