@@ -70,7 +70,7 @@ e2e: setup build build-apiserver images
 	cp=$$($(MAKE) -s controlplane) && ms=$$($(MAKE) -s metricsserver) && \
 	SKIFF_E2E=1 SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) SKIFF_CONTROLPLANE=$$cp SKIFF_METRICS_SERVER=$$ms \
 		SKIFF_APISERVER=$(CURDIR)/$(APISERVER_BIN) \
-		$(GO) test -v -count=1 -timeout 40m ./test/e2e/... ./test/cluster/...
+		$(GO) test -v -count=1 -timeout 40m ./test/e2e/... ./test/cluster/... ./test/walkthrough/...
 
 ## test: setup, unit, the root tests (integration), e2e, the cgroup v2 suite in a VM
 test:

@@ -53,6 +53,15 @@ func PrintPods(w io.Writer, pods []v1.Pod, wide bool, now time.Time) error {
 	return nil
 }
 
+// PodRow returns the cells of pod's row in `kubectl get pods`: NAME,
+// READY, STATUS, RESTARTS, AGE and, with wide, IP and NODE (see
+// PrintPods). Pure.
+func PodRow(pod *v1.Pod, wide bool, now time.Time) []string { return podRow(pod, wide, now) }
+
+// Since formats the time from t to now as kubectl's AGE columns do
+// ("<unknown>" for a zero t).
+func Since(t, now time.Time) string { return since(t, now) }
+
 // podRow returns the cells of one pod's row.
 func podRow(pod *v1.Pod, wide bool, now time.Time) []string {
 	s := summarize(pod)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/skiffnode/skiff/manifests"
+	"github.com/skiffnode/skiff/shim/printers"
 	"github.com/skiffnode/skiff/shim/registry/generic"
 )
 
@@ -23,6 +24,7 @@ const eventTTL = 3600
 
 // Nodes: cluster-scoped, status subresource, spec.unschedulable selector.
 var Nodes = &generic.Kind{
+	Table:   printers.Nodes(),
 	Version: "v1", Resource: "nodes", Singular: "node",
 	New:        func() runtime.Object { return &corev1.Node{} },
 	NewList:    func() runtime.Object { return &corev1.NodeList{} },
@@ -35,6 +37,7 @@ var Nodes = &generic.Kind{
 
 // ConfigMaps, validated by skiff's manifests.ValidateConfigMap.
 var ConfigMaps = &generic.Kind{
+	Table:   printers.ConfigMaps(),
 	Version: "v1", Resource: "configmaps", Singular: "configmap", Namespaced: true,
 	New:        func() runtime.Object { return &corev1.ConfigMap{} },
 	NewList:    func() runtime.Object { return &corev1.ConfigMapList{} },
@@ -53,6 +56,7 @@ var ConfigMaps = &generic.Kind{
 
 // Secrets, defaulted (type Opaque) and validated by skiff's manifests.
 var Secrets = &generic.Kind{
+	Table:   printers.Secrets(),
 	Version: "v1", Resource: "secrets", Singular: "secret", Namespaced: true,
 	New:     func() runtime.Object { return &corev1.Secret{} },
 	NewList: func() runtime.Object { return &corev1.SecretList{} },
@@ -75,6 +79,7 @@ var Secrets = &generic.Kind{
 // ServiceAccounts; the "default" one in every namespace is
 // shim/controllers/serviceaccount's. TODO(issue 17): /token.
 var ServiceAccounts = &generic.Kind{
+	Table:   printers.ServiceAccounts(),
 	Version: "v1", Resource: "serviceaccounts", Singular: "serviceaccount", Namespaced: true,
 	New:        func() runtime.Object { return &corev1.ServiceAccount{} },
 	NewList:    func() runtime.Object { return &corev1.ServiceAccountList{} },
@@ -83,6 +88,7 @@ var ServiceAccounts = &generic.Kind{
 
 // Events (core/v1), kept for an hour; PUT may create (as upstream).
 var Events = &generic.Kind{
+	Table:   printers.Events(),
 	Version: "v1", Resource: "events", Singular: "event", Namespaced: true,
 	New:                 func() runtime.Object { return &corev1.Event{} },
 	NewList:             func() runtime.Object { return &corev1.EventList{} },
@@ -95,6 +101,7 @@ var Events = &generic.Kind{
 
 // Leases (coordination.k8s.io/v1): the kubelet's node heartbeat.
 var Leases = &generic.Kind{
+	Table: printers.Leases(),
 	Group: coordinationv1.GroupName, Version: "v1", Resource: "leases", Singular: "lease", Namespaced: true,
 	New:     func() runtime.Object { return &coordinationv1.Lease{} },
 	NewList: func() runtime.Object { return &coordinationv1.LeaseList{} },

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -60,6 +61,9 @@ type Kind struct {
 	// watchers by (the pods' spec.nodeName), with its getter.
 	TriggerField string
 	Trigger      func(obj runtime.Object) string
+	// Table gives `kubectl get` its columns (shim/printers); nil: NAME and
+	// CREATED AT.
+	Table rest.TableConvertor
 }
 
 // GetAttrs returns the labels and selectable fields of obj.

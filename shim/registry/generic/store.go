@@ -101,7 +101,10 @@ func NewREST(k *Kind, optsGetter generic.RESTOptionsGetter) (*REST, *StatusREST,
 		DeleteStrategy:            deleteStrategy,
 		ResetFieldsStrategy:       main,
 		ReturnDeletedObject:       k.GracefulDelete != nil,
-		TableConvertor:            rest.NewDefaultTableConvertor(gr),
+		TableConvertor:            k.Table,
+	}
+	if store.TableConvertor == nil {
+		store.TableConvertor = rest.NewDefaultTableConvertor(gr)
 	}
 	if k.TTL > 0 {
 		ttl := k.TTL

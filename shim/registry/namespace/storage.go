@@ -14,6 +14,8 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/skiffnode/skiff/shim/printers"
 )
 
 // Resource is the namespaces group resource.
@@ -55,7 +57,7 @@ func NewREST(optsGetter generic.RESTOptionsGetter) (*REST, *StatusREST, *Subreso
 		ResetFieldsStrategy:       main,
 		ReturnDeletedObject:       true,
 		ShouldDeleteDuringUpdate:  shouldDeleteDuringUpdate,
-		TableConvertor:            rest.NewDefaultTableConvertor(Resource),
+		TableConvertor:            printers.Namespaces(),
 	}
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
 		return nil, nil, nil, fmt.Errorf("store for namespaces: %w", err)

@@ -17,11 +17,13 @@ import (
 
 	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/manifests"
+	"github.com/skiffnode/skiff/shim/printers"
 	"github.com/skiffnode/skiff/shim/registry/generic"
 )
 
 // Kind describes pods and pods/status.
 var Kind = &generic.Kind{
+	Table:      printers.Pods(),
 	Version:    "v1",
 	Resource:   "pods",
 	Singular:   "pod",
