@@ -66,18 +66,26 @@ func adminClient(t *testing.T, e *Env) (kubernetes.Interface, string) {
 
 // TestControlPlaneRunsPods_I: `skiff agent --control-plane` starts
 // skiff-apiserver, writes <root-dir>/admin.kubeconfig, joins it as its
-// Node (Ready), runs a pod created through the API and reports its status;
-// kubectl 1.34 (when SKIFF_CONTROLPLANE is set) lists it; a kill -9 of
-// the shim restarts it without touching the pod; deleting the pod stops
-// and removes it.
+// Node (Ready), runs a pod created through the API (placed on the node by
+// the shim: no nodeName) and reports its status; kubectl 1.34 (when
+// SKIFF_CONTROLPLANE is set) lists it; a kill -9 of the shim restarts it
+// and a kill -9 of the agent, started again, brings it back, both without
+// touching the pod or losing objects; deleting the pod stops and removes
+// it.
 func TestControlPlaneRunsPods_I(t *testing.T) {
 	e := NewEnv(t)
-	e.StartAgent(t, AgentOptions{Args: controlPlaneArgs(t, e)})
+	args := controlPlaneArgs(t, e)
+	e.StartAgent(t, AgentOptions{Args: args})
 	cs, kubeconfig := adminClient(t, e)
 	ctx := context.Background()
 	waitNodeReady(t, cs)
 
 	pod := apiPod("cp-app", 5, "sleep 100000")
+	pod.Spec.NodeName = ""
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: namespace}, Data: map[string]string{"a": "b"}}
+	if _, err := cs.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := cs.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +119,19 @@ func TestControlPlaneRunsPods_I(t *testing.T) {
 	p := waitAPIPod(t, cs, "cp-app", "Running and Ready", running)
 	if n := p.Status.ContainerStatuses[0].RestartCount; n != 0 {
 		t.Errorf("the app restarted %d times across the shim's restart", n)
+	}
+	started := p.Status.ContainerStatuses[0].State.Running.StartedAt
+
+	// kill -9 of the agent (the shim goes down with it), then a new one.
+	e.KillAgent(t)
+	e.StartAgent(t, AgentOptions{Args: args})
+	waitNodeReady(t, cs)
+	p = waitAPIPod(t, cs, "cp-app", "Running and Ready", running)
+	if st := p.Status.ContainerStatuses[0].State.Running; st == nil || !st.StartedAt.Equal(&started) {
+		t.Errorf("the app was restarted across the agent's restart: %s", dump(p.Status.ContainerStatuses))
+	}
+	if got, err := cs.CoreV1().ConfigMaps(namespace).Get(ctx, "kept", metav1.GetOptions{}); err != nil || got.Data["a"] != "b" {
+		t.Errorf("configmap after the restarts: %v, %v", got, err)
 	}
 
 	if err := cs.CoreV1().Pods(namespace).Delete(ctx, "cp-app", metav1.DeleteOptions{}); err != nil {
