@@ -18,7 +18,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 # (ARCHITECTURE.md, "Built with grpcnotrace"; cmd/skiff/deadcode_test.go).
 BUILD_TAGS := grpcnotrace
 
-.PHONY: all build build-apiserver images setup setup-runtime unit integration e2e test test-v2 test-fresh run lint bench bench-quick clean
+.PHONY: all build build-apiserver run-control-plane images setup setup-runtime unit integration e2e test test-v2 test-fresh run lint bench bench-quick clean
 
 all: build
 
@@ -98,6 +98,12 @@ test-v2: setup build images
 ## test-fresh: from a fresh minimal Debian 12 (debootstrap chroot, cached in _output/fresh) to a Running example pod (root)
 test-fresh:
 	test/fresh/run.sh
+
+## run-control-plane: the agent with its own API server (skiff-apiserver) for kubectl, admin kubeconfig $(ROOT_DIR)/admin.kubeconfig (root)
+run-control-plane: setup-runtime build build-apiserver images
+	install -d $(ROOT_DIR)/images
+	cp $(IMAGES_DIR)/busybox.tar $(ROOT_DIR)/images/busybox.tar
+	exec $(BIN) agent --control-plane --pod-manifest-path $(MANIFESTS) --root-dir $(ROOT_DIR)
 
 ## run: start the agent with the example manifests (root)
 run: setup-runtime build images
