@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -75,8 +76,18 @@ func TestAppsAPI(t *testing.T) {
 	if err != nil || scale.Spec.Replicas != 2 || scale.Status.Selector != "app=api" {
 		t.Fatalf("scale: %v %+v", err, scale)
 	}
-	scale.Spec.Replicas = 5
-	if _, err := deps.UpdateScale(ctx, "api", scale, metav1.UpdateOptions{}); err != nil {
+	// The controllers write the status meanwhile: the Scale's
+	// resourceVersion is a precondition, so retry as clients do.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale, err := deps.GetScale(ctx, "api", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		scale.Spec.Replicas = 5
+		_, err = deps.UpdateScale(ctx, "api", scale, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	patch := []byte(`{"spec":{"replicas":4}}`)

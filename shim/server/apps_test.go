@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiffnode/skiff/shim/controllers/deployment"
@@ -65,12 +66,16 @@ func TestDeployments(t *testing.T) {
 	})
 
 	t.Run("J.1 scale subresource to 1 deletes 2 pods", func(t *testing.T) {
-		scale, err := deps.GetScale(ctx, "nginx", metav1.GetOptions{})
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			scale, err := deps.GetScale(ctx, "nginx", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			scale.Spec.Replicas = 1
+			_, err = deps.UpdateScale(ctx, "nginx", scale, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		scale.Spec.Replicas = 1
-		if _, err := deps.UpdateScale(ctx, "nginx", scale, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitPods(ctx, t, client, ns, "app=nginx", 1)
@@ -81,16 +86,11 @@ func TestDeployments(t *testing.T) {
 	})
 
 	t.Run("J.2 an image change rolls out a second ReplicaSet", func(t *testing.T) {
-		d, err := deps.Get(ctx, "nginx", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Spec.Replicas = ptr.To[int32](3)
-		d.Spec.Template.Spec.Containers[0].Image = "nginx:1.27"
-		if _, err := deps.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		d = waitRollout(ctx, t, client, ns, "nginx")
+		updateDeployment(ctx, t, client, ns, "nginx", func(d *appsv1.Deployment) {
+			d.Spec.Replicas = ptr.To[int32](3)
+			d.Spec.Template.Spec.Containers[0].Image = "nginx:1.27"
+		})
+		d := waitRollout(ctx, t, client, ns, "nginx")
 		rss, err := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=nginx"})
 		if err != nil || len(rss.Items) != 2 {
 			t.Fatalf("replicasets: %v %d", err, len(rss.Items))
@@ -124,15 +124,11 @@ func TestDeployments(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitRollout(ctx, t, client, ns, "recreate")
-		d, err := deps.Get(ctx, "recreate", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		oldHash := deployment.ComputeHash(&d.Spec.Template, nil)
-		d.Spec.Template.Spec.Containers[0].Image = "nginx:1.27"
-		if _, err := deps.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		var oldHash string
+		updateDeployment(ctx, t, client, ns, "recreate", func(d *appsv1.Deployment) {
+			oldHash = deployment.ComputeHash(&d.Spec.Template, nil)
+			d.Spec.Template.Spec.Containers[0].Image = "nginx:1.27"
+		})
 		newSel := "app=recreate," + appsv1.DefaultDeploymentUniqueLabelKey + "!=" + oldHash
 		oldSel := "app=recreate," + appsv1.DefaultDeploymentUniqueLabelKey + "=" + oldHash
 		waitUntil(ctx, t, "recreate rollout", func() bool {
@@ -197,6 +193,24 @@ func TestDeployments(t *testing.T) {
 			checkControlledBy(t, p.OwnerReferences, "ReplicaSet", rs.UID)
 		}
 	})
+}
+
+// updateDeployment applies change to the current Deployment, retrying on
+// conflicts with the controller's status writes.
+func updateDeployment(ctx context.Context, t *testing.T, client kubernetes.Interface, ns, name string, change func(*appsv1.Deployment)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(d)
+		_, err = client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // playNode finishes the graceful deletions of ns's pods, as the node
