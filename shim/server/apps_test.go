@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -23,7 +24,11 @@ import (
 // I.68). No agent runs: the test plays the node, marking pods Running and
 // Ready through pods/status and finishing graceful deletions.
 func TestDeployments(t *testing.T) {
-	_, _, client := startShimWith(t, Options{NodeName: "node-a"})
+	_, cfg, _ := startShimWith(t, Options{NodeName: "node-a"})
+	// client-go's default 5 QPS would throttle the node's polling (gotcha 18).
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 200, 400
+	client := kubernetes.NewForConfigOrDie(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := "apps-test"
@@ -86,11 +91,22 @@ func TestDeployments(t *testing.T) {
 	})
 
 	t.Run("J.2 an image change rolls out a second ReplicaSet", func(t *testing.T) {
+		updateDeployment(ctx, t, client, ns, "nginx", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](3) })
+		waitRollout(ctx, t, client, ns, "nginx")
 		updateDeployment(ctx, t, client, ns, "nginx", func(d *appsv1.Deployment) {
-			d.Spec.Replicas = ptr.To[int32](3)
 			d.Spec.Template.Spec.Containers[0].Image = "nginx:1.27"
 		})
-		d := waitRollout(ctx, t, client, ns, "nginx")
+		// maxSurge 25% of 3 rounds up to 1, maxUnavailable down to 0.
+		d := waitRolloutChecking(ctx, t, client, ns, "nginx", func(rss []appsv1.ReplicaSet) {
+			var spec, available int32
+			for _, rs := range rss {
+				spec += *rs.Spec.Replicas
+				available += rs.Status.AvailableReplicas
+			}
+			if spec > 4 || available < 3 {
+				t.Fatalf("during the rollout: %d replicas (max 4), %d available (min 3)", spec, available)
+			}
+		})
 		rss, err := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=nginx"})
 		if err != nil || len(rss.Items) != 2 {
 			t.Fatalf("replicasets: %v %d", err, len(rss.Items))
@@ -253,8 +269,16 @@ func markReady(ctx context.Context, t *testing.T, client kubernetes.Interface, n
 // `kubectl rollout status` sees it, and returns it.
 func waitRollout(ctx context.Context, t *testing.T, client kubernetes.Interface, ns, name string) *appsv1.Deployment {
 	t.Helper()
+	return waitRolloutChecking(ctx, t, client, ns, name, func([]appsv1.ReplicaSet) {})
+}
+
+// waitRolloutChecking is waitRollout calling check with the Deployment's
+// ReplicaSets (label app=name) at every poll.
+func waitRolloutChecking(ctx context.Context, t *testing.T, client kubernetes.Interface, ns, name string, check func([]appsv1.ReplicaSet)) *appsv1.Deployment {
+	t.Helper()
 	var d *appsv1.Deployment
 	waitUntil(ctx, t, "rollout of "+name, func() bool {
+		check(listRS(ctx, t, client, ns, "app="+name))
 		markReady(ctx, t, client, ns)
 		var err error
 		d, err = client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
