@@ -66,9 +66,17 @@ func TestAppsAPI(t *testing.T) {
 		}
 	}
 
-	got.Spec.Selector.MatchLabels = map[string]string{"app": "api", "x": "y"}
-	got.Spec.Template.Labels["x"] = "y"
-	if _, err := deps.Update(ctx, got, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := deps.Get(ctx, "api", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Selector.MatchLabels = map[string]string{"app": "api", "x": "y"}
+		d.Spec.Template.Labels["x"] = "y"
+		_, err = deps.Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	})
+	if !apierrors.IsInvalid(err) {
 		t.Errorf("selector change: %v, want 422", err)
 	}
 
