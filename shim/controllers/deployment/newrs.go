@@ -79,7 +79,8 @@ func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 }
 
 // syncExistingNewRS updates the new ReplicaSet's annotations and
-// minReadySeconds, and d's revision and Progressing condition.
+// minReadySeconds (existing, the sync's own copy, is updated in place),
+// and d's revision and Progressing condition.
 func (c *Controller) syncExistingNewRS(ctx context.Context, d *appsv1.Deployment, existing *appsv1.ReplicaSet, newRevision int64) (*appsv1.ReplicaSet, error) {
 	rs := existing.DeepCopy()
 	if setNewRSAnnotations(d, rs, newRevision, true) || rs.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
@@ -88,7 +89,11 @@ func (c *Controller) syncExistingNewRS(ctx context.Context, d *appsv1.Deployment
 		if err != nil {
 			return nil, fmt.Errorf("update replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 		}
-		return updated, nil
+		// existing is the sync's own copy (claimReplicaSets): a second
+		// lookup in the same sync must not write the same change again
+		// with a stale resourceVersion.
+		*existing = *updated
+		return existing, nil
 	}
 	needsUpdate := setDeploymentRevision(d, revision(rs))
 	if d.Spec.ProgressDeadlineSeconds != nil && condition(&d.Status, appsv1.DeploymentProgressing) == nil {
