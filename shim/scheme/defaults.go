@@ -43,6 +43,7 @@ func addDefaults(s *runtime.Scheme) error {
 			ns.Labels[corev1.LabelMetadataName] = ns.Name
 		}
 	})
+	addAppsDefaults(s)
 	return nil
 }
 

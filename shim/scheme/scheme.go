@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"reflect"
 
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +39,10 @@ var groups = []struct {
 }{
 	{corev1.SchemeGroupVersion, corev1.AddToScheme},
 	{coordinationv1.SchemeGroupVersion, coordinationv1.AddToScheme},
+	{appsv1.SchemeGroupVersion, appsv1.AddToScheme},
+	// Only for the Scale kind of the deployments' and replicasets' scale
+	// subresources; no autoscaling resource is served.
+	{autoscalingv1.SchemeGroupVersion, autoscalingv1.AddToScheme},
 }
 
 func init() {

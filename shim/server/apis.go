@@ -12,6 +12,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/skiffnode/skiff/shim/registry/apps"
 	"github.com/skiffnode/skiff/shim/registry/core"
 	"github.com/skiffnode/skiff/shim/registry/generic"
 	"github.com/skiffnode/skiff/shim/registry/namespace"
@@ -32,20 +33,24 @@ type apiStorage struct {
 // cache on etcd) through optsGetter.
 func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter) (*apiStorage, error) {
 	st := &apiStorage{byGroup: map[string]map[string]rest.Storage{}}
-	for _, k := range append([]*generic.Kind{pod.Kind}, core.All...) {
-		main, status, err := generic.NewREST(k, optsGetter)
+	kinds := append(append([]*generic.Kind{pod.Kind}, core.All...), apps.All...)
+	for _, k := range kinds {
+		e, err := generic.NewEndpoints(k, optsGetter)
 		if err != nil {
 			return nil, err
 		}
 		if st.byGroup[k.Group] == nil {
 			st.byGroup[k.Group] = map[string]rest.Storage{}
 		}
-		st.byGroup[k.Group][k.Resource] = main
-		if status != nil {
-			st.byGroup[k.Group][k.Resource+"/status"] = status
+		st.byGroup[k.Group][k.Resource] = e.Main
+		if e.Status != nil {
+			st.byGroup[k.Group][k.Resource+"/status"] = e.Status
+		}
+		if e.Scale != nil {
+			st.byGroup[k.Group][k.Resource+"/scale"] = e.Scale
 		}
 		if k == pod.Kind {
-			st.pods = main
+			st.pods = e.Main
 		}
 	}
 	if err := addNamespaces(st.byGroup[""], optsGetter); err != nil {

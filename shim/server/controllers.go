@@ -18,15 +18,19 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/skiffnode/skiff/shim/controllers/deployment"
 	"github.com/skiffnode/skiff/shim/controllers/garbagecollector"
 	nscontroller "github.com/skiffnode/skiff/shim/controllers/namespace"
 	"github.com/skiffnode/skiff/shim/controllers/nsobjects"
+	"github.com/skiffnode/skiff/shim/controllers/replicaset"
 )
 
 // Workers per controller: few namespaces change at once on one node.
 const (
-	namespaceWorkers = 2
-	nsObjectWorkers  = 1
+	namespaceWorkers  = 2
+	nsObjectWorkers   = 1
+	replicaSetWorkers = 2
+	deploymentWorkers = 2
 )
 
 // controllers are the shim's own controllers, built before the server
@@ -41,9 +45,10 @@ type controllers struct {
 	wg      sync.WaitGroup
 }
 
-// newControllers builds the namespace controller and the per-namespace
-// objects (default ServiceAccount, kube-root-ca.crt with caPEM), talking
-// to the shim through loopback.
+// newControllers builds the namespace controller, the per-namespace
+// objects (default ServiceAccount, kube-root-ca.crt with caPEM) and the
+// ReplicaSet and Deployment controllers, talking to the shim through
+// loopback.
 func newControllers(loopback *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, caPEM []byte) (*controllers, error) {
 	meta, err := metadata.NewForConfig(loopback)
 	if err != nil {
@@ -69,7 +74,51 @@ func newControllers(loopback *rest.Config, client kubernetes.Interface, factory 
 		}
 		c.runs = append(c.runs, func(ctx context.Context) { ctrl.Run(ctx, nsObjectWorkers) })
 	}
+	apps, err := newAppsControllers(client, factory)
+	if err != nil {
+		return nil, err
+	}
+	c.runs = append(c.runs, apps...)
 	return c, nil
+}
+
+// newAppsControllers builds the ReplicaSet and Deployment controllers on
+// the shared factory's pods, replicasets and deployments informers, with
+// one event broadcaster, which records from the first run and is shut
+// down when the context ends.
+func newAppsControllers(client kubernetes.Interface, factory informers.SharedInformerFactory) ([]func(context.Context), error) {
+	broadcaster := record.NewBroadcaster()
+	recorder := func(component string) record.EventRecorder {
+		return broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: component})
+	}
+	rs, err := replicaset.New(replicaset.Config{
+		Client:      client,
+		Pods:        factory.Core().V1().Pods(),
+		ReplicaSets: factory.Apps().V1().ReplicaSets(),
+		Recorder:    recorder("replicaset-controller"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	d, err := deployment.New(deployment.Config{
+		Client:      client,
+		Deployments: factory.Apps().V1().Deployments(),
+		ReplicaSets: factory.Apps().V1().ReplicaSets(),
+		Pods:        factory.Core().V1().Pods(),
+		Recorder:    recorder("deployment-controller"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []func(context.Context){
+		func(ctx context.Context) {
+			broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+			<-ctx.Done()
+			broadcaster.Shutdown()
+		},
+		func(ctx context.Context) { rs.Run(ctx, replicaSetWorkers) },
+		func(ctx context.Context) { d.Run(ctx, deploymentWorkers) },
+	}, nil
 }
 
 // start is the post-start hook: it builds the garbage collector (it

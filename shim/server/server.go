@@ -13,8 +13,10 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authentication/group"
 	unionauthn "k8s.io/apiserver/pkg/authentication/request/union"
@@ -138,7 +140,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	}
 	// One informer factory for the admission plugins and the controllers,
 	// started by genericapiserver once the server serves.
-	factory := informers.NewSharedInformerFactory(loopback, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(loopback, 0, informers.WithTransform(dropManagedFields))
 	if cfg.AdmissionControl, err = admissionChain(loopback, factory, o.NodeName); err != nil {
 		return nil, err
 	}
@@ -179,6 +181,16 @@ func (s *Server) Close() {
 	if s.etcd != nil {
 		s.etcd.Close()
 	}
+}
+
+// dropManagedFields is the shared informers' transform: no cached object
+// keeps its managedFields (no controller reads them; an update without
+// them keeps the stored ones), which saves memory per cached pod.
+func dropManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		m.GetObjectMeta().SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // applyOpenAPI serves /openapi/v2 and /openapi/v3 from the committed
@@ -248,7 +260,7 @@ func applyStorage(cfg *genericapiserver.Config, servers []string) error {
 	etcdOpts := options.NewEtcdOptions(backend)
 	etcdOpts.DefaultStorageMediaType = "application/vnd.kubernetes.protobuf"
 	resources := serverstorage.NewResourceConfig()
-	resources.EnableVersions(corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion)
+	resources.EnableVersions(corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion, appsv1.SchemeGroupVersion)
 	// A nil effective version: store the scheme's preferred version, no
 	// emulation of older ones.
 	encoding := serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(scheme.Scheme, nil)

@@ -48,6 +48,11 @@ type Kind struct {
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
 	// PrepareForCreate clears or sets fields the server owns.
 	PrepareForCreate func(obj runtime.Object)
+	// PrepareForUpdate adjusts an update of the main resource (after the
+	// status was reset), e.g. bumps metadata.generation on spec changes.
+	PrepareForUpdate func(obj, old runtime.Object)
+	// Scale, if set, adds the scale subresource (autoscaling/v1 Scale).
+	Scale *ScaleFuncs
 	// Fields returns the kind's selectable fields beyond metadata.name and
 	// metadata.namespace (see scheme.FieldLabels).
 	Fields func(obj runtime.Object) fields.Set
@@ -120,6 +125,9 @@ func (s *strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 
 func (s *strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	if !s.kind.Status {
+		if s.kind.PrepareForUpdate != nil {
+			s.kind.PrepareForUpdate(obj, old)
+		}
 		return
 	}
 	if s.statusOnly {
@@ -134,6 +142,9 @@ func (s *strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) 
 		return
 	}
 	copyField(obj, old, "Status")
+	if s.kind.PrepareForUpdate != nil {
+		s.kind.PrepareForUpdate(obj, old)
+	}
 }
 
 func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {

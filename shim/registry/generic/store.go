@@ -81,6 +81,28 @@ func (s gracefulStrategy) CheckGracefulDelete(_ context.Context, obj runtime.Obj
 	return s.kind.GracefulDelete(obj, options)
 }
 
+// Endpoints are a kind's main endpoint and its subresources; Status and
+// Scale are nil for kinds without them.
+type Endpoints struct {
+	Main   *REST
+	Status *StatusREST
+	Scale  *ScaleREST
+}
+
+// NewEndpoints returns the endpoints of k, stored through optsGetter.
+func NewEndpoints(k *Kind, optsGetter generic.RESTOptionsGetter) (Endpoints, error) {
+	main, status, err := NewREST(k, optsGetter)
+	if err != nil {
+		return Endpoints{}, err
+	}
+	e := Endpoints{Main: main, Status: status}
+	if k.Scale != nil {
+		e.Scale = &ScaleREST{store: main.Store, funcs: k.Scale,
+			gr: schema.GroupResource{Group: k.Group, Resource: k.Resource + "/scale"}}
+	}
+	return e, nil
+}
+
 // NewREST returns the main and (for kinds with Status) status endpoints
 // of k, stored through optsGetter.
 func NewREST(k *Kind, optsGetter generic.RESTOptionsGetter) (*REST, *StatusREST, error) {
