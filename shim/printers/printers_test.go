@@ -2,6 +2,7 @@ package printers
 
 import (
 	"context"
+	appsv1 "k8s.io/api/apps/v1"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 )
 
 var now = time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
@@ -59,6 +61,15 @@ func TestRows_I72(t *testing.T) {
 				"Debian GNU/Linux 12", "<unknown>", "<unknown>"}},
 		{"node without ready condition", Nodes(), &corev1.Node{ObjectMeta: created(time.Second)},
 			[]any{"x", "Unknown", "<none>", "1s", "", "<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"}},
+		{"deployment", Deployments(), &appsv1.Deployment{ObjectMeta: created(time.Minute),
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:1.14.2"}, {Name: "log", Image: "busybox"}}}}},
+			Status: appsv1.DeploymentStatus{ReadyReplicas: 2, UpdatedReplicas: 3, AvailableReplicas: 2}},
+			[]any{"x", "2/3", int64(3), int64(2), "60s", "nginx,log", "nginx:1.14.2,busybox", "app=web"}},
+		{"replicaset", ReplicaSets(), &appsv1.ReplicaSet{ObjectMeta: created(time.Minute),
+			Spec:   appsv1.ReplicaSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "i"}}}}},
+			Status: appsv1.ReplicaSetStatus{Replicas: 1}},
+			[]any{"x", int64(1), int64(1), int64(0), "60s", "app", "i", ""}},
 		{"event", Events(), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "p.1"},
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", FieldPath: "spec.containers{app}"},
 			Type:           "Normal", Reason: "Started", Message: " Started container app\n",

@@ -11,7 +11,7 @@ var (
 	timeRE      = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z`)
 	rvRE        = regexp.MustCompile(`(resourceVersion"?:\s*"?)\d+`)
 	ageRE       = regexp.MustCompile(`(^|\s)(\d+[smhd])+(\s|$)`)
-	generatedRE = regexp.MustCompile(`(generateName: \S+|name: \S+-)[a-z0-9]{5}\b`)
+	generatedRE = regexp.MustCompile(`(generateName: \S+|name: \S+-|pod/\S+-|pod "\S+-)[a-z0-9]{5}\b`)
 )
 
 // normalize replaces UIDs, timestamps, resource versions and ages (the

@@ -11,6 +11,8 @@ func TestNormalize(t *testing.T) {
 		{`resourceVersion: "4711"`, `resourceVersion: "<rv>"`},
 		{`"resourceVersion":"4711"`, `"resourceVersion":"<rv>"`},
 		{"name: nginx-5869d7778c-abc12", "name: nginx-5869d7778c-<rand>"},
+		{"pod/nginx-5869d7778c-abc12", "pod/nginx-5869d7778c-<rand>"},
+		{`pod "frontend-54jlb" force deleted`, `pod "frontend-<rand>" force deleted`},
 		// Not ages: words and numbers without a unit.
 		{"configmap/mymap created", "configmap/mymap created"},
 		{"DATA 10", "DATA 10"},

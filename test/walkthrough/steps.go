@@ -1,5 +1,7 @@
 package walkthrough
 
+import "strings"
+
 // A step is one command of a walk-through, run against every server.
 type step struct {
 	// id is the checklist item and what the step does.
@@ -13,7 +15,57 @@ type step struct {
 	// until makes the step poll (up to pollTimeout) until its normalized
 	// output contains it: the controllers act asynchronously.
 	until string
+	// codeOnly compares a request's status code, not its body (a
+	// Foreground or Orphan delete returns the object, whose status the
+	// controllers are still changing).
+	codeOnly bool
 }
+
+// The examples' nginx Deployment (k8s.io/examples/application/deployment.yaml),
+// and the ReplicaSet of "Deleting a ReplicaSet and its Pods".
+const (
+	nginxDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: nginx-deployment
+spec:
+  selector:
+    matchLabels:
+      app: nginx
+  replicas: 2
+  template:
+    metadata:
+      labels:
+        app: nginx
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.14.2
+        ports:
+        - containerPort: 80
+`
+	frontendReplicaSet = `apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: frontend
+  labels:
+    app: guestbook
+    tier: frontend
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      tier: frontend
+  template:
+    metadata:
+      labels:
+        tier: frontend
+    spec:
+      containers:
+      - name: php-redis
+        image: us-docker.pkg.dev/google-samples/containers/gke/gb-frontend:v5
+`
+)
 
 const parentChild = `apiVersion: v1
 kind: ConfigMap
@@ -83,6 +135,35 @@ var walkthroughs = [][]step{
 		{id: "I.67 delete foreground", method: "DELETE", path: "/api/v1/namespaces/default/configmaps/mymap-parent",
 			body: `{ "kind":"DeleteOptions", "apiVersion":"v1", "propagationPolicy":"Foreground" }`},
 		{id: "I.67 foreground gone", args: []string{"get", "configmap", "--field-selector", "metadata.name!=kube-root-ca.crt"}, until: "No resources found"},
+	},
+	{ // S000 §1 › Describing a Kubernetes object (I.58), §2 (I.59), S001 5.2.1 (I.71)
+		{id: "I.58 apply", args: []string{"apply", "-f", "-"}, stdin: nginxDeployment},
+		{id: "I.58 up to date", args: []string{"get", "deployment/nginx-deployment", "-o", "jsonpath=updated:{.status.updatedReplicas}"}, until: "updated:2"},
+		{id: "I.58 get", args: []string{"get", "deployments"}},
+		{id: "I.58 re-apply", args: []string{"apply", "-f", "-"}, stdin: strings.Replace(nginxDeployment, "replicas: 2", "replicas: 3", 1)},
+		{id: "I.58 scaled", args: []string{"get", "deployment/nginx-deployment", "-o", "jsonpath=updated:{.status.updatedReplicas}"}, until: "updated:3"},
+		{id: "I.71 patch", args: []string{"patch", "deployment/nginx-deployment", "-p", `{"spec":{"progressDeadlineSeconds":600}}`}},
+		{id: "I.71 patch strategic", args: []string{"patch", "deployment/nginx-deployment", "--type=strategic", "-p", `{"spec":{"minReadySeconds":5}}`}},
+		{id: "I.59 create", args: []string{"create", "deployment", "nginx", "--image", "nginx"}},
+		{id: "I.59 replicaset", args: []string{"get", "rs", "-l", "app=nginx", "-o", "jsonpath={.items[*].metadata.name} current:{.items[*].status.replicas}"}, until: "current:1"},
+		{id: "I.59 get rs", args: []string{"get", "rs", "-l", "app=nginx"}},
+		{id: "I.59 pod", args: []string{"get", "pods", "-l", "app=nginx", "-o", "name"}, until: "pod/"},
+		{id: "I.59 delete", args: []string{"delete", "deployment", "nginx", "nginx-deployment"}},
+		{id: "I.59 gone", args: []string{"get", "rs,pods", "-l", "app=nginx"}, until: "No resources found"},
+	},
+	{ // S001 5.2.2 › Deleting a ReplicaSet and its Pods; › Deleting just a ReplicaSet (I.68)
+		{id: "I.68 create", args: []string{"create", "-f", "-"}, stdin: frontendReplicaSet},
+		{id: "I.68 pods", args: []string{"get", "rs/frontend", "-o", "jsonpath=current:{.status.replicas}"}, until: "current:3"},
+		{id: "I.68 delete foreground", method: "DELETE", path: "/apis/apps/v1/namespaces/default/replicasets/frontend",
+			body: `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Foreground"}`, codeOnly: true},
+		{id: "I.68 foreground gone", args: []string{"get", "rs,pods", "-l", "tier=frontend"}, until: "No resources found"},
+		{id: "I.68 create again", args: []string{"create", "-f", "-"}, stdin: frontendReplicaSet},
+		{id: "I.68 pods again", args: []string{"get", "rs/frontend", "-o", "jsonpath=current:{.status.replicas}"}, until: "current:3"},
+		{id: "I.68 delete orphan", method: "DELETE", path: "/apis/apps/v1/namespaces/default/replicasets/frontend",
+			body: `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Orphan"}`, codeOnly: true},
+		{id: "I.68 rs gone", args: []string{"get", "rs", "-l", "tier=frontend"}, until: "No resources found"},
+		{id: "I.68 pods orphaned", args: []string{"get", "pods", "-l", "tier=frontend", "-o", "jsonpath=owners:{.items[*].metadata.ownerReferences} count:{.items[*].kind}"}},
+		{id: "I.68 clean", args: []string{"delete", "pods", "-l", "tier=frontend", "--grace-period=0", "--force"}},
 	},
 	{ // S000 §4 › Label selectors (I.61), §7 › Field selectors (I.63)
 		{id: "I.61 pods", args: []string{"create", "-f", "-"}, stdin: labelledPod("front-prod", "production", "frontend") +

@@ -53,6 +53,9 @@ func (s step) runOn(ctx context.Context, t *testing.T, srv *server) string {
 	deadline := time.Now().Add(pollTimeout)
 	for {
 		r := s.once(ctx, t, srv)
+		if s.codeOnly {
+			r.out = ""
+		}
 		out := fmt.Sprintf("[%d]\n%s", r.code, normalize(r.out))
 		if s.until == "" || strings.Contains(out, s.until) || time.Now().After(deadline) {
 			return out

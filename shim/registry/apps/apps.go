@@ -15,11 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiffnode/skiff/shim/printers"
 	"github.com/skiffnode/skiff/shim/registry/generic"
 )
 
 // Deployments: apps/v1, status and scale subresources.
 var Deployments = &generic.Kind{
+	Table: printers.Deployments(),
 	Group: appsv1.GroupName, Version: "v1", Resource: "deployments", Singular: "deployment", Namespaced: true,
 	New:        func() runtime.Object { return &appsv1.Deployment{} },
 	NewList:    func() runtime.Object { return &appsv1.DeploymentList{} },
@@ -52,6 +54,7 @@ var Deployments = &generic.Kind{
 // ReplicaSets: apps/v1, status and scale subresources, the status.replicas
 // field selector (upstream's ReplicaSetToSelectableFields).
 var ReplicaSets = &generic.Kind{
+	Table: printers.ReplicaSets(),
 	Group: appsv1.GroupName, Version: "v1", Resource: "replicasets", Singular: "replicaset", Namespaced: true,
 	New:        func() runtime.Object { return &appsv1.ReplicaSet{} },
 	NewList:    func() runtime.Object { return &appsv1.ReplicaSetList{} },
