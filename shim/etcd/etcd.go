@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"time"
 
-	"go.etcd.io/etcd/server/v3/embed"
+	"github.com/skiffnode/skiff/shim/etcd/internal/embed"
 )
 
 // Options of the embedded etcd.
