@@ -2,11 +2,11 @@ package printers
 
 import (
 	"context"
-	appsv1 "k8s.io/api/apps/v1"
 	"slices"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
