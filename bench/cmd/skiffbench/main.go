@@ -79,10 +79,10 @@ var modes = map[string]config{
 }
 
 type flags struct {
-	mode, skiffBin, pauseBin, imagesDir, kubeletBin, out, root, skiffVersion, only, floorPar, runtimes, controlPlane string
-	densityPods                                                                                                      int
-	keep, latest                                                                                                     bool
-	skiffArgs                                                                                                        stringList
+	mode, skiffBin, pauseBin, imagesDir, kubeletBin, out, root, skiffVersion, only, floorPar, runtimes, controlPlane, render string
+	densityPods                                                                                                              int
+	keep, latest                                                                                                             bool
+	skiffArgs                                                                                                                stringList
 }
 
 // stringList is a repeatable string flag.
@@ -109,8 +109,16 @@ func main() {
 	flag.StringVar(&f.floorPar, "floor-parallelism", "", "override the floor's parallelisms in the density scenario: comma-separated, 0 = unbounded, \"none\" (a partial run)")
 	flag.Var(&f.skiffArgs, "skiff-arg", "an extra argument for skiff agent (repeatable; a partial run)")
 	flag.IntVar(&f.densityPods, "density-pods", 0, "override the density scenario's pod count (a partial run, never latest)")
+	flag.StringVar(&f.render, "render", "", "write the report of an earlier run again from its <date>-<mode>.json (beside it; with -latest also latest.md) instead of running")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if f.render != "" {
+		if err := render(f.render, f.latest); err != nil {
+			log.Error("render failed", "err", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(f, log); err != nil {
 		log.Error("benchmark failed", "err", err)
 		os.Exit(1)

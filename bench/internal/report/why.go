@@ -22,6 +22,7 @@ func writeWhy(b *strings.Builder, run Run, ts []Target, l Limits) {
 		return
 	}
 	fmt.Fprintf(b, "#### Targets missed, %s: why (from this run's measurements)\n\n", run.Runtime)
+	densityShown := false
 	for _, t := range missed {
 		fmt.Fprintf(b, "**%s**: %s (goal %s).\n\n", t.Name, t.Value, t.Goal)
 		switch t.Kind {
@@ -35,6 +36,13 @@ func writeWhy(b *strings.Builder, run Run, ts []Target, l Limits) {
 			whyBurst(b, run.Burst)
 		case KindScaleFlat:
 			whyScale(b, run.Scale)
+		case KindDensityKubelet, KindDensityFloor:
+			if densityShown {
+				b.WriteString("- See the density table above.\n\n")
+				break
+			}
+			densityShown = true
+			whyDensity(b, run.Density)
 		default:
 			b.WriteString("- This run takes no breakdown of this figure.\n\n")
 		}
@@ -235,4 +243,55 @@ func ms(v float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f ms", v)
+}
+
+// whyDensity sets skiff's time to all pods running against every floor
+// of the run (each parallelism, with and without probes) and the
+// kubelet's: where skiff falls among start strategies of known cost.
+func whyDensity(b *strings.Builder, d *Density) {
+	if d == nil || d.Skiff == nil || len(d.Floor) == 0 {
+		b.WriteString("- Not measured.\n\n")
+		return
+	}
+	b.WriteString("| who | starts in flight | first running | all running | skiff vs it |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| skiff | adaptive (its start gate) | %s | %s | 1.00x |\n", sec(d.Skiff.FirstRunningS), sec(d.Skiff.AllRunningS))
+	for _, f := range d.Floor {
+		who := "CRI floor"
+		if f.Probes {
+			who += " + probes"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", who, parallelismName(f.Parallelism),
+			sec(f.FirstRunningS), sec(f.AllRunningS), ratio(d.Skiff.AllRunningS, f.AllRunningS))
+	}
+	if k := d.Kubelet; k != nil {
+		fmt.Fprintf(b, "| kubelet | all at once | %s | %s | %s |\n", sec(k.FirstRunningS), sec(k.AllRunningS), ratio(d.Skiff.AllRunningS, k.AllRunningS))
+	}
+	b.WriteString("\n")
+	best, ok := BestFloor(d.Floor)
+	if !ok {
+		return
+	}
+	fmt.Fprintf(b, "- The fastest way to start these pods on this runtime was the floor with %s starts in flight (%s).",
+		parallelismName(best.Parallelism), sec(best.AllRunningS))
+	if best.Parallelism == 0 {
+		b.WriteString(" Every start at once was fastest here: more starts in flight paid on this runtime and machine, so a gate that admits a few at a time (skiff's adaptive one, the bounded floors) finishes the last pod later, in exchange for its first pods running sooner (first running above).")
+	}
+	b.WriteString("\n")
+	if k := d.Kubelet; k != nil && k.AllRunningS < d.Skiff.AllRunningS {
+		fmt.Fprintf(b, "- The kubelet starts every pod at once (first running %s) and was done %s sooner than skiff.\n",
+			sec(k.FirstRunningS), sec(d.Skiff.AllRunningS-k.AllRunningS))
+	}
+	if pf, ok := ProbeFloor(d.Floor); ok {
+		fmt.Fprintf(b, "- With each pod's exec probe made too, the floor took %s (%s its plain run): the probes' execs compete with the starts, for skiff as for the floor.\n",
+			sec(pf.AllRunningS), ratio(pf.AllRunningS, best.AllRunningS))
+	}
+	b.WriteString("\n")
+}
+
+// parallelismName names a floor's parallelism (0: unbounded).
+func parallelismName(p int) string {
+	if p == 0 {
+		return "unbounded"
+	}
+	return fmt.Sprint(p)
 }

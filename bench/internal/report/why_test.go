@@ -211,3 +211,34 @@ func TestMsDiff(t *testing.T) {
 		}
 	}
 }
+
+// TestWhyDensity: a density target missed gets the table of every floor
+// and the kubelet beside skiff, once, and says which start strategy was
+// fastest.
+func TestWhyDensity(t *testing.T) {
+	d := &Density{Pods: 110, SteadyS: 60,
+		Skiff:   &Agent{Pods: 110, FirstRunningS: 0.6, AllRunningS: 15.35},
+		Kubelet: &Agent{Pods: 110, FirstRunningS: 2.0, AllRunningS: 15.875},
+		Floor: []Floor{
+			{Pods: 110, Parallelism: 4, FirstRunningS: 0.4, AllRunningS: 15.7},
+			{Pods: 110, Parallelism: 0, FirstRunningS: 4.0, AllRunningS: 11.7},
+			{Pods: 110, Parallelism: 0, Probes: true, FirstRunningS: 4.6, AllRunningS: 13.088},
+		}}
+	md := render(t, Run{Runtime: RuntimeExternal, Density: d})
+	checkContains(t, md, []string{
+		"| skiff | adaptive (its start gate) | 0.600 s | 15.3 s | 1.00x |",
+		"| CRI floor | 4 | 0.400 s | 15.7 s | 0.98x |",
+		"| CRI floor | unbounded | 4.000 s | 11.7 s | 1.31x |",
+		"| CRI floor + probes | unbounded |",
+		"| kubelet | all at once | 2.000 s | 15.9 s | 0.97x |",
+		"The fastest way to start these pods on this runtime was the floor with unbounded starts in flight (11.7 s). Every start at once was fastest here",
+		"the floor took 13.1 s (1.12x its plain run)",
+		"- See the density table above.",
+	})
+	if strings.Contains(md, "The kubelet starts every pod at once") {
+		t.Error("the kubelet was slower than skiff here; no line for it")
+	}
+	if n := strings.Count(md, "| who | starts in flight |"); n != 1 {
+		t.Errorf("density table %d times, want once", n)
+	}
+}
