@@ -66,6 +66,11 @@ type Shim struct {
 	restarts int
 }
 
+// CACertPath is the shim's CA certificate under its data directory
+// (skiff-apiserver's <data-dir>/pki/ca.crt): it signs the shim's client
+// certificates, its kubelet client certificate included.
+func CACertPath(dataDir string) string { return filepath.Join(dataDir, "pki", "ca.crt") }
+
 // FindBinary returns the skiff-apiserver executable: name if it contains a
 // slash, else the one beside this executable, else the one on PATH.
 func FindBinary(name string) (string, error) {

@@ -75,6 +75,7 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&o.BindAddress, "bind-address", "127.0.0.1", "address the API listens on")
 	f.StringSliceVar(&o.ExtraSANs, "tls-san", nil, "extra host names or IPs in the serving certificate (generated at first start)")
 	f.StringVar(&o.NodeName, "node-name", "", "node whose identity (system:node:<name>, group system:nodes) gets <data-dir>/node.kubeconfig, for the agent to join with; empty: none")
+	f.StringVar(&o.KubeletCAFile, "kubelet-certificate-authority", "", "CA bundle to verify kubelets' serving certificates with (logs, exec, attach, port-forward); empty: not verified, as kube-apiserver")
 	f.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable overrides it")
 	f.IntVar(&memoryLimitMiB, "memory-limit-mib", 0, "Go soft memory limit in MiB (GOMEMLIMIT); 0: none")
 	return cmd

@@ -177,6 +177,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err := o.controlPlane.validate(&o.api); err != nil {
 		return err
 	}
+	o.controlPlane.trustShimClients(o.rootDir, &o.kubeletAPI)
 	if err := o.kubeletAPI.validate(o.api.kubeconfig != "" || o.controlPlane.enabled); err != nil {
 		return err
 	}

@@ -72,6 +72,9 @@ func AddToScheme(s *runtime.Scheme) error {
 	if err := addDefaults(s); err != nil {
 		return err
 	}
+	if err := addQueryConversions(s); err != nil {
+		return fmt.Errorf("query parameter conversions: %w", err)
+	}
 	return addFieldLabelConversions(s)
 }
 

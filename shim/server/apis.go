@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,8 +31,9 @@ type apiStorage struct {
 }
 
 // newAPIStorage builds every served kind's Store (each starts its watch
-// cache on etcd) through optsGetter.
-func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter) (*apiStorage, error) {
+// cache on etcd) through optsGetter; the pods' log, exec, attach and
+// portforward subresources reach kubelets with kubelets.
+func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter, kubelets *http.Transport) (*apiStorage, error) {
 	st := &apiStorage{byGroup: map[string]map[string]rest.Storage{}}
 	kinds := append(append([]*generic.Kind{pod.Kind}, core.All...), apps.All...)
 	for _, k := range kinds {
@@ -54,6 +56,9 @@ func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter) (*apiStorage, e
 		}
 	}
 	if err := addNamespaces(st.byGroup[""], optsGetter); err != nil {
+		return nil, err
+	}
+	if err := addPodSubresources(st.byGroup[""], kubelets); err != nil {
 		return nil, err
 	}
 	return st, nil

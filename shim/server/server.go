@@ -17,6 +17,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authentication/group"
 	unionauthn "k8s.io/apiserver/pkg/authentication/request/union"
@@ -28,6 +29,7 @@ import (
 	apiopenapi "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	"k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -59,6 +61,10 @@ type Options struct {
 	// NodeName, if set, is the node whose identity (system:node:<name>)
 	// gets <DataDir>/node.kubeconfig, re-issued when the name changes.
 	NodeName string
+	// KubeletCAFile, if set, verifies kubelets' serving certificates
+	// (kube-apiserver's --kubelet-certificate-authority); empty: not
+	// verified, as kube-apiserver without that flag.
+	KubeletCAFile string
 }
 
 // Server is a prepared shim; Run serves it.
@@ -107,6 +113,11 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 
 	cfg := genericapiserver.NewConfig(scheme.Codecs)
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	// kube-apiserver's (pkg/controlplane/apiserver/config.go): watches and
+	// the streaming subresources are long-running, exempt from the request
+	// timeout and the max-in-flight limit.
+	cfg.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch", "proxy"),
+		sets.NewString("attach", "exec", "proxy", "log", "portforward"))
 	applyOpenAPI(cfg)
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort)))
 	if err != nil {
@@ -127,7 +138,11 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if err := applyStorage(cfg, servers); err != nil {
 		return nil, err
 	}
-	storage, err := newAPIStorage(cfg.RESTOptionsGetter)
+	kubelets, err := kubeletTransport(o.DataDir, bundle, o.KubeletCAFile)
+	if err != nil {
+		return nil, err
+	}
+	storage, err := newAPIStorage(cfg.RESTOptionsGetter, kubelets)
 	if err != nil {
 		return nil, err
 	}
