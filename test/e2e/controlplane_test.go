@@ -80,7 +80,7 @@ func TestControlPlaneRunsPods_I(t *testing.T) {
 	ctx := context.Background()
 	waitNodeReady(t, cs)
 
-	pod := apiPod("cp-app", 5, "sleep 100000")
+	pod := apiPod("cp-app", 5, "echo hello-from-cp; exec sleep 100000")
 	pod.Spec.NodeName = ""
 	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: namespace}, Data: map[string]string{"a": "b"}}
 	if _, err := cs.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -93,9 +93,21 @@ func TestControlPlaneRunsPods_I(t *testing.T) {
 	waitAPIPod(t, cs, "cp-app", "Running and Ready", running)
 
 	if k := os.Getenv("SKIFF_CONTROLPLANE"); k != "" {
-		out, err := exec.Command(k, "kubectl", "--kubeconfig", kubeconfig, "get", "pods", "-n", namespace).CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "cp-app") {
-			t.Errorf("kubectl get pods: %v\n%s", err, out)
+		// kubectl through the shim: the table, then logs and exec, which
+		// the shim proxies to the agent's kubelet API.
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"get", "pods"}, "cp-app"},
+			{[]string{"logs", "cp-app"}, "hello-from-cp"},
+			{[]string{"exec", "cp-app", "--", "sh", "-c", "echo $((40+2))"}, "42"},
+		} {
+			args := append([]string{"kubectl", "--kubeconfig", kubeconfig, "-n", namespace}, tc.args...)
+			out, err := exec.Command(k, args...).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), tc.want) {
+				t.Errorf("kubectl %s: %v\n%s", strings.Join(tc.args, " "), err, out)
+			}
 		}
 	}
 
