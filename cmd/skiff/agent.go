@@ -71,10 +71,12 @@ func newAgentCmd() *cobra.Command {
 		Short: "Run the node agent",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// The kubelet API serves a node of an API server; without one
-			// it listens only where --port asks for it (see ARCHITECTURE.md,
+			// The kubelet API serves a node of an API server (--kubeconfig,
+			// or its own with --control-plane); without one it listens
+			// only where --port asks for it (see ARCHITECTURE.md,
 			// "The kubelet API").
-			if o.api.kubeconfig == "" && !cmd.Flags().Changed("port") {
+			joins := o.api.kubeconfig != "" || o.controlPlane.enabled
+			if !joins && !cmd.Flags().Changed("port") {
 				o.kubeletAPI.port = 0
 			}
 			return runAgent(cmd.Context(), o)
