@@ -160,12 +160,13 @@ func TestServiceInformerWithoutServices_G4(t *testing.T) {
 		t.Fatal(err)
 	}
 	inf := c.ServiceInformer()
-	ctx, cancel := context.WithCancel(context.Background())
+	// Bounded: without the 404 handling the informer never syncs.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	defer func() { cancel(); <-done }()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("not synced")
+		t.Fatal("not synced in 10 s: a 404 on the Service list must count as an empty list")
 	}
 	if n := len(inf.GetStore().List()); n != 0 {
 		t.Errorf("%d services, want none", n)
