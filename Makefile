@@ -133,16 +133,16 @@ bench-harness:
 	cd bench && CGO_ENABLED=0 $(GO) build -trimpath -o ../$(BENCH_BIN) ./cmd/skiffbench
 
 ## bench: full benchmark on both runtimes, API pods through a real control plane (root, ~40 min, ~55 with KUBELET; make controlplane once, ~12 min cold): report, JSON and plots under bench/results (latest.md)
-bench: setup-runtime build images bench-harness
+bench: setup-runtime build build-apiserver images bench-harness
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: must run as root" >&2; exit 1; }
 	cp=$$($(MAKE) -s controlplane) && $(BENCH_BIN) -mode full -skiff $(BIN) -images $(IMAGES_DIR) -out $(BENCH_RESULTS) -latest \
-		-controlplane "$$cp" -skiff-version "$$(git describe --always --dirty --tags 2>/dev/null || echo unknown)" $(if $(KUBELET),-kubelet $(KUBELET))
+		-controlplane "$$cp" -apiserver $(APISERVER_BIN) -skiff-version "$$(git describe --always --dirty --tags 2>/dev/null || echo unknown)" $(if $(KUBELET),-kubelet $(KUBELET))
 
 ## bench-quick: a few pods of every scenario on both runtimes (root, ~3-4 min); output under _output/bench
-bench-quick: setup-runtime build images bench-harness
+bench-quick: setup-runtime build build-apiserver images bench-harness
 	@[ "$$(id -u)" = 0 ] || { echo "make bench-quick: must run as root" >&2; exit 1; }
 	cp=$$($(MAKE) -s controlplane) && $(BENCH_BIN) -mode quick -skiff $(BIN) -images $(IMAGES_DIR) -out $(BENCH_QUICK_OUT) \
-		-controlplane "$$cp" -skiff-version "$$(git describe --always --dirty --tags 2>/dev/null || echo unknown)" $(if $(KUBELET),-kubelet $(KUBELET))
+		-controlplane "$$cp" -apiserver $(APISERVER_BIN) -skiff-version "$$(git describe --always --dirty --tags 2>/dev/null || echo unknown)" $(if $(KUBELET),-kubelet $(KUBELET))
 
 ## bench-kubelet: build kubelet $(KUBELET_VERSION) from the Go module proxy into $(KUBELET_CACHE); prints its path
 bench-kubelet:

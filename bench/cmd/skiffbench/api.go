@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiffnode/skiff/bench/internal/criops"
@@ -69,9 +71,12 @@ func (b *bench) api(ctx context.Context) (*report.API, error) {
 		return nil, ctx.Err()
 	case <-time.After(kubeletSettle):
 	}
-	if res.Startup.Skiff, res.Density, err = b.apiAgent(ctx, cs, b.skiff); err != nil {
+	sk, err := b.apiAgent(ctx, cs, b.skiff, true)
+	if err != nil {
 		return nil, err
 	}
+	res.Startup.Skiff, res.Running.Skiff, res.ListPods = sk.started, sk.running, sk.list
+	res.Density = &report.Density{Pods: b.cfg.densityPods, SteadyS: b.cfg.steady.Seconds(), Skiff: sk.density}
 	if err := b.skiff.stop(); err != nil {
 		return nil, err
 	}
@@ -80,10 +85,8 @@ func (b *bench) api(ctx context.Context) (*report.API, error) {
 		return nil, fmt.Errorf("delete skiff's Node: %w", err)
 	}
 	err = b.withKubeletArgs(ctx, []string{"--kubeconfig=" + kubeconfig}, func(k *agent) error {
-		var d *report.Density
-		if res.Startup.Kubelet, d, err = b.apiAgent(ctx, cs, k); err == nil {
-			res.Density.Kubelet = d.Kubelet
-		}
+		kb, err := b.apiAgent(ctx, cs, k, true)
+		res.Startup.Kubelet, res.Running.Kubelet, res.Density.Kubelet = kb.started, kb.running, kb.density
 		return err
 	})
 	return res, err
@@ -104,29 +107,45 @@ func apiClient(cl *cluster.Cluster) (kubernetes.Interface, error) {
 	return cs, nil
 }
 
+// apiFigures are what apiAgent measured for one agent.
+type apiFigures struct {
+	// started: create -> app StartedAt; running: create -> phase Running
+	// in the API; list: kubectl's LIST of pods at the density point.
+	started, running, list *report.Series
+	density                *report.Agent
+}
+
 // apiAgent waits for a's Node to be Ready, then runs the startup series
-// and the density run for a; the Density has only a's column filled in.
-func (b *bench) apiAgent(ctx context.Context, cs kubernetes.Interface, a *agent) (*report.Series, *report.Density, error) {
+// and the density run for a; bind sets spec.nodeName on every pod (else
+// the API server places them: skiff-apiserver).
+func (b *bench) apiAgent(ctx context.Context, cs kubernetes.Interface, a *agent, bind bool) (apiFigures, error) {
+	var f apiFigures
 	if err := waitNodeReady(ctx, cs, a); err != nil {
-		return nil, nil, err
+		return f, err
 	}
-	var starts []float64
+	var starts, runs []float64
 	for i := range b.cfg.startupPods {
-		s, err := b.apiStartOne(ctx, cs, a, fmt.Sprintf("%s-api-st-%d", a.prefix, i))
+		s, r, err := b.apiStartOne(ctx, cs, a, apiPod(fmt.Sprintf("%s-api-st-%d", a.prefix, i), kindStartup, bind))
 		if err != nil {
-			return nil, nil, err
+			return f, err
 		}
-		starts = append(starts, s)
-		b.log.Info("api startup", "agent", a.name, "pod", i, "s", s)
+		starts, runs = append(starts, s), append(runs, r)
+		b.log.Info("api startup", "agent", a.name, "pod", i, "started_s", s, "running_s", r)
 	}
-	d := &report.Density{Pods: b.cfg.densityPods, SteadyS: b.cfg.steady.Seconds()}
-	res, err := b.apiDensity(ctx, cs, a, b.cfg.densityPods)
-	if a.name == "kubelet" {
-		d.Kubelet = res
-	} else {
-		d.Skiff = res
+	f.started, f.running = report.NewSeries(starts), report.NewSeries(runs)
+	pods, res, err := b.apiDensityStart(ctx, cs, a, b.cfg.densityPods, bind)
+	if err != nil {
+		return f, err
 	}
-	return report.NewSeries(starts), d, err
+	if f.list, err = listPodsTable(ctx, cs, b.cfg.listRuns); err != nil {
+		return f, err
+	}
+	b.log.Info("api list pods", "agent", a.name, "pods", len(pods), "median_s", f.list.Summary.Median)
+	if res.Steady, err = sampleSteady(ctx, a.pid(), b.cfg.steady); err != nil {
+		return f, fmt.Errorf("%s API density steady window: %w", a.name, err)
+	}
+	f.density = res
+	return f, b.apiDensityDone(ctx, cs, a, pods, res)
 }
 
 // waitNodeReady polls the Node until it is Ready, or a exits.
@@ -147,66 +166,141 @@ func waitNodeReady(ctx context.Context, cs kubernetes.Interface, a *agent) error
 	})
 }
 
-// apiPod is the API object of the pod of kind named name, bound to the node.
-func apiPod(name string, kind podKind) *v1.Pod {
+// apiPod is the API object of the pod of kind named name, bound to the
+// node by spec.nodeName when bind.
+func apiPod(name string, kind podKind, bind bool) *v1.Pod {
 	p := podOf(name, kind, 1)
-	p.Spec.NodeName = nodeName
+	if bind {
+		p.Spec.NodeName = nodeName
+	}
 	return p
 }
 
-// apiStartOne creates one startup pod, waits for its app container and
-// returns create call -> StartedAt; the pod is then deleted and waited for.
-func (b *bench) apiStartOne(ctx context.Context, cs kubernetes.Interface, a *agent, name string) (float64, error) {
-	t0 := time.Now()
-	if _, err := cs.CoreV1().Pods(agentNamespace).Create(ctx, apiPod(name, kindStartup), metav1.CreateOptions{}); err != nil {
-		return 0, fmt.Errorf("create pod %s: %w", name, err)
-	}
-	pods := []string{name}
+// apiStartOne creates pod (one startup pod), waits for its app container
+// and for the API to report it Running, and returns create call ->
+// StartedAt and create call -> phase Running, as seen by a watch from the
+// created object's resourceVersion (a watch from "now" opened before the
+// create fails on a kube-apiserver whose pod watch cache has seen no
+// event yet: "Too large resource version"); the pod is then deleted and
+// waited for.
+func (b *bench) apiStartOne(ctx context.Context, cs kubernetes.Interface, a *agent, pod *v1.Pod) (started, running float64, err error) {
+	name := pod.Name
 	wctx, cancel := context.WithTimeout(ctx, runTimeout(1))
 	defer cancel()
-	started, err := b.c.WaitRunning(wctx, pods, criops.InPods(agentNamespace, "app", pods), poll)
+	t0 := time.Now()
+	created, err := cs.CoreV1().Pods(agentNamespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("%s API startup pod %s: %w", a.name, name, err)
+		return 0, 0, fmt.Errorf("create pod %s: %w", name, err)
+	}
+	w, err := cs.CoreV1().Pods(agentNamespace).Watch(wctx, metav1.ListOptions{ResourceVersion: created.ResourceVersion,
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		return 0, 0, fmt.Errorf("watch pod %s: %w", name, err)
+	}
+	defer w.Stop()
+	// Read on its own goroutine, so that an event is timed when it arrives.
+	phase := make(chan phaseResult, 1)
+	go func() { at, err := waitPhaseRunning(w); phase <- phaseResult{at, err} }()
+	pods := []string{name}
+	startedAt, err := b.c.WaitRunning(wctx, pods, criops.InPods(agentNamespace, "app", pods), poll)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s API startup pod %s: %w", a.name, name, err)
+	}
+	r := <-phase
+	if r.err != nil {
+		return 0, 0, fmt.Errorf("%s API startup pod %s: %w", a.name, name, r.err)
 	}
 	if _, err := b.apiDelete(ctx, cs, a, pods); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return started[name].Sub(t0).Seconds(), nil
+	return startedAt[name].Sub(t0).Seconds(), r.at.Sub(t0).Seconds(), nil
 }
 
-// apiDensity creates n density pods at once, waits for all to run,
-// samples the agent over the steady window and deletes them all.
-func (b *bench) apiDensity(ctx context.Context, cs kubernetes.Interface, a *agent, n int) (*report.Agent, error) {
+// phaseResult is waitPhaseRunning's answer.
+type phaseResult struct {
+	at  time.Time
+	err error
+}
+
+// waitPhaseRunning reads w until a pod in it has status.phase Running and
+// returns when that event arrived; it fails when the watch ends first.
+func waitPhaseRunning(w watch.Interface) (time.Time, error) {
+	var seen []string
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			return time.Time{}, fmt.Errorf("watch: %w", apierrors.FromObject(ev.Object))
+		}
+		if p, ok := ev.Object.(*v1.Pod); ok {
+			if p.Status.Phase == v1.PodRunning {
+				return time.Now(), nil
+			}
+			seen = append(seen, string(ev.Type)+" "+string(p.Status.Phase))
+		}
+	}
+	return time.Time{}, fmt.Errorf("watch ended before the pod was Running in the API (events: %v)", seen)
+}
+
+// apiDensityStart creates n density pods at once (bound to the node when
+// bind) and waits for all to run; it returns their names and the agent's
+// figures with first and all running filled in.
+func (b *bench) apiDensityStart(ctx context.Context, cs kubernetes.Interface, a *agent, n int, bind bool) ([]string, *report.Agent, error) {
 	pods := make([]string, n)
 	cpu := *resource.NewMilliQuantity(densityCPUMilli(n, goruntime.NumCPU()), resource.DecimalSI)
 	t0 := time.Now()
 	err := forEach(ctx, n, func(ctx context.Context, i int) error {
 		pods[i] = fmt.Sprintf("%s-api-d%d-%d", a.prefix, n, i)
-		p := apiPod(pods[i], kindDensity)
+		p := apiPod(pods[i], kindDensity, bind)
 		p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = cpu
 		_, err := cs.CoreV1().Pods(agentNamespace).Create(ctx, p, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create %d API pods: %w", n, err)
+		return nil, nil, fmt.Errorf("create %d API pods: %w", n, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, runTimeout(n))
 	defer cancel()
 	started, err := b.c.WaitRunning(wctx, pods, criops.InPods(agentNamespace, "app", pods), densityPoll)
 	if err != nil {
-		return nil, fmt.Errorf("%s API density %d: %w", a.name, n, err)
+		return nil, nil, fmt.Errorf("%s API density %d: %w", a.name, n, err)
 	}
 	first, last := spanOf(started)
 	res := &report.Agent{Pods: n, FirstRunningS: first.Sub(t0).Seconds(), AllRunningS: last.Sub(t0).Seconds()}
 	b.log.Info("api density running", "agent", a.name, "pods", n, "first_s", res.FirstRunningS, "all_s", res.AllRunningS)
-	if res.Steady, err = sampleSteady(ctx, a.pid(), b.cfg.steady); err != nil {
-		return nil, fmt.Errorf("%s API density steady window: %w", a.name, err)
-	}
+	return pods, res, nil
+}
+
+// apiDensityDone deletes the density pods, timing it into res.
+func (b *bench) apiDensityDone(ctx context.Context, cs kubernetes.Interface, a *agent, pods []string, res *report.Agent) error {
+	var err error
 	if res.RemoveAllS, err = b.apiDelete(ctx, cs, a, pods); err != nil {
-		return nil, err
+		return err
 	}
-	b.log.Info("api density done", "agent", a.name, "pods", n, "cpu_pct", res.Steady.CPUPercent, "rss_max_mb", res.Steady.RSSMaxMB, "remove_s", res.RemoveAllS)
-	return res, nil
+	b.log.Info("api density done", "agent", a.name, "pods", len(pods), "cpu_pct", res.Steady.CPUPercent, "rss_max_mb", res.Steady.RSSMaxMB, "remove_s", res.RemoveAllS)
+	return nil
+}
+
+// tableAccept is the Accept header of `kubectl get` (server-side printing).
+const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+
+// listPodsTable times n LISTs of the pods in agentNamespace as `kubectl
+// get pods` makes them (a Table, limit 500) through client-go's REST
+// client, one after another; an answer that is not a Table fails.
+func listPodsTable(ctx context.Context, cs kubernetes.Interface, n int) (*report.Series, error) {
+	var out []float64
+	for range n {
+		t0 := time.Now()
+		raw, err := cs.CoreV1().RESTClient().Get().Namespace(agentNamespace).Resource("pods").
+			Param("limit", "500").SetHeader("Accept", tableAccept).DoRaw(ctx)
+		took := time.Since(t0).Seconds()
+		if err != nil {
+			return nil, fmt.Errorf("list pods as a Table: %w", err)
+		}
+		if !bytes.Contains(raw, []byte(`"kind":"Table"`)) {
+			return nil, fmt.Errorf("list pods as a Table: the answer is not a Table: %.200s", raw)
+		}
+		out = append(out, took)
+	}
+	return report.NewSeries(out), nil
 }
 
 // apiDelete deletes the pods (their own grace period) and returns the

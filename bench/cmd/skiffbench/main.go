@@ -60,6 +60,12 @@ type config struct {
 	probeWindow time.Duration
 	// pullRuns: timed pulls each way in the pull scenario (issue 15).
 	pullRuns int
+	// listRuns: the API scenarios' timed LISTs of pods (kubectl get pods)
+	// and the shim's create -> Running round trips (issue 17).
+	listRuns int
+	// shimConfigMaps: ConfigMaps the shim scenario creates beside its
+	// density pods (issue 17: 200).
+	shimConfigMaps int
 	// profileBase is the path prefix of the steady-window CPU profiles,
 	// <out>/<date>-<mode>; "-<runtime>-steady.pprof" is appended. "": none.
 	profileBase string
@@ -72,17 +78,17 @@ type config struct {
 var modes = map[string]config{
 	"quick": {mode: "quick", startupPods: 3, densityPods: 5, steady: 5 * time.Second, floorParallelism: []int{2, 0},
 		reactionRuns: 1, scale: []int{2, 5}, scaleSteady: 3 * time.Second, scaleFloor: true, scaleKubelet: true, pullRuns: 3,
-		probeWindow: 3 * time.Second},
+		probeWindow: 3 * time.Second, listRuns: 3, shimConfigMaps: 200},
 	"full": {mode: "full", startupPods: 20, densityPods: 110, steady: 60 * time.Second, floorParallelism: []int{4, 8, 0},
 		reactionRuns: 3, scale: []int{10, 50, 110, 250}, scaleSteady: 10 * time.Second, scaleFloorEnds: true, pullRuns: 10,
-		probeWindow: 20 * time.Second},
+		probeWindow: 20 * time.Second, listRuns: 10, shimConfigMaps: 200},
 }
 
 type flags struct {
-	mode, skiffBin, pauseBin, imagesDir, kubeletBin, out, root, skiffVersion, only, floorPar, runtimes, controlPlane, render string
-	densityPods                                                                                                              int
-	keep, latest                                                                                                             bool
-	skiffArgs                                                                                                                stringList
+	mode, skiffBin, pauseBin, imagesDir, kubeletBin, out, root, skiffVersion, only, floorPar, runtimes, controlPlane, apiServer, render string
+	densityPods                                                                                                                         int
+	keep, latest                                                                                                                        bool
+	skiffArgs                                                                                                                           stringList
 }
 
 // stringList is a repeatable string flag.
@@ -100,12 +106,13 @@ func main() {
 	flag.StringVar(&f.imagesDir, "images", "_output/images", "directory with busybox.tar and testserver.tar (make images)")
 	flag.StringVar(&f.kubeletBin, "kubelet", "", "a kubelet binary; runs the kubelet column when set")
 	flag.StringVar(&f.controlPlane, "controlplane", "", "the kube-controlplane binary (make controlplane); runs the API-pods scenario on the external runtime when set")
+	flag.StringVar(&f.apiServer, "apiserver", "", "skiff's control plane shim, bin/skiff-apiserver (make build-apiserver); runs the shim scenario on the external runtime when set")
 	flag.StringVar(&f.out, "out", "", "directory for <date>-<mode>.md/.json/-startup.svg/-scale.svg (required)")
 	flag.StringVar(&f.root, "root", "", "skiff --root-dir (default: a new directory under /tmp; kept short for the socket path)")
 	flag.StringVar(&f.skiffVersion, "skiff-version", "", "skiff version for the report (default: skiff's git describe)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the root directory (logs) afterwards")
 	flag.BoolVar(&f.latest, "latest", false, "also copy the report to <out>/latest.md")
-	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,burst,reaction,scale,pull,api; default all); a partial run is never latest")
+	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,burst,reaction,scale,pull,api,shim; default all); a partial run is never latest")
 	flag.StringVar(&f.floorPar, "floor-parallelism", "", "override the floor's parallelisms in the density scenario: comma-separated, 0 = unbounded, \"none\" (a partial run)")
 	flag.Var(&f.skiffArgs, "skiff-arg", "an extra argument for skiff agent (repeatable; a partial run)")
 	flag.IntVar(&f.densityPods, "density-pods", 0, "override the density scenario's pod count (a partial run, never latest)")
@@ -149,6 +156,15 @@ func run(f flags, log *slog.Logger) (retErr error) {
 	if f.out == "" {
 		return errors.New("-out is required")
 	}
+	if f.apiServer != "" {
+		// skiff runs it by this path from its own working directory.
+		if f.apiServer, err = filepath.Abs(f.apiServer); err != nil {
+			return fmt.Errorf("-apiserver: %w", err)
+		}
+		if _, err := os.Stat(f.apiServer); err != nil {
+			return fmt.Errorf("-apiserver: %w", err)
+		}
+	}
 	if f.pauseBin == "" {
 		f.pauseBin = filepath.Join(filepath.Dir(f.skiffBin), "skiff-pause")
 	}
@@ -191,6 +207,9 @@ func run(f flags, log *slog.Logger) (retErr error) {
 	}
 	res.DurationS = time.Since(began).Seconds()
 	res.Notes = notes(cfg)
+	if cfg.runs("shim") && f.apiServer == "" {
+		res.Notes = append(res.Notes, "Control plane shim (issue 17): not run, no -apiserver (bin/skiff-apiserver of make build-apiserver).")
+	}
 	if cfg.partial {
 		res.Mode += "-partial"
 		res.Notes = append(res.Notes, fmt.Sprintf("PARTIAL: only %q, density pods %d, runtimes %q.", f.only, cfg.densityPods, f.runtimes))
@@ -229,7 +248,10 @@ func (b *bench) measure(ctx context.Context, run *report.Run) error {
 		}
 	}
 	if rt != report.RuntimeManaged {
-		return b.measureAPI(ctx, run)
+		if err := b.measureAPI(ctx, run); err != nil {
+			return err
+		}
+		return b.measureShim(ctx, run)
 	}
 	if b.cfg.runs("reaction") {
 		b.log.Info("scenario 3: reaction", "runtime", rt)
@@ -263,6 +285,22 @@ func (b *bench) measureAPI(ctx context.Context, run *report.Run) error {
 	var err error
 	if run.API, err = b.api(ctx); err != nil {
 		return fmt.Errorf("%s: API scenario: %w", run.Runtime, err)
+	}
+	return nil
+}
+
+// measureShim runs the control plane shim scenario (issue 17) when it is
+// selected and -apiserver was given; after the API scenario, whose
+// figures for kube-apiserver it is set against. It leaves skiff running
+// with --control-plane (teardown stops it).
+func (b *bench) measureShim(ctx context.Context, run *report.Run) error {
+	if !b.cfg.runs("shim") || b.apiServer == "" {
+		return nil
+	}
+	b.log.Info("scenario 7: control plane shim", "runtime", run.Runtime, "round_trips", b.cfg.listRuns, "density_pods", b.cfg.densityPods)
+	var err error
+	if run.Shim, err = b.shim(ctx); err != nil {
+		return fmt.Errorf("%s: shim scenario: %w", run.Runtime, err)
 	}
 	return nil
 }
@@ -313,6 +351,7 @@ func notes(cfg config) []string {
 	n = append(n, "CPU profile: during the density scenario's steady window the harness fetches a CPU profile of skiff (Go's /debug/pprof/profile on skiff's unix socket, the window less a second) and saves it beside the report as <date>-<mode>-<runtime>-steady.pprof (`go tool pprof` reads it); the report breaks it into buckets by the functions on each sample's stack. The probe floor's CPU per exec is the harness process's own CPU (/proc/self/stat) over a window in which its probe floor pods all run and it does nothing but their ExecSyncs.")
 	n = append(n, "Runtimes: each runtime runs on its own, one after the other (managed first), with its own skiff process, CRI client and, with -kubelet, its own kubelet; the floor runs on that runtime's containerd. Reaction and scale run on the managed runtime only, to keep the run within its time budget; startup and density (and the burst scenario) run on both.",
 		"API pods (issue 16, external runtime, with -controlplane): the harness starts test/cluster's control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler of the same version as the kubelet, Node authorizer and NodeRestriction on), stops the static-pod skiff and starts skiff again with --kubeconfig (a client certificate of system:node:bench); after skiff's part it stops skiff, deletes the Node and runs the kubelet with the same kubeconfig. Pods are created with spec.nodeName set, eight create calls in flight at a time, and deleted with their grace period (5 s; the containers exit on SIGTERM).",
+		"Control plane shim (issue 17, external runtime, with -apiserver, after the API pods): skiff restarted with --control-plane (skiff-apiserver as its child on a free port); ready after start is the agent's own log, \"started skiff-apiserver\" (after its exec) to \"skiff-apiserver ready\" (its /readyz answered 200, polled every 100 ms), cold on a fresh data dir and warm on a restart of the agent; pods are created without spec.nodeName (the shim places them); create -> Running is a watch's first event with status.phase Running, as in the API pods scenario; the LIST is kubectl get pods' (Accept: a Table, limit 500) through client-go's REST client; CPU and RSS of skiff-apiserver (its pid file) and of the agent over the steady window, with the density pods running and the ConfigMaps created.",
 		"External runtime: the harness starts /usr/bin/containerd itself with a plain CRI config as a kubelet user has it (runc v2 with cgroupfs, restrict_oom_score_adj, a pause image built from the Go skiff-pause binary, a CNI conflist of bridge cni-ext0 10.89.0.0/16 without masquerading + portmap + loopback) and imports the images with ctr; skiff runs with --container-runtime-endpoint.")
 	if cfg.mode == "quick" {
 		n = append(n, "Quick mode: a few pods and short windows; the figures only show that the harness works.")
@@ -388,7 +427,7 @@ func writeRunPlots(dir, base string, run report.Run) (report.RunPlots, error) {
 }
 
 // scenarios are the names -only accepts, in the order they run.
-var scenarios = []string{"startup", "density", "burst", "reaction", "scale", "pull", "api"}
+var scenarios = []string{"startup", "density", "burst", "reaction", "scale", "pull", "api", "shim"}
 
 // runtimeNames are the runtimes -runtimes accepts, in the order they run.
 var runtimeNames = []string{report.RuntimeManaged, report.RuntimeExternal}

@@ -62,7 +62,7 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 	b.startSkiff = func(extra ...string) (*agent, error) {
 		return startSkiff(f.skiffBin, skiffRoot, f.imagesDir, endpoint, append(slices.Clone([]string(f.skiffArgs)), extra...))
 	}
-	b.controlPlane, b.dir = f.controlPlane, dir
+	b.controlPlane, b.apiServer, b.dir, b.skiffRoot = f.controlPlane, f.apiServer, dir, skiffRoot
 	if cfg.profileBase != "" {
 		b.profilePath = cfg.profileBase + "-" + rt + "-steady.pprof"
 	}

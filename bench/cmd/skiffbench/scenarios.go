@@ -45,6 +45,9 @@ type bench struct {
 	// controlPlane is the kube-controlplane binary of the API scenario
 	// ("": not run) and dir the runtime's directory.
 	controlPlane, dir string
+	// apiServer is skiff-apiserver of the shim scenario ("": not run);
+	// skiffRoot is skiff's --root-dir on this runtime.
+	apiServer, skiffRoot string
 	// profilePath is where skiff's CPU profile of the density scenario's
 	// steady window is written ("": none taken).
 	profilePath string

@@ -18,6 +18,13 @@ type API struct {
 	// Startup: the create call sent -> app container running (CRI
 	// StartedAt), one pod at a time; Floor is unused.
 	Startup Compare `json:"startup"`
+	// Running: the same pods, create call sent -> status.phase Running
+	// seen by a watch opened before the create (issue 17: like with like
+	// against skiff-apiserver's round trip); Floor is unused.
+	Running Compare `json:"running"`
+	// ListPods: LISTs of the pods as `kubectl get pods` makes them (a
+	// Table) while skiff's density pods ran, one after another.
+	ListPods *Series `json:"list_pods,omitempty"`
 	// Density: density pods created at once (from the first create call);
 	// RemoveAllS is delete calls sent -> every pod gone from the API (the
 	// agent's final delete with grace 0). Floor is unused.
@@ -85,6 +92,8 @@ func writeAPI(b *strings.Builder, num, rt string, a *API, l Limits) {
 		sm := r.s.Summary
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s |\n", r.name, sm.N, sec(sm.Min), sec(sm.Median), sec(sm.P90), sec(sm.Max), ratio(sm.Median, kmed))
 	}
+	fmt.Fprintf(b, "\nThe same pods, create call -> status.phase Running seen by a watch: skiff %s, kubelet %s (median, n); ", medianN(a.Running.Skiff), medianN(a.Running.Kubelet))
+	fmt.Fprintf(b, "`kubectl get pods` (a Table LIST) with skiff's density pods: %s.\n", medianMsN(a.ListPods))
 	if d := a.Density; d != nil {
 		fmt.Fprintf(b, "\nDensity, %d pods created at once (cpu 10m, memory 16Mi, exec readiness probe every 10 s); steady window %.0f s; "+
 			"remove all: delete calls -> every pod gone from the API.\n\n", d.Pods, d.SteadyS)

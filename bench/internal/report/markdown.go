@@ -95,6 +95,9 @@ func writeRun(b *strings.Builder, n int, run Run, l Limits, plots RunPlots) {
 	if run.API != nil {
 		writeAPI(b, next(), run.Runtime, run.API, l)
 	}
+	if run.Shim != nil {
+		writeShim(b, next(), run.Runtime, run.Shim, run.API, l)
+	}
 }
 
 // writeGlance compares the runtimes' headline figures side by side.

@@ -50,6 +50,8 @@ type Run struct {
 	Pull       *Pull     `json:"pull,omitempty"`
 	// API: pods through a real kube-apiserver (issue 16); nil: not run.
 	API *API `json:"api,omitempty"`
+	// Shim: skiff's own control plane (issue 17); nil: not run.
+	Shim *Shim `json:"shim,omitempty"`
 }
 
 // Machine describes the host.

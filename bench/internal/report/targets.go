@@ -67,11 +67,17 @@ type Limits struct {
 	// APIRSSMB: skiff's max RSS with the API scenario's density pods
 	// (issue 16: under 50 MB at 110 pods).
 	APIRSSMB float64
+	// ShimRSSMB, ShimCPUPercent: skiff-apiserver's max RSS and CPU (% of
+	// a core) with the density pods and the ConfigMaps (issue 17: under
+	// 80 MB and 1 %); ShimReadyS: its exec -> /readyz 200 (under 1 s);
+	// ShimAPIServerRatio: its LIST and round trip / kube-apiserver's
+	// (faster than it).
+	ShimRSSMB, ShimCPUPercent, ShimReadyS, ShimAPIServerRatio float64
 }
 
 // IssueLimits are the targets of issue 13 (issue 5's, tightened, on both
 // runtimes), plus issue 14's startup with volumes, issue 15's pull and
-// issue 16's API pods.
+// issue 16's API pods and issue 17's control plane shim.
 var IssueLimits = Limits{
 	StartupMedianRatio:        1.05,
 	StartupVolumesMedianRatio: 1.15,
@@ -84,6 +90,10 @@ var IssueLimits = Limits{
 	PullMedianRatio:           1.05,
 	APIKubeletRatio:           1,
 	APIRSSMB:                  50,
+	ShimRSSMB:                 80,
+	ShimCPUPercent:            1,
+	ShimReadyS:                1,
+	ShimAPIServerRatio:        1,
 }
 
 // Evaluate checks run r against l; a figure that was not measured gives
