@@ -81,11 +81,11 @@ func (b *bench) shim(ctx context.Context) (*report.Shim, error) {
 // its Node is Ready in the shim, reads the shim's start -> ready from
 // skiff's log into ready and returns the admin's clientset.
 func (b *bench) startShimSkiff(ctx context.Context, port int, ready *float64) (kubernetes.Interface, error) {
-	var err error
-	b.skiff, err = b.startSkiff("--control-plane", "--control-plane-port", strconv.Itoa(port), "--control-plane-binary", b.apiServer)
+	a, err := b.startSkiff("--control-plane", "--control-plane-port", strconv.Itoa(port), "--control-plane-binary", b.apiServer)
 	if err != nil {
-		return nil, fmt.Errorf("skiff with --control-plane: %w", err)
+		return nil, fmt.Errorf("skiff with --control-plane: %w", err) // b.skiff stays the stopped one
 	}
+	b.skiff = a
 	kubeconfig := filepath.Join(b.skiffRoot, "admin.kubeconfig")
 	var cs kubernetes.Interface
 	err = b.skiff.proc.waitFor(kubeconfig, apiWait, func() error {
