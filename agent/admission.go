@@ -156,7 +156,8 @@ func (a *Agent) admitLocked(w *podWorker) {
 		}
 		admitted = append(admitted, o.initial)
 	}
-	// The kubelet's order: sysctls, the OS, resources, AppArmor.
+	// The kubelet's order: sysctls, the OS, resources, AppArmor, then
+	// the others (node shutdown).
 	f := a.deps.security.sysctlFailure(w.initial)
 	if f == nil {
 		f = osFailure(w.initial, goruntime.GOOS)
@@ -166,6 +167,9 @@ func (a *Agent) admitLocked(w *podWorker) {
 	}
 	if f == nil {
 		f = a.deps.security.appArmorFailure(w.initial)
+	}
+	if f == nil {
+		f = a.admitByOthers(w.initial)
 	}
 	if f == nil {
 		return

@@ -139,6 +139,10 @@ type Config struct {
 	// Metrics receives the agent's measurements (e.g. a *metrics.Kubelet);
 	// nil: none are taken. See also Agent.RuntimeCounts.
 	Metrics Metrics
+	// Admitters run after the agent's own admission checks, in order
+	// (e.g. the node shutdown manager's, which refuses pods while the
+	// node shuts down); nil: none.
+	Admitters []PodAdmitter
 }
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent

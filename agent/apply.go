@@ -28,7 +28,7 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 	switch {
 	case acts.Terminal:
 		if acts.StopSandbox {
-			if err := w.stopRunning(ctx, st, *w.graceSeconds(nil)); err != nil {
+			if err := w.stopRunning(ctx, st, *w.graceSeconds(w.failureGrace())); err != nil {
 				w.log.Warn("stopping containers of finished pod", "err", err)
 				return false, 2 * time.Second
 			}

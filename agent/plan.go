@@ -96,6 +96,13 @@ type planExtras struct {
 // podFailure is a pod-level failure that ends the pod (A.9).
 type podFailure struct {
 	Reason, Message string
+	// Grace replaces the pod's grace period for the stop (nil: the pod's).
+	Grace *int64
+	// Conditions are set on the pod status (TerminatePod's).
+	Conditions []v1.PodCondition
+	// KeepSucceeded: a pod that succeeded stays Succeeded (the node
+	// shutdown manager's kill), where others become Failed.
+	KeepSucceeded bool
 }
 
 func (x planExtras) started(name, id string) bool {

@@ -63,10 +63,16 @@ func computePodStatus(in statusInput) v1.PodStatus {
 	if !initialized && s.Phase == v1.PodRunning {
 		s.Phase = v1.PodPending
 	}
-	if in.Failure != nil {
-		s.Phase, s.Reason, s.Message = v1.PodFailed, in.Failure.Reason, in.Failure.Message
+	if f := in.Failure; f != nil {
+		if !f.KeepSucceeded || s.Phase != v1.PodSucceeded {
+			s.Phase = v1.PodFailed
+		}
+		s.Reason, s.Message = f.Reason, f.Message
 	}
 	s.Conditions = podConditions(pod, sb, &s, initialized, in.Previous, in.Now)
+	if in.Failure != nil {
+		s.Conditions = withConditions(s.Conditions, in.Failure.Conditions, in.Previous, in.Now)
+	}
 	if len(in.HostIPs) > 0 {
 		s.HostIP = in.HostIPs[0]
 		for _, ip := range in.HostIPs {
@@ -370,6 +376,24 @@ func externalConditions(pod *v1.Pod, prev *v1.PodStatus) []v1.PodCondition {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
 	return out
+}
+
+// withConditions sets add on conds, replacing those of the same type; each
+// keeps its previous transition time while its status is unchanged.
+func withConditions(conds, add []v1.PodCondition, prev *v1.PodStatus, now time.Time) []v1.PodCondition {
+	for _, c := range add {
+		c.LastTransitionTime = transitionTime(prev, c.Type, c.Status, now)
+		replaced := false
+		for i := range conds {
+			if conds[i].Type == c.Type {
+				conds[i], replaced = c, true
+			}
+		}
+		if !replaced {
+			conds = append(conds, c)
+		}
+	}
+	return conds
 }
 
 func findCondition(s *v1.PodStatus, t v1.PodConditionType) *v1.PodCondition {

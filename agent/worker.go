@@ -72,6 +72,8 @@ type podWorker struct {
 	cancelPull context.CancelFunc
 	// evictMsg: an eviction is requested (see evict), for evictSignal.
 	evictMsg, evictSignal string
+	// terminateReq: a TerminatePod is requested (see terminateAbnormally).
+	terminateReq *terminateRequest
 
 	// Owned by the worker goroutine.
 	// backoff holds the restart back-offs and the image pull back-offs.
@@ -357,6 +359,7 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	w.fillTerminationMessages(ctx, st)
 	w.settleOOM(st)
 	w.takeEviction()
+	w.takeTermination()
 	deadline := w.checkDeadline(now)
 	w.pruneProbeKilled(st)
 	w.backoff.prune(now)
@@ -372,6 +375,9 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 		w.killChecked[id] = true
 	}
 	progressed, retry := w.apply(ctx, st, acts)
+	if acts.Terminal && retry == 0 {
+		w.terminationDone()
+	}
 	for name, ws := range acts.Waiting {
 		if prev, ok := w.waiting[name]; !ok || prev != ws {
 			w.event(name, v1.EventTypeWarning, EventBackOff, fmt.Sprintf("Back-off restarting failed container %s in pod %s", name, podDesc(w.pod)))
@@ -483,6 +489,15 @@ func (w *podWorker) graceSeconds(override *int64) *int64 {
 	}
 	g = max(g, 2)
 	return &g
+}
+
+// failureGrace is the grace period the pod's failure asks for (nil: the
+// pod's own).
+func (w *podWorker) failureGrace() *int64 {
+	if w.failure == nil {
+		return nil
+	}
+	return w.failure.Grace
 }
 
 // terminate stops and removes all of the pod's containers and sandboxes
