@@ -67,9 +67,10 @@ type Options struct {
 	// Changed is called when the node starts or stops shutting down (e.g.
 	// to send the node status at once); nil: nothing.
 	Changed func()
-	// Times records the start and the end of a shutdown's pod
-	// termination (H.21); nil: none.
-	Times func(start, end time.Time)
+	// Times records a shutdown's start (end zero) as it begins, then its
+	// start and end once the pods are stopped (H.21, e.g. Times.Record);
+	// nil: none.
+	Times func(start, end time.Time) error
 }
 
 // Manager is the node shutdown manager. Create with New, then Run.
@@ -240,10 +241,9 @@ func (m *Manager) handle(ctx context.Context, l Logind, lock io.Closer, active b
 	m.o.Logger.Info("node shutting down: stopping pods")
 	m.event("Shutdown manager detected shutdown event")
 	start := m.o.Clock.Now()
+	m.times(start, time.Time{})
 	m.execute(ctx, Plan(m.periods, pods.ActivePods()), pods)
-	if m.o.Times != nil {
-		m.o.Times(start, m.o.Clock.Now())
-	}
+	m.times(start, m.o.Clock.Now())
 	m.o.Logger.Info("pods stopped for the shutdown; releasing logind's inhibitor lock")
 	closeLock(lock)
 	return nil
@@ -297,6 +297,15 @@ func terminateOptions(k Kill) TerminateOptions {
 			Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
 			Reason: v1.PodReasonTerminationByKubelet, Message: Message,
 		}},
+	}
+}
+
+func (m *Manager) times(start, end time.Time) {
+	if m.o.Times == nil {
+		return
+	}
+	if err := m.o.Times(start, end); err != nil {
+		m.o.Logger.Warn("recording the shutdown's times", "err", err)
 	}
 }
 

@@ -169,12 +169,24 @@ func startManager(t *testing.T, c Config, l *fakeLogind, pods *fakePods, connect
 			h.events = append(h.events, reason+": "+msg)
 			mu.Unlock()
 		},
-		Times: func(start, end time.Time) { mu.Lock(); h.times++; mu.Unlock() },
+		Times: func(start, end time.Time) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if !end.IsZero() {
+				h.times++
+			}
+			return nil
+		},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.m.Run(ctx, pods) }()
-	t.Cleanup(func() { cancel(); <-h.done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-h.done; err != nil {
+			t.Error(err)
+		}
+	})
 	return h
 }
 

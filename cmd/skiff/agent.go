@@ -62,6 +62,7 @@ type agentOptions struct {
 	api               apiOptions
 	controlPlane      controlPlaneOptions
 	kubeletAPI        kubeletAPIOptions
+	shutdown          shutdownOptions
 }
 
 func newAgentCmd() *cobra.Command {
@@ -115,6 +116,7 @@ func newAgentCmd() *cobra.Command {
 	addAPIFlags(f, &o.api)
 	addControlPlaneFlags(f, &o.controlPlane)
 	addKubeletAPIFlags(f, &o.kubeletAPI)
+	addShutdownFlags(f, &o.shutdown)
 	return cmd
 }
 
@@ -174,6 +176,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return err
 	}
 	if err := o.gc.validate(); err != nil {
+		return err
+	}
+	if err := o.shutdown.resolve(); err != nil {
 		return err
 	}
 	if err := o.controlPlane.validate(&o.api); err != nil {
@@ -249,6 +254,10 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	// static-pod source fills it.
 	store := objects.NewStore()
 	events := agent.NewEventRecorder(clock.RealClock{}, node)
+	shutdown, err := o.shutdown.newManager(o.rootDir, events, mx.reg, log)
+	if err != nil {
+		return err
+	}
 	// The API source (--kubeconfig): its status manager learns each pod
 	// the agent publishes, through Config.PodChanged.
 	var api *apiSource
@@ -272,7 +281,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		if err != nil {
 			return err
 		}
-		facts := nodeFacts(rt, node, o.rootDir, capacity, allocatable, ips, int32(o.kubeletAPI.port), log)
+		facts := withShutdownStatus(nodeFacts(rt, node, o.rootDir, capacity, allocatable, ips, int32(o.kubeletAPI.port), log), shutdown)
 		if api, err = o.api.newAPISource(node, apiPods, facts, events, log); err != nil {
 			return err
 		}
@@ -347,6 +356,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		ContainerGCPeriod: o.gc.containerGCPeriod,
 		PodChanged:        podChanged,
 		Metrics:           mx.kubelet,
+		Admitters:         []agent.PodAdmitter{shutdown.Admit},
 	})
 	if err != nil {
 		return err
@@ -436,6 +446,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	log.Info("skiff agent started", "node", node, "manifests", o.podManifestPath, "root", o.rootDir, "hostIPs", hostIPs)
 	g.Go(func() error { return a.Run(gctx, sources) })
+	g.Go(func() error { return runShutdown(shutdown, a)(gctx) })
 	if err := g.Wait(); err != nil && ctx.Err() == nil {
 		return err
 	}
