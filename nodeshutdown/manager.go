@@ -126,17 +126,17 @@ func (m *Manager) Run(ctx context.Context, pods Pods) error {
 	first, failing := true, false
 	for {
 		held, err := m.watch(ctx, pods, total)
-		if held {
-			failing = false
-		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		if first && err != nil {
+		if first && !held {
 			m.o.Logger.Info("graceful node shutdown unavailable: pods will not be stopped before the node shuts down", "err", err)
 			return nil
 		}
 		first = false
+		if held {
+			failing = false
+		}
 		switch {
 		case err != nil && !failing:
 			m.o.Logger.Warn("watching logind for shutdowns; retrying every second", "err", err)

@@ -362,3 +362,72 @@ func TestManagerOverrideIgnoredIsAnError_H17(t *testing.T) {
 		t.Error("lock taken though logind would not wait long enough")
 	}
 }
+
+func TestManagerReleasesLockWhenStopped_H17(t *testing.T) {
+	l := newFakeLogind(time.Minute)
+	h := startManager(t, thirtyTen, l, newPods(true), nil)
+	h.eventually("lock taken", func() bool { return l.held() == 1 })
+	h.cancel()
+	h.eventually("lock released", func() bool { return l.held() == 0 })
+}
+
+// dropping is a fakeLogind whose signal channel the test can close, as a
+// lost D-Bus connection does.
+type dropping struct {
+	*fakeLogind
+	drop       chan struct{}
+	subscribed int
+}
+
+func (d *dropping) PrepareForShutdown(ctx context.Context) (<-chan bool, error) {
+	d.mu.Lock()
+	drop := d.drop
+	d.subscribed++
+	d.mu.Unlock()
+	out := make(chan bool)
+	go func() {
+		defer close(out)
+		select {
+		case <-ctx.Done():
+		case <-drop:
+		}
+	}()
+	return out, nil
+}
+
+func TestManagerReconnectsAfterLostConnection_H17(t *testing.T) {
+	d := &dropping{fakeLogind: newFakeLogind(time.Minute), drop: make(chan struct{})}
+	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	var mu sync.Mutex
+	connects := 0
+	m := New(Options{Config: thirtyTen, Clock: clock, Connect: func(context.Context) (Logind, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		connects++
+		return d, nil
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, newPods(true)) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	h := &mgrHarness{t: t, pods: newPods(true)}
+	h.eventually("watching", func() bool { d.mu.Lock(); defer d.mu.Unlock(); return d.subscribed == 1 })
+	d.mu.Lock()
+	close(d.drop)
+	d.drop = make(chan struct{})
+	d.mu.Unlock()
+	h.eventually("lock released on the lost connection", func() bool { return d.held() == 0 })
+	h.eventually("reconnect timer", clock.HasWaiters)
+	clock.Step(reconnectPeriod)
+	h.eventually("lock taken again", func() bool { return d.held() == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if connects != 2 {
+		t.Errorf("connected %d times, want 2", connects)
+	}
+}
