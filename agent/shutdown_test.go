@@ -134,3 +134,46 @@ func TestStaticPodRunsAgainAfterShutdownAndBoot_H17(t *testing.T) {
 		})
 	}
 }
+
+// The shutdown's status: Failed (a pod that already succeeded stays
+// Succeeded, as the kubelet's killPods keeps it), its reason and message,
+// and DisruptionTarget, whose transition time stays while it holds.
+func TestShutdownStatus_H17(t *testing.T) {
+	o := shutdownOptions(30)
+	f := &podFailure{Reason: o.Reason, Message: o.Message, Conditions: o.Conditions, KeepSucceeded: true}
+	tests := []struct {
+		name      string
+		pod       *v1.Pod
+		st        *podState
+		f         *podFailure
+		wantPhase v1.PodPhase
+	}{
+		{"running pod fails", testPod("Always", nil, "a"), state(sandboxReady(0), exited("a", 0, 137, t0)), f, v1.PodFailed},
+		{"succeeded pod stays Succeeded", testPod("Never", nil, "a"), state(sandboxReady(0), exited("a", 0, 0, t0)), f, v1.PodSucceeded},
+		{"an eviction fails a succeeded pod", testPod("Never", nil, "a"), state(sandboxReady(0), exited("a", 0, 0, t0)),
+			&podFailure{Reason: "Evicted", Message: "x"}, v1.PodFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := computePodStatus(statusInput{Pod: tt.pod, State: tt.st, Now: t0, Failure: tt.f})
+			if s.Phase != tt.wantPhase || s.Reason != tt.f.Reason || s.Message != tt.f.Message {
+				t.Errorf("status %s %q %q, want %s %q %q", s.Phase, s.Reason, s.Message, tt.wantPhase, tt.f.Reason, tt.f.Message)
+			}
+		})
+	}
+	s := computePodStatus(statusInput{Pod: testPod("Always", nil, "a"), State: state(sandboxReady(0), running("a", 0)), Now: t0, Failure: f})
+	later := computePodStatus(statusInput{Pod: testPod("Always", nil, "a"), State: state(sandboxReady(0), running("a", 0)),
+		Now: t0.Add(time.Minute), Failure: f, Previous: &s})
+	n := 0
+	for _, c := range later.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			n++
+			if !c.LastTransitionTime.Time.Equal(t0) || c.Reason != "TerminationByKubelet" {
+				t.Errorf("DisruptionTarget %+v, want reason TerminationByKubelet since %v", c, t0)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d DisruptionTarget conditions, want 1: %+v", n, later.Conditions)
+	}
+}
