@@ -14,6 +14,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,17 +33,21 @@ var (
 )
 
 // groups are the served external versions with the function that registers
-// them, in version priority order.
+// them, in version priority order, and the one that registers their
+// internal kinds (nil: addInternal's identity twins).
 var groups = []struct {
-	gv  schema.GroupVersion
-	add func(*runtime.Scheme) error
+	gv       schema.GroupVersion
+	add      func(*runtime.Scheme) error
+	internal func(*runtime.Scheme, schema.GroupVersion) error
 }{
-	{corev1.SchemeGroupVersion, corev1.AddToScheme},
-	{coordinationv1.SchemeGroupVersion, coordinationv1.AddToScheme},
-	{appsv1.SchemeGroupVersion, appsv1.AddToScheme},
+	{corev1.SchemeGroupVersion, corev1.AddToScheme, nil},
+	{coordinationv1.SchemeGroupVersion, coordinationv1.AddToScheme, nil},
+	{appsv1.SchemeGroupVersion, appsv1.AddToScheme, nil},
 	// Only for the Scale kind of the deployments' and replicasets' scale
 	// subresources; no autoscaling resource is served.
-	{autoscalingv1.SchemeGroupVersion, autoscalingv1.AddToScheme},
+	{autoscalingv1.SchemeGroupVersion, autoscalingv1.AddToScheme, nil},
+	// events.k8s.io/v1 Events are core/v1 Events inside (events.go).
+	{eventsv1.SchemeGroupVersion, eventsv1.AddToScheme, addEventsInternal},
 }
 
 func init() {
@@ -62,7 +67,11 @@ func AddToScheme(s *runtime.Scheme) error {
 		if err := g.add(s); err != nil {
 			return fmt.Errorf("register %s: %w", g.gv, err)
 		}
-		if err := addInternal(s, g.gv); err != nil {
+		internal := g.internal
+		if internal == nil {
+			internal = addInternal
+		}
+		if err := internal(s, g.gv); err != nil {
 			return err
 		}
 		if err := s.SetVersionPriority(g.gv); err != nil {
@@ -74,6 +83,9 @@ func AddToScheme(s *runtime.Scheme) error {
 	}
 	if err := addQueryConversions(s); err != nil {
 		return fmt.Errorf("query parameter conversions: %w", err)
+	}
+	if err := addEventsFieldLabelConversion(s); err != nil {
+		return fmt.Errorf("events.k8s.io field labels: %w", err)
 	}
 	return addFieldLabelConversions(s)
 }

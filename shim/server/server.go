@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
@@ -274,12 +275,21 @@ func applyStorage(cfg *genericapiserver.Config, servers []string) error {
 	backend.Transport.ServerList = servers
 	etcdOpts := options.NewEtcdOptions(backend)
 	etcdOpts.DefaultStorageMediaType = "application/vnd.kubernetes.protobuf"
+	// events.k8s.io events read the core events' watch from etcd, as
+	// kube-apiserver's DefaultWatchCacheSizes (no cache for either; the
+	// shim keeps the core one, see shim/NOTES.md): a second cache would
+	// hold every event twice.
+	etcdOpts.WatchCacheSizes = []string{"events.events.k8s.io#0"}
 	resources := serverstorage.NewResourceConfig()
-	resources.EnableVersions(corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion, appsv1.SchemeGroupVersion)
+	resources.EnableVersions(corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion, appsv1.SchemeGroupVersion,
+		eventsv1.SchemeGroupVersion)
 	// A nil effective version: store the scheme's preferred version, no
 	// emulation of older ones.
 	encoding := serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(scheme.Scheme, nil)
 	factory := serverstorage.NewDefaultStorageFactory(*backend, etcdOpts.DefaultStorageMediaType,
 		scheme.Codecs, encoding, resources, nil)
+	// One stored object for both event APIs: /registry/events/<ns>/<name>
+	// in core/v1 encoding, as kube-apiserver's storage factory (core first).
+	factory.AddCohabitatingResources(corev1.Resource("events"), eventsv1.Resource("events"))
 	return etcdOpts.ApplyWithStorageFactoryTo(factory, cfg)
 }

@@ -1,6 +1,7 @@
 // Package core describes the shim's kinds other than pods and namespaces
-// (shim/registry/namespace): nodes, configmaps, secrets, serviceaccounts, events (core/v1) and leases
-// (coordination.k8s.io/v1).
+// (shim/registry/namespace): nodes, configmaps, secrets, serviceaccounts,
+// events (core/v1 and events.k8s.io/v1, one stored object: events.go) and
+// leases (coordination.k8s.io/v1).
 package core
 
 import (
@@ -18,9 +19,6 @@ import (
 	"github.com/skiffnode/skiff/shim/printers"
 	"github.com/skiffnode/skiff/shim/registry/generic"
 )
-
-// eventTTL is how long events live, as kube-apiserver's --event-ttl.
-const eventTTL = 3600
 
 // Nodes: cluster-scoped, status subresource, spec.unschedulable selector.
 var Nodes = &generic.Kind{
@@ -86,19 +84,6 @@ var ServiceAccounts = &generic.Kind{
 	ShortNames: []string{"sa"},
 }
 
-// Events (core/v1), kept for an hour; PUT may create (as upstream).
-var Events = &generic.Kind{
-	Table:   printers.Events(),
-	Version: "v1", Resource: "events", Singular: "event", Namespaced: true,
-	New:                 func() runtime.Object { return &corev1.Event{} },
-	NewList:             func() runtime.Object { return &corev1.EventList{} },
-	ShortNames:          []string{"ev"},
-	AllowCreateOnUpdate: true,
-	TTL:                 eventTTL,
-	Validate:            validateEvent,
-	Fields:              eventFields,
-}
-
 // Leases (coordination.k8s.io/v1): the kubelet's node heartbeat.
 var Leases = &generic.Kind{
 	Table: printers.Leases(),
@@ -107,41 +92,8 @@ var Leases = &generic.Kind{
 	NewList: func() runtime.Object { return &coordinationv1.LeaseList{} },
 }
 
-// validateEvent requires what upstream's ValidateEventCreate requires of a
-// core/v1 event: the involved object's namespace matches the event's.
-func validateEvent(obj runtime.Object) field.ErrorList {
-	ev := obj.(*corev1.Event)
-	var errs field.ErrorList
-	if ns := ev.InvolvedObject.Namespace; ns != "" && ns != ev.Namespace {
-		errs = append(errs, field.Invalid(field.NewPath("involvedObject", "namespace"), ns, "does not match event.namespace"))
-	}
-	return errs
-}
-
-// eventFields is upstream's event ToSelectableFields less metadata.
-func eventFields(obj runtime.Object) fields.Set {
-	ev := obj.(*corev1.Event)
-	source := ev.Source.Component
-	if source == "" {
-		source = ev.ReportingController
-	}
-	return fields.Set{
-		"involvedObject.kind":            ev.InvolvedObject.Kind,
-		"involvedObject.namespace":       ev.InvolvedObject.Namespace,
-		"involvedObject.name":            ev.InvolvedObject.Name,
-		"involvedObject.uid":             string(ev.InvolvedObject.UID),
-		"involvedObject.apiVersion":      ev.InvolvedObject.APIVersion,
-		"involvedObject.resourceVersion": ev.InvolvedObject.ResourceVersion,
-		"involvedObject.fieldPath":       ev.InvolvedObject.FieldPath,
-		"reason":                         ev.Reason,
-		"reportingComponent":             ev.ReportingController,
-		"source":                         source,
-		"type":                           ev.Type,
-	}
-}
-
 // All is every kind the shim serves, in discovery order per group.
-var All = []*generic.Kind{Nodes, ConfigMaps, Secrets, ServiceAccounts, Events, Leases}
+var All = []*generic.Kind{Nodes, ConfigMaps, Secrets, ServiceAccounts, Events, Leases, EventsV1}
 
 // withoutMetadata drops metadata errors: the generic strategy reports those.
 func withoutMetadata(errs field.ErrorList) field.ErrorList {

@@ -44,6 +44,9 @@ type Kind struct {
 	ValidateName apivalidation.ValidateNameFunc
 	// Validate checks the kind's own fields on create and update.
 	Validate func(obj runtime.Object) field.ErrorList
+	// ValidateCreate checks what only a new object must satisfy (after
+	// Validate).
+	ValidateCreate func(obj runtime.Object) field.ErrorList
 	// ValidateUpdate checks what may not change on update (after Validate).
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
 	// PrepareForCreate clears or sets fields the server owns.
@@ -148,6 +151,16 @@ func (s *strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) 
 }
 
 func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	errs := s.validate(obj)
+	if s.kind.ValidateCreate != nil {
+		errs = append(errs, s.kind.ValidateCreate(obj)...)
+	}
+	return errs
+}
+
+// validate is what creates and updates of the main resource check: the
+// object's metadata and the kind's Validate.
+func (s *strategy) validate(obj runtime.Object) field.ErrorList {
 	meta, err := objectMeta(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
@@ -163,7 +176,7 @@ func (s *strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorLi
 	return errs
 }
 
-func (s *strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	meta, err := objectMeta(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
@@ -176,7 +189,7 @@ func (s *strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) 
 	if s.statusOnly {
 		return errs
 	}
-	errs = append(errs, s.Validate(ctx, obj)...)
+	errs = append(errs, s.validate(obj)...)
 	if s.kind.ValidateUpdate != nil {
 		errs = append(errs, s.kind.ValidateUpdate(obj, old)...)
 	}
