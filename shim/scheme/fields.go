@@ -12,7 +12,8 @@ import (
 // FieldLabels are the field selector labels each kind supports beyond
 // metadata.name and metadata.namespace, as kube-apiserver 1.34 accepts them
 // (pkg/apis/core/v1/conversion.go, pkg/apis/apps/v1/conversion.go). The
-// registries' GetAttrs functions return the same keys.
+// registries' GetAttrs functions return the same keys. events.k8s.io/v1
+// Events map their own labels onto core's (events.go).
 var FieldLabels = map[schema.GroupVersionKind][]string{
 	corev1.SchemeGroupVersion.WithKind("Pod"): {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
 		"spec.serviceAccountName", "spec.hostNetwork", "status.phase",
