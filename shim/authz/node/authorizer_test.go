@@ -179,6 +179,7 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"patch event", req{verb: "patch", resource: "events", namespace: "ns", nm: "e"}, allow},
 		{"delete event", req{verb: "delete", resource: "events", namespace: "ns", nm: "e"}, no},
 		{"events.k8s.io (not in upstream's node rules)", req{verb: "create", group: "events.k8s.io", resource: "events", namespace: "ns"}, no},
+		{"patch events.k8s.io", req{verb: "patch", group: "events.k8s.io", resource: "events", namespace: "ns", nm: "e"}, no},
 		{"list services", req{verb: "list", resource: "services"}, allow},
 		{"tokenreview", req{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews"}, allow},
 		{"subjectaccessreview", req{verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews"}, allow},
