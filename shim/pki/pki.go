@@ -33,6 +33,9 @@ type Bundle struct {
 	CACert, CAKey           []byte
 	ServingCert, ServingKey []byte
 	AdminToken              string
+	// ServiceAccountKey signs service-account tokens (PEM, EC P-256);
+	// its public half is beside it in sa.pub, as kubeadm's.
+	ServiceAccountKey []byte
 }
 
 // Paths of the files under a data directory.
@@ -41,12 +44,15 @@ func caKeyPath(dir string) string       { return filepath.Join(dir, "pki", "ca.k
 func servingCertPath(dir string) string { return filepath.Join(dir, "pki", "apiserver.crt") }
 func servingKeyPath(dir string) string  { return filepath.Join(dir, "pki", "apiserver.key") }
 
+func saKeyPath(dir string) string { return filepath.Join(dir, "pki", "sa.key") }
+func saPubPath(dir string) string { return filepath.Join(dir, "pki", "sa.pub") }
+
 // TokenPath is the admin bearer token's file.
 func TokenPath(dir string) string { return filepath.Join(dir, "admin.token") }
 
 // EnsureBundle loads the PKI under dataDir, creating what is missing: a CA,
-// a serving certificate for hosts (names and IPs) signed by it, and the
-// admin token. Files are written 0600 (certificates 0644).
+// a serving certificate for hosts (names and IPs) signed by it, the
+// admin token and the service-account signing key. Files are written 0600 (certificates 0644).
 func EnsureBundle(dataDir string, hosts []string) (*Bundle, error) {
 	if err := os.MkdirAll(filepath.Join(dataDir, "pki"), 0o700); err != nil {
 		return nil, err
@@ -100,7 +106,47 @@ func EnsureBundle(dataDir string, hosts []string) (*Bundle, error) {
 		return nil, err
 	}
 	b.AdminToken = string(token)
+	if b.ServiceAccountKey, err = ensureServiceAccountKey(dataDir); err != nil {
+		return nil, fmt.Errorf("service-account key: %w", err)
+	}
 	return b, nil
+}
+
+// ensureServiceAccountKey loads <dataDir>/pki/sa.key, creating it (0600)
+// with sa.pub (0644) at first start. The key is kept across restarts:
+// tokens signed before a restart stay valid.
+func ensureServiceAccountKey(dataDir string) ([]byte, error) {
+	keyPEM, err := os.ReadFile(saKeyPath(dataDir))
+	if err == nil {
+		if kb, _ := pem.Decode(keyPEM); kb == nil {
+			return nil, fmt.Errorf("%s: no PEM data", saKeyPath(dataDir))
+		}
+		return keyPEM, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
+	if err := writeFile(saPubPath(dataDir), pubPEM, 0o644); err != nil {
+		return nil, err
+	}
+	if err := writeFile(saKeyPath(dataDir), keyPEM, 0o600); err != nil {
+		return nil, err
+	}
+	return keyPEM, nil
 }
 
 // newCert returns a certificate for subject signed by parent (self-signed

@@ -1,8 +1,10 @@
 package scheme
 
 import (
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiffnode/skiff/manifests"
 )
@@ -41,6 +43,13 @@ func addDefaults(s *runtime.Scheme) error {
 				ns.Labels = map[string]string{}
 			}
 			ns.Labels[corev1.LabelMetadataName] = ns.Name
+		}
+	})
+	// Upstream's SetDefaults_TokenRequestSpec.
+	s.AddTypeDefaultingFunc(&authenticationv1.TokenRequest{}, func(obj any) {
+		spec := &obj.(*authenticationv1.TokenRequest).Spec
+		if spec.ExpirationSeconds == nil {
+			spec.ExpirationSeconds = ptr.To[int64](3600)
 		}
 	})
 	addAppsDefaults(s)

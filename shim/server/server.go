@@ -19,8 +19,10 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	unionauthn "k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -43,6 +45,7 @@ import (
 	"github.com/skiffnode/skiff/shim/openapi"
 	"github.com/skiffnode/skiff/shim/pki"
 	"github.com/skiffnode/skiff/shim/scheme"
+	satoken "github.com/skiffnode/skiff/shim/serviceaccount"
 )
 
 // AdminUser is the admin identity of the static token.
@@ -66,6 +69,11 @@ type Options struct {
 	// (kube-apiserver's --kubelet-certificate-authority); empty: not
 	// verified, as kube-apiserver without that flag.
 	KubeletCAFile string
+	// ServiceAccountIssuer is the "iss" of the service-account tokens the
+	// shim signs and the API's audience (kube-apiserver's
+	// --service-account-issuer, and --api-audiences' default); empty:
+	// serviceaccount.DefaultIssuer.
+	ServiceAccountIssuer string
 }
 
 // Server is a prepared shim; Run serves it.
@@ -147,7 +155,16 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := applySecurity(cfg, ln, bundle, storePods{storage.pods}); err != nil {
+	saKey, err := satoken.ParseKey(bundle.ServiceAccountKey)
+	if err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	sa := serviceAccountTokens{key: saKey, issuer: o.ServiceAccountIssuer}
+	if sa.issuer == "" {
+		sa.issuer = satoken.DefaultIssuer
+	}
+	sa.addServiceAccountAPIs(storage)
+	if err := applySecurity(cfg, ln, bundle, storePods{storage.pods}, sa, sa.authenticator(storage)); err != nil {
 		return nil, err
 	}
 	loopback, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
@@ -221,14 +238,18 @@ func applyOpenAPI(cfg *genericapiserver.Config) {
 }
 
 // applySecurity sets TLS (the shim's serving certificate), client
-// certificate and admin token authentication, and authorization: the admin
-// (group system:masters) may do everything; a node (system:node:<name> in
-// system:nodes) what the Node authorizer allows, reading its pods through
-// pods (NodeRestriction, in the admission chain, narrows its writes); every
-// authenticated user may read discovery, version and health; anonymous
-// requests are refused (no anonymous authenticator: 401). RBAC is not
-// planned.
-func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle, pods nodeauthz.Pods) error {
+// certificate, admin token and service-account token (saTokens, for the
+// API's audiences sa.audiences()) authentication, and authorization: the
+// admin (group system:masters) may do everything; a node
+// (system:node:<name> in system:nodes) what the Node authorizer allows,
+// reading its pods through pods (NodeRestriction, in the admission chain,
+// narrows its writes); every authenticated user, service accounts
+// included, may read discovery, version and health and create
+// SelfSubjectReviews, as on a fresh kubeadm cluster, and nothing else;
+// anonymous requests are refused (no anonymous authenticator: 401). RBAC
+// is not planned (ARCHITECTURE.md).
+func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle, pods nodeauthz.Pods,
+	sa serviceAccountTokens, saTokens authenticator.Token) error {
 	cert, err := dynamiccertificates.NewStaticCertKeyContent("serving-cert", b.ServingCert, b.ServingKey)
 	if err != nil {
 		return fmt.Errorf("serving certificate: %w", err)
@@ -241,8 +262,10 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle,
 	admin := &user.DefaultInfo{Name: AdminUser, Groups: []string{user.SystemPrivilegedGroup}}
 	authn := unionauthn.New(
 		x509request.NewDynamic(clientCA.VerifyOptions, x509request.CommonNameUserConversion),
-		authenticatorfactory.NewFromTokens(map[string]*user.DefaultInfo{b.AdminToken: admin}, nil),
+		authenticatorfactory.NewFromTokens(map[string]*user.DefaultInfo{b.AdminToken: admin}, sa.audiences()),
+		bearertoken.New(saTokens),
 	)
+	cfg.Authentication.APIAudiences = sa.audiences()
 	cfg.Authentication.Authenticator = group.NewAuthenticatedGroupAdder(authn)
 	// upstream's system:discovery and system:public-info-viewer roles,
 	// bound to system:authenticated (plugin/pkg/auth/authorizer/rbac/
@@ -257,6 +280,7 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle,
 		authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup),
 		nodeauthz.New(pods),
 		discovery,
+		basicUser(),
 	)
 	loopback, err := cfg.SecureServing.NewLoopbackClientConfig(uuid.NewString(), b.CACert)
 	if err != nil {
