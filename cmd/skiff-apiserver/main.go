@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skiffnode/skiff/shim/server"
+	"github.com/skiffnode/skiff/shim/serviceaccount"
 )
 
 func main() {
@@ -76,6 +77,7 @@ func newRootCmd() *cobra.Command {
 	f.StringSliceVar(&o.ExtraSANs, "tls-san", nil, "extra host names or IPs in the serving certificate (generated at first start)")
 	f.StringVar(&o.NodeName, "node-name", "", "node whose identity (system:node:<name>, group system:nodes) gets <data-dir>/node.kubeconfig, for the agent to join with; empty: none")
 	f.StringVar(&o.KubeletCAFile, "kubelet-certificate-authority", "", "CA bundle to verify kubelets' serving certificates with (logs, exec, attach, port-forward); empty: not verified, as kube-apiserver")
+	f.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", serviceaccount.DefaultIssuer, "\"iss\" of the service-account tokens the shim signs (serviceaccounts/token) and the API's audience, as kube-apiserver's --service-account-issuer")
 	f.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable overrides it")
 	f.IntVar(&memoryLimitMiB, "memory-limit-mib", 0, "Go soft memory limit in MiB (GOMEMLIMIT); 0: none")
 	return cmd

@@ -188,6 +188,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if err := installAPIs(g, storage); err != nil {
 		return nil, err
 	}
+	sa.installIssuerDiscovery(g, cfg.ExternalAddress)
 	g.AddPostStartHookOrDie("skiff-system-namespaces", systemNamespacesHook)
 	g.AddPostStartHookOrDie("skiff-controllers", s.controllers.start)
 	if err := pki.WriteAdminKubeconfig(o.DataDir, s.URL, bundle); err != nil {
@@ -281,6 +282,7 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle,
 		nodeauthz.New(pods),
 		discovery,
 		basicUser(),
+		issuerDiscovery(),
 	)
 	loopback, err := cfg.SecureServing.NewLoopbackClientConfig(uuid.NewString(), b.CACert)
 	if err != nil {

@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"encoding/base64"
 	"encoding/json"
+	"math/big"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,6 +148,46 @@ func TestServiceAccountTokens(t *testing.T) {
 		}
 		if who := whoami(ctx, t, admin); who.Username != AdminUser {
 			t.Errorf("admin whoami %+v", who)
+		}
+	})
+
+	t.Run("17-sa-issuer-discovery", func(t *testing.T) {
+		c := saClient(token)
+		var config struct {
+			Issuer  string   `json:"issuer"`
+			JWKSURI string   `json:"jwks_uri"`
+			Algs    []string `json:"id_token_signing_alg_values_supported"`
+		}
+		raw, err := c.Discovery().RESTClient().Get().AbsPath(satoken.OpenIDConfigPath).DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &config); err != nil {
+			t.Fatal(err)
+		}
+		if config.Issuer != satoken.DefaultIssuer || config.JWKSURI != s.URL+satoken.JWKSPath || !slices.Equal(config.Algs, []string{"ES256"}) {
+			t.Errorf("openid-configuration %s", raw)
+		}
+		raw, err = c.Discovery().RESTClient().Get().AbsPath(satoken.JWKSPath).DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keyset struct {
+			Keys []struct{ Kid, Kty, Crv, Alg, Use, X, Y string }
+		}
+		if err := json.Unmarshal(raw, &keyset); err != nil {
+			t.Fatal(err)
+		}
+		if len(keyset.Keys) != 1 {
+			t.Fatalf("jwks %s", raw)
+		}
+		k := keyset.Keys[0]
+		x, errX := base64.RawURLEncoding.DecodeString(k.X)
+		y, errY := base64.RawURLEncoding.DecodeString(k.Y)
+		pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
+		if errX != nil || errY != nil || k.Kid != key.ID || k.Kty != "EC" || k.Crv != "P-256" || k.Alg != "ES256" || k.Use != "sig" ||
+			!pub.Equal(&key.Private.PublicKey) {
+			t.Errorf("jwks %s is not the signing key", raw)
 		}
 	})
 

@@ -11,10 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	apiserverserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/klog/v2"
 
 	"github.com/skiffnode/skiff/shim/registry/selfsubjectreview"
 	regsa "github.com/skiffnode/skiff/shim/registry/serviceaccount"
@@ -92,6 +95,34 @@ func get[T runtime.Object](ctx context.Context, g rest.Getter, namespace, name s
 		return zero, fmt.Errorf("%s/%s is a %T", namespace, name, obj)
 	}
 	return t, nil
+}
+
+// installIssuerDiscovery serves the issuer's OpenID configuration and key
+// set at upstream's paths when the issuer is an https URL (kube-apiserver
+// then serves them too; otherwise it logs and does not).
+func (t serviceAccountTokens) installIssuerDiscovery(g *genericapiserver.GenericAPIServer, externalAddress string) {
+	md, err := satoken.NewOpenIDMetadata(t.issuer, externalAddress, t.key)
+	if err != nil {
+		klog.InfoS("Not serving the service-account issuer discovery", "err", err)
+		return
+	}
+	config, keyset := md.Handlers()
+	g.Handler.NonGoRestfulMux.Handle(satoken.OpenIDConfigPath, config)
+	g.Handler.NonGoRestfulMux.Handle(satoken.JWKSPath, keyset)
+}
+
+// issuerDiscovery lets service accounts read the issuer discovery
+// documents: upstream's system:service-account-issuer-discovery role,
+// bound to system:serviceaccounts.
+func issuerDiscovery() authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if !a.IsResourceRequest() && a.GetVerb() == "get" &&
+			(a.GetPath() == satoken.OpenIDConfigPath || a.GetPath() == satoken.JWKSPath) &&
+			a.GetUser() != nil && slices.Contains(a.GetUser().GetGroups(), apiserverserviceaccount.AllServiceAccountsGroup) {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionNoOpinion, "", nil
+	})
 }
 
 // basicUser allows every authenticated user to create SelfSubjectReviews:

@@ -78,3 +78,21 @@ func TestSignedClaims(t *testing.T) {
 		t.Errorf("secret-bound claims %+v, %v", secretBound, err)
 	}
 }
+
+// TestOpenIDMetadataIssuer: discovery is rendered only for an https
+// issuer without query or fragment, as upstream's provider.
+func TestOpenIDMetadataIssuer(t *testing.T) {
+	key := newTestKey(t)
+	for issuer, ok := range map[string]bool{
+		DefaultIssuer: true, "https://example.com/a": true,
+		"http://example.com": false, "https://x?a=b": false, "https://x#f": false, "api": false,
+	} {
+		md, err := NewOpenIDMetadata(issuer, "127.0.0.1:6443", key)
+		if (err == nil) != ok {
+			t.Errorf("%s: %v, want ok=%v", issuer, err, ok)
+		}
+		if ok && !strings.Contains(string(md.Config), `"jwks_uri":"https://127.0.0.1:6443/openid/v1/jwks"`) {
+			t.Errorf("%s: %s", issuer, md.Config)
+		}
+	}
+}
