@@ -34,7 +34,7 @@ import (
 // by another key, or when its service account or bound pod or secret is
 // gone or recreated.
 func TestServiceAccountTokens(t *testing.T) {
-	s, cfg, admin := startShim(t)
+	s, cfg, admin := startShimWith(t, Options{NodeName: "node-a"})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	waitFor(ctx, t, "default service account", func() (bool, error) {
@@ -233,11 +233,10 @@ func TestServiceAccountTokens(t *testing.T) {
 		if _, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		// skiff's pod validation admits only the "default" service account;
-		// the shim has no ServiceAccount admission plugin to set it.
-		p := testPod("web", "node-a")
-		p.Spec.ServiceAccountName = "default"
-		pod, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		// No serviceAccountName: the shim has no ServiceAccount admission
+		// plugin to set it, and the pod runs as "default" (skiff's pod
+		// validation admits no other).
+		pod, err := admin.CoreV1().Pods("default").Create(ctx, testPod("web", "node-a"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,6 +253,18 @@ func TestServiceAccountTokens(t *testing.T) {
 		tr, err := bind("default", "Pod", "web", string(pod.UID))
 		if err != nil {
 			t.Fatal(err)
+		}
+		nodeA := nodeClient(t, s.NodeKubeconfig)
+		_, err = nodeA.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "web", UID: pod.UID}}}, metav1.CreateOptions{})
+		// NodeRestriction: only for an audience a projected token volume of
+		// the pod names, and skiff's pods have none yet.
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "not found in pod spec volume") {
+			t.Errorf("node-a's token for its pod without a projected token: %v, want 403", err)
+		}
+		_, err = nodeA.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("node-a's unbound token: %v, want 403", err)
 		}
 		_, claims := decodeJWT(t, tr.Status.Token)
 		if k := claims.Kubernetes; k.Pod == nil || *k.Pod != (satoken.Ref{Name: "web", UID: string(pod.UID)}) || k.Node == nil || k.Node.Name != "node-a" || k.Node.UID == "" {

@@ -175,7 +175,7 @@ func (r *TokenREST) bound(ctx context.Context, name, namespace string, ref *auth
 			return b, err
 		}
 		b.Pod = obj.(*corev1.Pod)
-		if name != b.Pod.Spec.ServiceAccountName {
+		if name != podServiceAccount(b.Pod) {
 			return b, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", name))
 		}
 		uid = b.Pod.UID
@@ -225,6 +225,18 @@ func withGet(ctx context.Context, resource, name, namespace string) context.Cont
 		IsResourceRequest: true, Verb: "get", Namespace: namespace,
 		Resource: resource, Name: name, Parts: []string{resource, name}, APIVersion: "v1",
 	})
+}
+
+// podServiceAccount is the pod's service account. An empty
+// serviceAccountName is "default", as for the shim's Node authorizer:
+// upstream's ServiceAccount admission plugin sets it at create, the shim
+// has no such plugin, and skiff's agent requests "default"'s tokens for
+// such pods.
+func podServiceAccount(pod *corev1.Pod) string {
+	if pod.Spec.ServiceAccountName == "" {
+		return "default"
+	}
+	return pod.Spec.ServiceAccountName
 }
 
 func invalid(name string, err *field.Error) error {

@@ -69,9 +69,10 @@ func TestTokenREST(t *testing.T) {
 	web := &corev1.Pod{ObjectMeta: obj("ns", "web", "pod-uid"), Spec: corev1.PodSpec{ServiceAccountName: "default", NodeName: "node-a"}}
 	lost := &corev1.Pod{ObjectMeta: obj("ns", "lost", "lost-uid"), Spec: corev1.PodSpec{ServiceAccountName: "default", NodeName: "gone"}}
 	other := &corev1.Pod{ObjectMeta: obj("ns", "other", "other-uid"), Spec: corev1.PodSpec{ServiceAccountName: "robot"}}
+	unnamed := &corev1.Pod{ObjectMeta: obj("ns", "unnamed", "unnamed-uid")}
 	r := &TokenREST{
 		ServiceAccounts: fakeGetter{"ns/default": &corev1.ServiceAccount{ObjectMeta: obj("ns", "default", "sa-uid")}},
-		Pods:            fakeGetter{"ns/web": web, "ns/lost": lost, "ns/other": other},
+		Pods:            fakeGetter{"ns/web": web, "ns/lost": lost, "ns/other": other, "ns/unnamed": unnamed},
 		Secrets:         fakeGetter{"ns/s": &corev1.Secret{ObjectMeta: obj("ns", "s", "secret-uid")}},
 		Nodes:           fakeGetter{"/node-a": &corev1.Node{ObjectMeta: obj("", "node-a", "node-uid")}},
 		Key:             testKey(t), Issuer: "https://iss", Audiences: []string{"https://iss"},
@@ -136,6 +137,13 @@ func TestTokenREST(t *testing.T) {
 			}},
 		{name: "pod of another service account", sa: "default", req: authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: ref("Pod", "other", "")}},
 			wantCode: http.StatusBadRequest, wantMsg: "pod running with different serviceaccount name"},
+		{name: "pod without serviceAccountName runs as default", sa: "default",
+			req: authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: ref("Pod", "unnamed", "")}},
+			check: func(t *testing.T, c *satoken.Claims, _ *authenticationv1.TokenRequest) {
+				if p := c.Kubernetes.Pod; p == nil || p.Name != "unnamed" || c.Kubernetes.Node != nil {
+					t.Errorf("claims %+v", c.Kubernetes)
+				}
+			}},
 		{name: "pod UID mismatch", sa: "default", req: authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: ref("Pod", "web", "x")}},
 			wantCode: http.StatusConflict, wantMsg: "does not match the UID in record"},
 		{name: "missing pod", sa: "default", req: authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: ref("Pod", "nope", "")}},
