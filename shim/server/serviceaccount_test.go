@@ -6,7 +6,6 @@ import (
 	"crypto/elliptic"
 	"encoding/base64"
 	"encoding/json"
-	"math/big"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -184,8 +183,8 @@ func TestServiceAccountTokens(t *testing.T) {
 		k := keyset.Keys[0]
 		x, errX := base64.RawURLEncoding.DecodeString(k.X)
 		y, errY := base64.RawURLEncoding.DecodeString(k.Y)
-		pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
-		if errX != nil || errY != nil || k.Kid != key.ID || k.Kty != "EC" || k.Crv != "P-256" || k.Alg != "ES256" || k.Use != "sig" ||
+		pub, errP := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+		if errX != nil || errY != nil || errP != nil || k.Kid != key.ID || k.Kty != "EC" || k.Crv != "P-256" || k.Alg != "ES256" || k.Use != "sig" ||
 			!pub.Equal(&key.Private.PublicKey) {
 			t.Errorf("jwks %s is not the signing key", raw)
 		}

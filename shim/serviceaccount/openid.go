@@ -63,11 +63,10 @@ func NewOpenIDMetadata(issuer, externalAddress string, k *Key) (*OpenIDMetadata,
 	if err != nil {
 		return nil, err
 	}
-	ecdh, err := k.Private.PublicKey.ECDH()
+	point, err := k.Private.PublicKey.Bytes() // uncompressed: 0x04 || X || Y, a JWK's x and y
 	if err != nil {
 		return nil, fmt.Errorf("service-account key: %w", err)
 	}
-	point := ecdh.Bytes() // uncompressed: 0x04 || X || Y, a JWK's x and y
 	size := (len(point) - 1) / 2
 	keyset, err := json.Marshal(map[string][]jwk{"keys": {{
 		Use: "sig", Kty: "EC", Kid: k.ID, Crv: "P-256", Alg: "ES256",

@@ -24,7 +24,7 @@ type REST struct {
 }
 
 var (
-	_ rest.Creater              = (*REST)(nil)
+	_ rest.Creater              = (*REST)(nil) //nolint:misspell // the API's spelling
 	_ rest.Scoper               = (*REST)(nil)
 	_ rest.SingularNameProvider = (*REST)(nil)
 	_ rest.Storage              = (*REST)(nil)
@@ -42,7 +42,8 @@ func (r *REST) Destroy() {}
 // GetSingularName implements rest.SingularNameProvider.
 func (r *REST) GetSingularName() string { return "selfsubjectreview" }
 
-// Create implements rest.Creater: status.userInfo is the requester.
+// Create creates a review (rest.Creater's method): status.userInfo is the
+// requester.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
 	if createValidation != nil {
 		if err := createValidation(ctx, obj.DeepCopyObject()); err != nil {

@@ -95,7 +95,7 @@ func TestTokenREST(t *testing.T) {
 				out.Name != "default" || out.Namespace != "ns" || out.UID != "sa-uid" {
 				t.Errorf("request %+v spec %+v", out.ObjectMeta, out.Spec)
 			}
-			if !out.Status.ExpirationTimestamp.Time.Equal(t0.Add(time.Hour)) || !c.ExpiresAt.Time.Equal(t0.Add(time.Hour)) {
+			if !out.Status.ExpirationTimestamp.Time.Equal(t0.Add(time.Hour)) || !c.ExpiresAt.Equal(t0.Add(time.Hour)) {
 				t.Errorf("expiration %v, exp %v", out.Status.ExpirationTimestamp, c.ExpiresAt)
 			}
 			if c.Issuer != "https://iss" || c.ID != "jti" || c.Kubernetes.Pod != nil || c.Kubernetes.Secret != nil {
