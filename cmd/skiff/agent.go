@@ -63,6 +63,7 @@ type agentOptions struct {
 	controlPlane      controlPlaneOptions
 	kubeletAPI        kubeletAPIOptions
 	shutdown          shutdownOptions
+	config            configOptions
 }
 
 func newAgentCmd() *cobra.Command {
@@ -72,6 +73,9 @@ func newAgentCmd() *cobra.Command {
 		Short: "Run the node agent",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.config.load(cmd.Flags()); err != nil {
+				return err
+			}
 			// The kubelet API serves a node of an API server (--kubeconfig,
 			// or its own with --control-plane); without one it listens
 			// only where --port asks for it (see ARCHITECTURE.md,
@@ -79,6 +83,9 @@ func newAgentCmd() *cobra.Command {
 			joins := o.api.kubeconfig != "" || o.controlPlane.enabled
 			if !joins && !cmd.Flags().Changed("port") {
 				o.kubeletAPI.port = 0
+			}
+			if o.config.write {
+				return o.config.writeConfig(cmd.OutOrStdout(), cmd.Flags(), newAgentCmd().Flags())
 			}
 			return runAgent(cmd.Context(), o)
 		},
@@ -117,6 +124,7 @@ func newAgentCmd() *cobra.Command {
 	addControlPlaneFlags(f, &o.controlPlane)
 	addKubeletAPIFlags(f, &o.kubeletAPI)
 	addShutdownFlags(f, &o.shutdown)
+	addConfigFlags(f, &o.config)
 	return cmd
 }
 
