@@ -283,23 +283,29 @@ func TestWriteConfigRoundTrip(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
+		want []string // lines of the written configuration
 	}{
-		{"defaults", nil},
+		{"defaults", nil, []string{"maxPods: 110", "enableServer: false"}},
 		{"flags", []string{
 			"--pod-manifest-path", "/etc/skiff/pods", "--address", "0.0.0.0", "--read-only-port", "10255",
 			"--port", "11250", "--anonymous-auth=false", "--client-ca-file", "/ca.crt", "--register-with-taints", "a=b:NoSchedule,c:NoExecute",
 			"--resolv-conf", "", "--system-reserved", "cpu=100m,memory=256Mi", "--eviction-hard", "memory.available<1Gi",
 			"--allowed-unsafe-sysctls", "kernel.msg*,net.core.somaxconn", "--serialize-image-pulls=false", "--max-parallel-image-pulls", "4",
 			"--cgroups-per-qos=false", "--v", "4", "--kube-api-qps", "20", "--image-maximum-gc-age", "1h",
-		}},
-		{"joining without --port", []string{"--kubeconfig", "/etc/skiff/kubeconfig"}},
-		{"file and flags", []string{"--config", file, "--max-pods", "40"}},
+		}, []string{"port: 11250", "  memory.available: 1Gi", "resolvConf: \"\"", "- effect: NoExecute\n  key: c"}},
+		{"joining without --port", []string{"--kubeconfig", "/etc/skiff/kubeconfig"}, []string{"port: 10250"}},
+		{"file and flags", []string{"--config", file, "--max-pods", "40"}, []string{"maxPods: 40", "shutdownGracePeriod: 30s", "shutdownGracePeriodCriticalPods: 10s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			first, err := runAgentCmd(t, append(tt.args, "--write-config")...)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(first, "\n"+w+"\n") {
+					t.Errorf("written configuration has no line %q:\n%s", w, first)
+				}
 			}
 			written := filepath.Join(t.TempDir(), "written.yaml")
 			if err := os.WriteFile(written, []byte(first), 0o600); err != nil {
