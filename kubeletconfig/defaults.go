@@ -82,10 +82,10 @@ func kubeletDefaults() *v1beta1.KubeletConfiguration {
 // cgroups"); the other signals are accepted at these values and ignored.
 func defaultEvictionHard() map[string]string {
 	return map[string]string{
-		"memory.available":  "100Mi",
-		"nodefs.available":  "10%",
-		"nodefs.inodesFree": "5%",
-		"imagefs.available": "15%",
+		"memory.available":   "100Mi",
+		"nodefs.available":   "10%",
+		"nodefs.inodesFree":  "5%",
+		"imagefs.available":  "15%",
 		"imagefs.inodesFree": "5%",
 	}
 }
