@@ -45,6 +45,7 @@ require (
 	k8s.io/apimachinery v0.34.4
 	k8s.io/apiserver v0.34.4
 	k8s.io/client-go v0.34.4
+	k8s.io/component-base v0.34.4
 	k8s.io/component-helpers v0.34.4
 	k8s.io/cri-api v0.34.4
 	k8s.io/klog/v2 v2.130.1
@@ -156,7 +157,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
-	k8s.io/component-base v0.34.4 // indirect
 	k8s.io/kms v0.34.4 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
