@@ -384,3 +384,21 @@ func TestConfigFilePortCountsAsGiven(t *testing.T) {
 		})
 	}
 }
+
+// README's "Configuration file" table names every field skiff supports.
+func TestREADMEListsConfigFields(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(data), "## Configuration file\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, b := range kubeletconfig.Bindings() {
+		if !strings.Contains(section, "`"+b.Path+"`") {
+			t.Errorf("README's Configuration file section does not list %s", b.Path)
+		}
+		if b.Flag != "" && !strings.Contains(section, "`--"+b.Flag+"`") {
+			t.Errorf("README's Configuration file section does not name --%s", b.Flag)
+		}
+	}
+}
