@@ -55,7 +55,7 @@ func fields() []field {
 		boolPtr("registerNode", "register-node", func(c *config) **bool { return &c.RegisterNode }),
 		taintsField(),
 		duration("nodeStatusUpdateFrequency", "node-status-update-frequency", func(c *config) *metav1.Duration { return &c.NodeStatusUpdateFrequency }),
-		duration("nodeStatusReportFrequency", "node-status-report-frequency", func(c *config) *metav1.Duration { return &c.NodeStatusReportFrequency }),
+		nodeStatusReportFrequencyField(),
 		num("nodeLeaseDurationSeconds", "node-lease-duration-seconds", func(c *config) *int32 { return &c.NodeLeaseDurationSeconds }),
 		kubeAPIQPSField(),
 		num("kubeAPIBurst", "kube-api-burst", func(c *config) *int32 { return &c.KubeAPIBurst }),
@@ -75,7 +75,7 @@ func fields() []field {
 		numPtr("podPidsLimit", "pod-max-pids", func(c *config) **int64 { return &c.PodPidsLimit }),
 		boolPtr("seccompDefault", "seccomp-default", func(c *config) **bool { return &c.SeccompDefault }),
 		strSlice("allowedUnsafeSysctls", "allowed-unsafe-sysctls", func(c *config) *[]string { return &c.AllowedUnsafeSysctls }),
-		boolPtr("serializeImagePulls", "serialize-image-pulls", func(c *config) **bool { return &c.SerializeImagePulls }),
+		serializeImagePullsField(),
 		maxParallelImagePullsField(),
 		numPtr("imageGCHighThresholdPercent", "image-gc-high-threshold", func(c *config) **int32 { return &c.ImageGCHighThresholdPercent }),
 		numPtr("imageGCLowThresholdPercent", "image-gc-low-threshold", func(c *config) **int32 { return &c.ImageGCLowThresholdPercent }),
@@ -414,4 +414,33 @@ func taintsField() field {
 			return err
 		},
 	}
+}
+
+// nodeStatusReportFrequencyField: left out, it is nodeStatusUpdateFrequency
+// where the file sets that, as the kubelet's defaulting does (for
+// compatibility with configurations older than the field).
+func nodeStatusReportFrequencyField() field {
+	f := duration("nodeStatusReportFrequency", "node-status-report-frequency", func(c *config) *metav1.Duration { return &c.NodeStatusReportFrequency })
+	to := f.toFlag
+	f.toFlag = func(c *config) (string, bool, error) {
+		if c.NodeStatusReportFrequency.Duration == 0 && c.NodeStatusUpdateFrequency.Duration != 0 {
+			return c.NodeStatusUpdateFrequency.Duration.String(), true, nil
+		}
+		return to(c)
+	}
+	return f
+}
+
+// serializeImagePullsField: left out, it is false where
+// maxParallelImagePulls is 2 or more, as the kubelet's defaulting does.
+func serializeImagePullsField() field {
+	f := boolPtr("serializeImagePulls", "serialize-image-pulls", func(c *config) **bool { return &c.SerializeImagePulls })
+	to := f.toFlag
+	f.toFlag = func(c *config) (string, bool, error) {
+		if c.SerializeImagePulls == nil && ptr.Deref(c.MaxParallelImagePulls, 0) >= 2 {
+			return "false", true, nil
+		}
+		return to(c)
+	}
+	return f
 }
