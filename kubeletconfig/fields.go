@@ -82,6 +82,9 @@ func fields() []field {
 		numPtr("containerLogMaxFiles", "container-log-max-files", func(c *config) **int32 { return &c.ContainerLogMaxFiles }),
 		numPtr("containerLogMaxWorkers", "container-log-max-workers", func(c *config) **int32 { return &c.ContainerLogMaxWorkers }),
 		durationPtr("containerLogMonitorInterval", "container-log-monitor-interval", func(c *config) **metav1.Duration { return &c.ContainerLogMonitorInterval }),
+		duration("shutdownGracePeriod", "shutdown-grace-period", func(c *config) *metav1.Duration { return &c.ShutdownGracePeriod }),
+		duration("shutdownGracePeriodCriticalPods", "shutdown-grace-period-critical-pods", func(c *config) *metav1.Duration { return &c.ShutdownGracePeriodCriticalPods }),
+		byPodPriorityField(),
 	}
 }
 
@@ -260,7 +263,17 @@ func joinMap(m map[string]string, sep string) string {
 }
 
 func splitMap(s, sep string) (map[string]string, error) {
-	m := map[string]string{}
+	pairs, err := splitPairs(s, sep)
+	m := make(map[string]string, len(pairs))
+	for _, kv := range pairs {
+		m[kv[0]] = kv[1]
+	}
+	return m, err
+}
+
+// splitPairs reads the flags' k<sep>v,... in order.
+func splitPairs(s, sep string) ([][2]string, error) {
+	var out [][2]string
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -270,7 +283,7 @@ func splitMap(s, sep string) (map[string]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("%q is not name%svalue", part, sep)
 		}
-		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		out = append(out, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
 	}
-	return m, nil
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiffnode/skiff/nodestatus"
@@ -181,4 +182,32 @@ func serializeImagePullsField() field {
 		return to(c)
 	}
 	return f
+}
+
+// byPodPriorityField: [{priority: 1000, shutdownGracePeriodSeconds: 60}]
+// is the flag's 1000=60, in the file's order.
+func byPodPriorityField() field {
+	return field{
+		flag: "shutdown-grace-period-by-pod-priority", paths: []string{"shutdownGracePeriodByPodPriority"},
+		toFlag: func(c *config) (string, bool, error) {
+			parts := make([]string, 0, len(c.ShutdownGracePeriodByPodPriority))
+			for _, p := range c.ShutdownGracePeriodByPodPriority {
+				parts = append(parts, fmt.Sprintf("%d=%d", p.Priority, p.ShutdownGracePeriodSeconds))
+			}
+			return strings.Join(parts, ","), len(parts) > 0, nil
+		},
+		fromFlag: func(c *config, v pflag.Value) error {
+			c.ShutdownGracePeriodByPodPriority = nil
+			m, err := splitPairs(v.String(), "=")
+			for _, kv := range m {
+				prio, err1 := parseInt[int32](kv[0])
+				secs, err2 := parseInt[int64](kv[1])
+				if err1 != nil || err2 != nil {
+					return fmt.Errorf("%q is not priority=seconds", kv[0]+"="+kv[1])
+				}
+				c.ShutdownGracePeriodByPodPriority = append(c.ShutdownGracePeriodByPodPriority, v1beta1.ShutdownGracePeriodByPodPriority{Priority: prio, ShutdownGracePeriodSeconds: secs})
+			}
+			return err
+		},
+	}
 }

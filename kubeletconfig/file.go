@@ -82,14 +82,13 @@ func Parse(path string, data []byte) (*File, error) {
 	return &File{Path: path, Config: cfg}, nil
 }
 
-// supportedPaths are the JSON paths of the fields skiff reads: the flag
-// fields' and the file-only ones'.
+// supportedPaths are the JSON paths of the fields skiff reads.
 func supportedPaths() []string {
 	paths := []string{"apiVersion", "kind"}
 	for _, f := range fields() {
 		paths = append(paths, f.paths...)
 	}
-	return append(paths, fileOnlyPaths()...)
+	return paths
 }
 
 // unsupported lists the fields of cfg that skiff does not support and

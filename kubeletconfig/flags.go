@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,9 +39,9 @@ func (f *File) Apply(fs *pflag.FlagSet) error {
 	return errors.Join(errs...)
 }
 
-// FromFlags is the configuration the flags of fs amount to, with
-// fileOnly's settings: the effective configuration once Apply ran.
-func FromFlags(fs *pflag.FlagSet, fileOnly FileOnly) (*v1beta1.KubeletConfiguration, error) {
+// FromFlags is the configuration the flags of fs amount to: the
+// effective configuration once Apply ran.
+func FromFlags(fs *pflag.FlagSet) (*v1beta1.KubeletConfiguration, error) {
 	c := &v1beta1.KubeletConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}}
 	for _, b := range fields() {
 		fl := fs.Lookup(b.flag)
@@ -54,7 +52,6 @@ func FromFlags(fs *pflag.FlagSet, fileOnly FileOnly) (*v1beta1.KubeletConfigurat
 			return nil, fmt.Errorf("--%s: %w", b.flag, err)
 		}
 	}
-	fileOnly.store(c)
 	return c, nil
 }
 
@@ -91,62 +88,7 @@ func fieldJSON(b field, fs *pflag.FlagSet) (string, error) {
 	return string(j), err
 }
 
-// FileOnly are the settings that the kubelet reads from its
-// configuration file only (no flags): graceful node shutdown.
-type FileOnly struct {
-	// ShutdownGracePeriod is the time the node delays its shutdown by to
-	// stop its pods (0: no graceful node shutdown).
-	ShutdownGracePeriod time.Duration
-	// ShutdownGracePeriodCriticalPods is the part of ShutdownGracePeriod
-	// reserved for critical pods.
-	ShutdownGracePeriodCriticalPods time.Duration
-	// ShutdownGracePeriodByPodPriority are grace periods by pod priority,
-	// instead of the two above.
-	ShutdownGracePeriodByPodPriority []v1beta1.ShutdownGracePeriodByPodPriority
-}
-
-func fileOnlyPaths() []string {
-	return []string{"shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "shutdownGracePeriodByPodPriority"}
-}
-
-// FileOnly returns the file's file-only settings, checked as the kubelet
-// validates them.
-func (f *File) FileOnly() (FileOnly, error) {
-	c := f.Config
-	o := FileOnly{
-		ShutdownGracePeriod:              c.ShutdownGracePeriod.Duration,
-		ShutdownGracePeriodCriticalPods:  c.ShutdownGracePeriodCriticalPods.Duration,
-		ShutdownGracePeriodByPodPriority: slices.Clone(c.ShutdownGracePeriodByPodPriority),
-	}
-	var errs []error
-	if o.ShutdownGracePeriod < 0 {
-		errs = append(errs, fmt.Errorf("%s: field %q: %v must be >= 0", f.Path, "shutdownGracePeriod", o.ShutdownGracePeriod))
-	}
-	if o.ShutdownGracePeriodCriticalPods < 0 {
-		errs = append(errs, fmt.Errorf("%s: field %q: %v must be >= 0", f.Path, "shutdownGracePeriodCriticalPods", o.ShutdownGracePeriodCriticalPods))
-	}
-	if o.ShutdownGracePeriodCriticalPods > o.ShutdownGracePeriod {
-		errs = append(errs, fmt.Errorf("%s: field %q: %v must be <= shutdownGracePeriod %v", f.Path, "shutdownGracePeriodCriticalPods", o.ShutdownGracePeriodCriticalPods, o.ShutdownGracePeriod))
-	}
-	if len(o.ShutdownGracePeriodByPodPriority) > 0 && (o.ShutdownGracePeriod != 0 || o.ShutdownGracePeriodCriticalPods != 0) {
-		errs = append(errs, fmt.Errorf("%s: field %q: cannot be given with shutdownGracePeriod or shutdownGracePeriodCriticalPods", f.Path, "shutdownGracePeriodByPodPriority"))
-	}
-	for i, p := range o.ShutdownGracePeriodByPodPriority {
-		if p.ShutdownGracePeriodSeconds < 0 {
-			errs = append(errs, fmt.Errorf("%s: field \"shutdownGracePeriodByPodPriority[%d].shutdownGracePeriodSeconds\": %d must be >= 0", f.Path, i, p.ShutdownGracePeriodSeconds))
-		}
-	}
-	return o, errors.Join(errs...)
-}
-
-func (o FileOnly) store(c *v1beta1.KubeletConfiguration) {
-	c.ShutdownGracePeriod = metav1.Duration{Duration: o.ShutdownGracePeriod}
-	c.ShutdownGracePeriodCriticalPods = metav1.Duration{Duration: o.ShutdownGracePeriodCriticalPods}
-	c.ShutdownGracePeriodByPodPriority = slices.Clone(o.ShutdownGracePeriodByPodPriority)
-}
-
-// Binding names a field skiff supports and the agent flag bound to it
-// ("" for a file-only field).
+// Binding names a field skiff supports and the agent flag bound to it.
 type Binding struct {
 	Path string
 	Flag string
@@ -159,9 +101,6 @@ func Bindings() []Binding {
 		for _, p := range f.paths {
 			out = append(out, Binding{Path: p, Flag: f.flag})
 		}
-	}
-	for _, p := range fileOnlyPaths() {
-		out = append(out, Binding{Path: p})
 	}
 	return out
 }

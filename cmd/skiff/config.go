@@ -9,13 +9,10 @@ import (
 	"github.com/skiffnode/skiff/kubeletconfig"
 )
 
-// configOptions are --config and --write-config, and the settings that
-// only a configuration file gives (see kubeletconfig).
+// configOptions are --config and --write-config (see kubeletconfig).
 type configOptions struct {
 	file  string
 	write bool
-	// fileOnly is the file's graceful node shutdown configuration.
-	fileOnly kubeletconfig.FileOnly
 }
 
 func addConfigFlags(f *pflag.FlagSet, o *configOptions) {
@@ -33,9 +30,6 @@ func (o *configOptions) load(fs *pflag.FlagSet) error {
 	if err != nil {
 		return err
 	}
-	if o.fileOnly, err = f.FileOnly(); err != nil {
-		return err
-	}
 	return f.Apply(fs)
 }
 
@@ -43,7 +37,7 @@ func (o *configOptions) load(fs *pflag.FlagSet) error {
 // fresh is the agent's flags at their defaults: the configuration is
 // checked to read back onto them as fs (kubeletconfig.Check).
 func (o *configOptions) writeConfig(w io.Writer, fs, fresh *pflag.FlagSet) error {
-	cfg, err := kubeletconfig.FromFlags(fs, o.fileOnly)
+	cfg, err := kubeletconfig.FromFlags(fs)
 	if err != nil {
 		return err
 	}

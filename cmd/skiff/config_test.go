@@ -97,6 +97,9 @@ func TestConfigFileSetsEachField(t *testing.T) {
 		{"containerLogMaxFiles", "containerLogMaxFiles: 3", "container-log-max-files", "3"},
 		{"containerLogMaxWorkers", "containerLogMaxWorkers: 2", "container-log-max-workers", "2"},
 		{"containerLogMonitorInterval", "containerLogMonitorInterval: 30s", "container-log-monitor-interval", "30s"},
+		{"shutdownGracePeriod", "shutdownGracePeriod: 30s", "shutdown-grace-period", "30s"},
+		{"shutdownGracePeriodCriticalPods", "shutdownGracePeriodCriticalPods: 10s", "shutdown-grace-period-critical-pods", "10s"},
+		{"shutdownGracePeriodByPodPriority", "shutdownGracePeriodByPodPriority: [{priority: 100000, shutdownGracePeriodSeconds: 10}, {priority: 0, shutdownGracePeriodSeconds: 60}]", "shutdown-grace-period-by-pod-priority", "100000=10,0=60"},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {
@@ -116,29 +119,9 @@ func TestConfigFileSetsEachField(t *testing.T) {
 		})
 	}
 	for _, b := range kubeletconfig.Bindings() {
-		if b.Flag != "" && !covered[b.Path] {
+		if !covered[b.Path] {
 			t.Errorf("field %s (--%s) has no case here", b.Path, b.Flag)
 		}
-	}
-}
-
-// The file-only fields (graceful node shutdown) are kept for the agent.
-func TestConfigFileShutdownFields(t *testing.T) {
-	path := writeConfigFile(t, "shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n")
-	o := &configOptions{file: path}
-	if err := o.load(newAgentCmd().Flags()); err != nil {
-		t.Fatal(err)
-	}
-	if o.fileOnly.ShutdownGracePeriod.String() != "30s" || o.fileOnly.ShutdownGracePeriodCriticalPods.String() != "10s" {
-		t.Errorf("fileOnly = %+v, want 30s and 10s", o.fileOnly)
-	}
-	path = writeConfigFile(t, "shutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 20}, {priority: 100000, shutdownGracePeriodSeconds: 5}]\n")
-	o = &configOptions{file: path}
-	if err := o.load(newAgentCmd().Flags()); err != nil {
-		t.Fatal(err)
-	}
-	if got := o.fileOnly.ShutdownGracePeriodByPodPriority; len(got) != 2 || got[1].Priority != 100000 || got[1].ShutdownGracePeriodSeconds != 5 {
-		t.Errorf("by priority = %+v", got)
 	}
 }
 
@@ -180,8 +163,6 @@ func TestConfigFileErrors(t *testing.T) {
 		{"unsupported eviction signal", "evictionHard: {memory.available: 100Mi, nodefs.available: 20%}\n", []string{"config.yaml", `field "evictionHard"`, `"nodefs.available" is not supported by skiff`}},
 		{"bad value", "maxPods: many\n", []string{"config.yaml", "maxPods"}},
 		{"bad quantity value", "podPidsLimit: 1.5\n", []string{"config.yaml", "podPidsLimit"}},
-		{"critical pods above grace period", "shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s\n", []string{"config.yaml", `field "shutdownGracePeriodCriticalPods"`}},
-		{"grace period both ways", "shutdownGracePeriod: 10s\nshutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 5}]\n", []string{`field "shutdownGracePeriodByPodPriority"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -295,7 +276,8 @@ func TestWriteConfigRoundTrip(t *testing.T) {
 			"--resolv-conf", "", "--system-reserved", "cpu=100m,memory=256Mi", "--eviction-hard", "memory.available<1Gi",
 			"--allowed-unsafe-sysctls", "kernel.msg*,net.core.somaxconn", "--serialize-image-pulls=false", "--max-parallel-image-pulls", "4",
 			"--cgroups-per-qos=false", "--v", "4", "--kube-api-qps", "20", "--image-maximum-gc-age", "1h",
-		}, []string{"port: 11250", "  memory.available: 1Gi", "resolvConf: \"\"", "- effect: NoExecute\n  key: c"}},
+			"--shutdown-grace-period-by-pod-priority", "100000=10,0=60",
+		}, []string{"port: 11250", "  memory.available: 1Gi", "resolvConf: \"\"", "- effect: NoExecute\n  key: c", "- priority: 100000\n  shutdownGracePeriodSeconds: 10"}},
 		{"joining without --port", []string{"--kubeconfig", "/etc/skiff/kubeconfig"}, []string{"port: 10250"}},
 		{"file and flags", []string{"--config", file, "--max-pods", "40"}, []string{"maxPods: 40", "shutdownGracePeriod: 30s", "shutdownGracePeriodCriticalPods: 10s"}},
 	}
@@ -332,7 +314,7 @@ func TestWriteConfigRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, b := range kubeletconfig.Bindings() {
-				if b.Flag == "" || b.Flag == "port" {
+				if b.Flag == "port" {
 					continue // port: the agent's rule for an absent --port applies after parsing
 				}
 				if w, g := from.Flags().Lookup(b.Flag).Value.String(), back.Flags().Lookup(b.Flag).Value.String(); w != g {
@@ -400,7 +382,7 @@ func TestREADMEListsConfigFields(t *testing.T) {
 		if !strings.Contains(section, "`"+b.Path+"`") {
 			t.Errorf("README's Configuration file section does not list %s", b.Path)
 		}
-		if b.Flag != "" && !strings.Contains(section, "`--"+b.Flag+"`") {
+		if !strings.Contains(section, "`--"+b.Flag+"`") {
 			t.Errorf("README's Configuration file section does not name --%s", b.Flag)
 		}
 	}

@@ -20,8 +20,8 @@ import (
 
 // shutdownOptions are the graceful node shutdown settings (H.17-H.21):
 // the kubelet's shutdownGracePeriod, shutdownGracePeriodCriticalPods and
-// shutdownGracePeriodByPodPriority. A configuration file may fill config
-// (ByPodPriority included) before runAgent.
+// shutdownGracePeriodByPodPriority. A configuration file (--config) sets
+// them through the flags (kubeletconfig).
 type shutdownOptions struct {
 	config nodeshutdown.Config
 	// byPriority is --shutdown-grace-period-by-pod-priority as given.
