@@ -169,11 +169,15 @@ type Agent struct {
 	mu           sync.Mutex
 	sources      map[string][]*v1.Pod
 	sourcesReady bool
-	numSources   int
-	workers      map[types.UID]*podWorker
-	published    map[types.UID]*v1.Pod
-	runCtx       context.Context
-	wg           sync.WaitGroup
+	// ready is closed when sourcesReady is set (see SourcesReady).
+	ready      chan struct{}
+	numSources int
+	// heartbeat: see Heartbeat.
+	heartbeat time.Time
+	workers   map[types.UID]*podWorker
+	published map[types.UID]*v1.Pod
+	runCtx    context.Context
+	wg        sync.WaitGroup
 	// running: pod UIDs that had a sandbox when Run started (a restarted
 	// agent's pods): their first listing is their observed status, never
 	// the blank Pending placeholder, so a restart flips no condition.
@@ -243,6 +247,7 @@ func New(cfg Config) (*Agent, error) {
 		starts:    cfg.Starts,
 		teardowns: NewStartGate(cfg.MaxParallelStarts),
 		updated:   make(chan struct{}, 1),
+		ready:     make(chan struct{}),
 		events:    cfg.Events,
 		sources:   map[string][]*v1.Pod{},
 		workers:   map[types.UID]*podWorker{},
@@ -280,6 +285,9 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 	a.running = running
 	a.runCtx = ctx
 	a.numSources = len(sources)
+	if len(sources) == 0 {
+		a.markSourcesReadyLocked()
+	}
 	a.mu.Unlock()
 	var wg sync.WaitGroup
 	for name, src := range sources {
@@ -420,7 +428,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 		}
 	}
 	if len(a.sources) >= a.numSources {
-		a.sourcesReady = true
+		a.markSourcesReadyLocked()
 	}
 	a.updateQoSLocked(ctx, want)
 }

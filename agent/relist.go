@@ -30,6 +30,7 @@ func (a *Agent) relistLoop(ctx context.Context) {
 	}()
 	r := newRelister()
 	var recheck <-chan time.Time
+	a.beat()
 	for {
 		select {
 		case <-ctx.Done():
@@ -42,6 +43,7 @@ func (a *Agent) relistLoop(ctx context.Context) {
 		start := a.clock.Now()
 		d, err := a.relistOnce(ctx, r, exits)
 		a.cfg.Metrics.RelistDuration(a.clock.Since(start))
+		a.beat()
 		if err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("relist failed", "err", err)
