@@ -133,7 +133,7 @@ func newLogger(verbosity int) *slog.Logger {
 	if verbosity >= 4 {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(logHandler(&slog.HandlerOptions{Level: level}))
 }
 
 func nodeName(override string) (string, error) {
@@ -203,6 +203,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return errors.New("--rotate-certificates needs --kubeconfig: it renews that kubeconfig's client certificate")
 	}
 	log := newLogger(o.verbosity)
+	notifier := newNotifier(log) // before any child process starts
 	tuneGoRuntime()
 	node, err := nodeName(o.hostnameOverride)
 	if err != nil {
@@ -335,9 +336,13 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		TickGrid:          time.Second,
 	})
 	defer prober.Stop()
+	agentRT, err := withHangHook(rt, log)
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Config{
 		NodeName:          node,
-		Runtime:           rt,
+		Runtime:           agentRT,
 		Exits:             deps.exits,
 		PodLogsDir:        o.podLogsDir,
 		PodsDir:           filepath.Join(o.rootDir, "pods"),
@@ -455,6 +460,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	log.Info("skiff agent started", "node", node, "manifests", o.podManifestPath, "root", o.rootDir, "hostIPs", hostIPs)
 	g.Go(func() error { return a.Run(gctx, sources) })
 	g.Go(func() error { return runShutdown(shutdown, a)(gctx) })
+	g.Go(func() error { notifySystemd(gctx, notifier, a, o.runtimeTimeout, log); return nil })
 	if err := g.Wait(); err != nil && ctx.Err() == nil {
 		return err
 	}
