@@ -18,7 +18,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 # (ARCHITECTURE.md, "Built with grpcnotrace"; cmd/skiff/deadcode_test.go).
 BUILD_TAGS := grpcnotrace
 
-.PHONY: all build build-apiserver run-control-plane images setup setup-runtime unit integration e2e test test-v2 test-fresh run lint bench bench-quick clean
+.PHONY: all build build-apiserver install uninstall run-control-plane images setup setup-runtime unit integration e2e test test-v2 test-fresh run lint bench bench-quick clean
 
 all: build
 
@@ -39,6 +39,37 @@ build-apiserver:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(BUILD_TAGS) -o $(APISERVER_BIN) \
 		-ldflags '-s -w -X k8s.io/component-base/version.gitVersion=$(APISERVER_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34' \
 		./cmd/skiff-apiserver
+
+# Install as a systemd service (issue 18): `make install`, then
+# `systemctl daemon-reload && systemctl enable --now skiff`. PREFIX, BINDIR,
+# SYSCONFDIR, UNITDIR and DESTDIR as usual; the unit's ExecStart= and paths
+# follow them. An existing skiff.env is kept.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(SYSCONFDIR)/systemd/system
+DESTDIR ?=
+SKIFF_ETC = $(SYSCONFDIR)/skiff
+INSTALL_SED = sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/skiff/|$(SKIFF_ETC)/|g'
+
+## install: skiff, skiff-pause, skiff-apiserver into $(BINDIR); skiff.service into $(UNITDIR); $(SYSCONFDIR)/skiff/skiff.env (flags) and manifests/ (DESTDIR, PREFIX aware)
+install: build build-apiserver
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SKIFF_ETC)/manifests
+	install -m 0755 $(BIN) $(BIN)-pause $(APISERVER_BIN) $(DESTDIR)$(BINDIR)/
+	$(INSTALL_SED) contrib/systemd/skiff.service > $(DESTDIR)$(UNITDIR)/skiff.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/skiff.service
+	@if [ -e $(DESTDIR)$(SKIFF_ETC)/skiff.env ]; then echo "install: keeping $(DESTDIR)$(SKIFF_ETC)/skiff.env"; \
+	else $(INSTALL_SED) contrib/systemd/skiff.env > $(DESTDIR)$(SKIFF_ETC)/skiff.env && chmod 0644 $(DESTDIR)$(SKIFF_ETC)/skiff.env; fi
+	@echo "installed; flags in $(SKIFF_ETC)/skiff.env, static pods in $(SKIFF_ETC)/manifests. Next:"
+	@echo "  systemctl daemon-reload && systemctl enable --now skiff && journalctl -u skiff -f"
+
+## uninstall: stop and disable skiff.service (pods keep running), remove what install put in $(BINDIR) and $(UNITDIR); $(SYSCONFDIR)/skiff stays
+uninstall:
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && [ -e $(UNITDIR)/skiff.service ]; then \
+		systemctl disable --now skiff || true; fi
+	rm -f $(DESTDIR)$(BINDIR)/skiff $(DESTDIR)$(BINDIR)/skiff-pause $(DESTDIR)$(BINDIR)/skiff-apiserver $(DESTDIR)$(UNITDIR)/skiff.service
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+	@echo "uninstalled; $(DESTDIR)$(SKIFF_ETC) (flags, manifests) and the root dir (/var/lib/skiff) are left in place"
 
 ## images: test image archives (busybox, testserver) into _output/images; skips unchanged ones
 images:
