@@ -50,6 +50,8 @@ type AgentOptions struct {
 	Args []string
 	// Bin, if set, is the skiff executable to start instead of the suite's.
 	Bin string
+	// Env are VAR=value pairs added to the test's environment.
+	Env []string
 }
 
 // agentProc is a running `skiff agent`.
@@ -117,6 +119,9 @@ func (e *Env) StartAgent(t *testing.T, opts AgentOptions) {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if len(opts.Env) > 0 {
+		cmd.Env = append(os.Environ(), opts.Env...)
+	}
 	// The agent must not outlive a test binary that dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
