@@ -169,6 +169,13 @@ func TestSystemdNotifyReadyStoppingAndReadoption_A2_A3(t *testing.T) {
 		sandboxes = append(sandboxes, sandboxIDs(e.Sandboxes(t, uidLabels(string(p.UID))))...)
 	}
 	sock.wait(t, 0, "STATUS=2/2 pods running", func(s string) bool { return hasLine(s, "STATUS=2/2 pods running") })
+	if st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil {
+		for _, l := range strings.Split(string(st), "\n") {
+			if strings.HasPrefix(l, "VmRSS:") {
+				t.Logf("agent %s with %d pods running", strings.Join(strings.Fields(l), " "), len(names))
+			}
+		}
+	}
 
 	// SIGTERM, as systemctl stop with KillMode=process sends it.
 	before := sock.count()
