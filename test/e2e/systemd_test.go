@@ -193,7 +193,7 @@ func TestSystemdNotifyReadyStoppingAndReadoption_A2_A3(t *testing.T) {
 	start = time.Now()
 	e.StartAgent(t, AgentOptions{Env: env})
 	pid = e.agent.cmd.Process.Pid
-	ready, idx := sock.wait(t, before, "READY=1", func(s string) bool { return hasLine(s, "READY=1") })
+	ready, _ = sock.wait(t, before, "READY=1", func(s string) bool { return hasLine(s, "READY=1") })
 	t.Logf("restart -> READY=1: %s with %d running static pods", ready.at.Sub(start).Round(time.Millisecond), len(names))
 	for _, n := range names {
 		p := e.WaitForPod(t, PodName(n), runningAndReady, podStartTimeout)
@@ -212,7 +212,7 @@ func TestSystemdNotifyReadyStoppingAndReadoption_A2_A3(t *testing.T) {
 			}
 		}
 	}
-	sock.checkSenders(t, pid, idx, sock.count())
+	sock.checkSenders(t, pid, before, sock.count())
 }
 
 // shimAlive reports whether a containerd-shim-runc-v2 of sandbox id runs.
