@@ -140,11 +140,14 @@ func TestWorkerWithFakeOwnerAndClock_A13(t *testing.T) {
 type blockingStart struct {
 	*fake.Runtime
 	entered  chan struct{}
+	once     sync.Once
 	returned atomic.Bool
 }
 
+// StartContainer may be called again (the worker retries after the first
+// call's error), so entered is closed once.
 func (r *blockingStart) StartContainer(ctx context.Context, id string) error {
-	close(r.entered)
+	r.once.Do(func() { close(r.entered) })
 	<-ctx.Done()
 	time.Sleep(50 * time.Millisecond)
 	r.returned.Store(true)
