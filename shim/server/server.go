@@ -29,7 +29,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	pathauthz "k8s.io/apiserver/pkg/authorization/path"
 	unionauthz "k8s.io/apiserver/pkg/authorization/union"
-	apiopenapi "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
@@ -42,7 +41,6 @@ import (
 
 	nodeauthz "github.com/skiffnode/skiff/shim/authz/node"
 	"github.com/skiffnode/skiff/shim/etcd"
-	"github.com/skiffnode/skiff/shim/openapi"
 	"github.com/skiffnode/skiff/shim/pki"
 	"github.com/skiffnode/skiff/shim/scheme"
 	satoken "github.com/skiffnode/skiff/shim/serviceaccount"
@@ -189,6 +187,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 		return nil, err
 	}
 	sa.installIssuerDiscovery(g, cfg.ExternalAddress)
+	installLazyOpenAPI(g, cfg)
 	g.AddPostStartHookOrDie("skiff-system-namespaces", systemNamespacesHook)
 	g.AddPostStartHookOrDie("skiff-controllers", s.controllers.start)
 	if err := pki.WriteAdminKubeconfig(o.DataDir, s.URL, bundle); err != nil {
@@ -225,17 +224,6 @@ func dropManagedFields(obj any) (any, error) {
 		m.GetObjectMeta().SetManagedFields(nil)
 	}
 	return obj, nil
-}
-
-// applyOpenAPI serves /openapi/v2 and /openapi/v3 from the committed
-// definitions (shim/openapi); k8s.io/apiserver needs the v3 ones to build
-// server-side apply's type converter.
-func applyOpenAPI(cfg *genericapiserver.Config) {
-	namer := apiopenapi.NewDefinitionNamer(scheme.External())
-	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
-	cfg.OpenAPIConfig.Info.Title = "Kubernetes"
-	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
-	cfg.OpenAPIV3Config.Info.Title = "Kubernetes"
 }
 
 // applySecurity sets TLS (the shim's serving certificate), client

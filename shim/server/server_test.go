@@ -105,6 +105,10 @@ func TestShimServesCoreObjects(t *testing.T) {
 		}
 	})
 
+	t.Run("OpenAPI v2 and v3 built at the first requests", func(t *testing.T) {
+		testOpenAPI(ctx, t, client)
+	})
+
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shim-test"}}
 	ns, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 	if err != nil {
