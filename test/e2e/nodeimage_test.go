@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -71,9 +73,16 @@ spec:
 	}
 
 	e.StartAgent(t, AgentOptions{})
+	// Runs before NewEnv's cleanup removes the node pod and its log.
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, err := e.Skiff(t, "logs", PodName("node"))
+			t.Logf("--- the inner skiff's log (%v) ---\n%s", err, out)
+		}
+	})
 	e.WriteManifest(t, "node.yaml", nodePodManifest(ref, in.manifests, in.root, in.logs))
 	start := time.Now()
-	e.WaitForPod(t, PodName("node"), runningAndReady, nodeImageTimeout)
+	node := e.WaitForPod(t, PodName("node"), runningAndReady, nodeImageTimeout)
 	t.Logf("node pod Running after %s", time.Since(start).Round(time.Millisecond))
 
 	innerEnv := &Env{s: e.s, http: unixHTTPClient(filepath.Join(in.root, "skiff.sock"))}
@@ -81,6 +90,22 @@ spec:
 	t.Logf("inner pod Running after %s, IP %s", time.Since(start).Round(time.Millisecond), p.Status.PodIP)
 	if !strings.HasPrefix(p.Status.PodIP, "10.89.") {
 		t.Errorf("inner pod IP %q, want one from the inner skiff's 10.89.0.0/16", p.Status.PodIP)
+	}
+	// exec through the inner skiff (its API socket on the hostPath, the
+	// inner containerd's streaming server in the node pod's network); on
+	// cgroup v1 without cgroup namespaces the path shows the inner pod's
+	// cgroup nested in the node pod's.
+	out, err := exec.Command(e.s.Bin, "exec", "hello-inner", "--root-dir", in.root, "--", "cat", "/proc/self/cgroup").CombinedOutput()
+	if err != nil {
+		t.Fatalf("skiff exec in the inner pod: %v: %s", err, out)
+	}
+	if regexp.MustCompile(`(?m)^\d+:memory:/`).Match(out) {
+		nested := regexp.MustCompile(`(?m)^\d+:memory:.*pod` + regexp.QuoteMeta(string(node.UID)) + `.*/pod` + regexp.QuoteMeta(string(p.UID)) + `/`)
+		line := nested.Find(out)
+		if line == nil {
+			t.Errorf("inner pod's cgroups are not below the node pod's (pod%s):\n%s", node.UID, out)
+		}
+		t.Logf("inner pod's memory cgroup %s", line)
 	}
 	eventually(t, 30*time.Second, func() (bool, string) {
 		logs, _ := filepath.Glob(filepath.Join(in.logs, "default_hello-inner_*", "app", "0.log"))
