@@ -86,7 +86,7 @@ NODE_IMAGE_VERSION ?= $(shell git describe --always --dirty --tags 2>/dev/null |
 node-image: setup-runtime build
 	$(GO) run ./test/images/build -node-image $(NODE_IMAGE) -node-ref skiff.local/node:$(NODE_IMAGE_VERSION) -skiff $(BIN) -skiff-pause $(BIN)-pause
 
-## e2e-node-image: skiff runs the node image as a privileged static pod, and the skiff inside runs a busybox pod (root)
+## e2e-node-image: only TestNodeImage (make e2e runs it too): skiff runs the node image as a privileged static pod, the skiff inside runs a busybox pod (root)
 e2e-node-image: setup build images node-image
 	@[ "$$(id -u)" = 0 ] || { echo "make e2e-node-image: must run as root" >&2; exit 1; }
 	SKIFF_E2E=1 SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) SKIFF_NODE_IMAGE=$(CURDIR)/$(NODE_IMAGE) \
@@ -113,10 +113,11 @@ integration: setup
 	SKIFF_ROOT_TESTS=1 $(GO) test -race -count=1 -timeout 15m $(ROOT_TEST_PKGS)
 
 ## e2e: end-to-end tests against a real containerd (root), the API-source ones against a real control plane (make controlplane)
-e2e: setup build build-apiserver images
+e2e: setup build build-apiserver images node-image
 	@[ "$$(id -u)" = 0 ] || { echo "make e2e: the e2e suite must run as root" >&2; exit 1; }
 	cp=$$($(MAKE) -s controlplane) && ms=$$($(MAKE) -s metricsserver) && \
 	SKIFF_E2E=1 SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) SKIFF_CONTROLPLANE=$$cp SKIFF_METRICS_SERVER=$$ms \
+		SKIFF_NODE_IMAGE=$(CURDIR)/$(NODE_IMAGE) \
 		SKIFF_APISERVER=$(CURDIR)/$(APISERVER_BIN) \
 		$(GO) test -v -count=1 -timeout 40m ./test/e2e/... ./test/cluster/... ./test/walkthrough/...
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"archive/tar"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -115,6 +116,17 @@ spec:
 		b, _ := os.ReadFile(logs[0])
 		return strings.Contains(string(b), "hello-from-the-inner-pod"), fmt.Sprintf("inner pod log %q", b)
 	})
+
+	// The node pod goes with everything it started, and its image with it,
+	// so the later tests see the outer containerd as before.
+	e.RemoveManifest(t, "node.yaml")
+	e.WaitForPodGone(t, PodName("node"), podGoneTimeout)
+	e.waitPodObjectsGone(t, string(node.UID), podGoneTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.CRI(t).RemoveImage(ctx, ref); err != nil {
+		t.Errorf("remove the node image: %v", err)
+	}
 }
 
 // nodePodManifest is the node image as a privileged static pod: the inner
