@@ -18,7 +18,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 # (ARCHITECTURE.md, "Built with grpcnotrace"; cmd/skiff/deadcode_test.go).
 BUILD_TAGS := grpcnotrace
 
-.PHONY: all build build-apiserver install uninstall run-control-plane images setup setup-runtime unit integration e2e test test-v2 test-fresh run lint bench bench-quick clean
+.PHONY: all build build-apiserver install uninstall run-control-plane images node-image e2e-node-image setup setup-runtime unit integration e2e test test-v2 test-fresh run lint bench bench-quick clean
 
 all: build
 
@@ -75,6 +75,23 @@ uninstall:
 images:
 	$(GO) run ./test/images/build -out $(IMAGES_DIR)
 
+# The node image (issue 18): skiff with its managed containerd, runc, the
+# CNI plugins and iptables, taken from this host (test/setup.sh installs
+# them), as a docker-archive for privileged CI containers (README, "Node
+# image"). Reproducible; rebuilt only when an input changed.
+NODE_IMAGE := _output/node-image.tar
+NODE_IMAGE_VERSION ?= $(shell git describe --always --dirty --tags 2>/dev/null || echo dev)
+
+## node-image: the node image archive $(NODE_IMAGE), skiff.local/node:$(NODE_IMAGE_VERSION) (skiff agent + containerd, runc, CNI, iptables)
+node-image: setup-runtime build
+	$(GO) run ./test/images/build -node-image $(NODE_IMAGE) -node-ref skiff.local/node:$(NODE_IMAGE_VERSION) -skiff $(BIN) -skiff-pause $(BIN)-pause
+
+## e2e-node-image: only TestNodeImage (make e2e runs it too): skiff runs the node image as a privileged static pod, the skiff inside runs a busybox pod (root)
+e2e-node-image: setup build images node-image
+	@[ "$$(id -u)" = 0 ] || { echo "make e2e-node-image: must run as root" >&2; exit 1; }
+	SKIFF_E2E=1 SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) SKIFF_NODE_IMAGE=$(CURDIR)/$(NODE_IMAGE) \
+		$(GO) test -v -count=1 -timeout 10m -run 'TestNodeImage' ./test/e2e
+
 ## setup: install containerd, runc, CNI plugins, busybox-static... (root only; skipped otherwise)
 setup:
 	@if [ "$$(id -u)" = 0 ]; then test/setup.sh; else echo "setup: not root, skipping test/setup.sh"; fi
@@ -96,10 +113,11 @@ integration: setup
 	SKIFF_ROOT_TESTS=1 $(GO) test -race -count=1 -timeout 15m $(ROOT_TEST_PKGS)
 
 ## e2e: end-to-end tests against a real containerd (root), the API-source ones against a real control plane (make controlplane)
-e2e: setup build build-apiserver images
+e2e: setup build build-apiserver images node-image
 	@[ "$$(id -u)" = 0 ] || { echo "make e2e: the e2e suite must run as root" >&2; exit 1; }
 	cp=$$($(MAKE) -s controlplane) && ms=$$($(MAKE) -s metricsserver) && \
 	SKIFF_E2E=1 SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) SKIFF_CONTROLPLANE=$$cp SKIFF_METRICS_SERVER=$$ms \
+		SKIFF_NODE_IMAGE=$(CURDIR)/$(NODE_IMAGE) \
 		SKIFF_APISERVER=$(CURDIR)/$(APISERVER_BIN) \
 		$(GO) test -v -count=1 -timeout 40m ./test/e2e/... ./test/cluster/... ./test/walkthrough/...
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test/setup.sh prepares a Debian 12 machine for skiff's e2e tests and for
 # `make run`: it installs containerd, runc, the CNI plugins, a static busybox
-# (packaged into the test images) and the tools around them, loads the kernel
+# (packaged into the test images; all four, with iptables, also into the
+# node image of `make node-image`) and the tools around them, loads the kernel
 # modules containers need, and prints the versions. Idempotent: it calls
 # apt-get only for packages that are missing. Needs root; works without a TTY.
 #

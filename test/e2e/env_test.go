@@ -78,15 +78,19 @@ func NewEnv(t *testing.T) *Env {
 			t.Fatal(err)
 		}
 	}
-	sock := filepath.Join(s.Root, "skiff.sock")
-	e.http = &http.Client{Transport: &http.Transport{
+	e.http = unixHTTPClient(filepath.Join(s.Root, "skiff.sock"))
+	t.Cleanup(func() { e.cleanup(t) })
+	return e
+}
+
+// unixHTTPClient talks HTTP to an agent's API socket.
+func unixHTTPClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		},
 	}, Timeout: 10 * time.Second}
-	t.Cleanup(func() { e.cleanup(t) })
-	return e
 }
 
 // PodName is the name the agent gives the static pod of a manifest.

@@ -11,6 +11,10 @@
 // (<archive>.inputs); an archive whose inputs are unchanged is not rebuilt,
 // so repeated `make test` runs are fast. Run it from inside the module: the
 // test server is built with the go command in the current module.
+//
+// With -node-image FILE it writes only the node image (`make node-image`):
+// skiff, skiff-pause, containerd, runc, the CNI plugins and iptables from
+// the host, tagged -node-ref, entrypoint `skiff agent` (node.go).
 package main
 
 import (
@@ -36,6 +40,8 @@ type options struct {
 	out        string
 	busyboxBin string
 	force      bool
+	// node, when node.out is set, is the only image written.
+	node nodeOptions
 }
 
 func main() {
@@ -43,6 +49,10 @@ func main() {
 	flag.StringVar(&o.out, "out", "_output/images", "directory for the image archives")
 	flag.StringVar(&o.busyboxBin, "busybox", "/bin/busybox", "static busybox binary to package")
 	flag.BoolVar(&o.force, "force", false, "rebuild even when inputs are unchanged")
+	flag.StringVar(&o.node.out, "node-image", "", "write only the node image, to this archive")
+	flag.StringVar(&o.node.ref, "node-ref", "skiff.local/node:dev", "reference of the node image")
+	flag.StringVar(&o.node.skiff, "skiff", "bin/skiff", "skiff executable of the node image")
+	flag.StringVar(&o.node.skiffPause, "skiff-pause", "bin/skiff-pause", "skiff-pause executable of the node image")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -53,6 +63,16 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
+	if o.node.out != "" {
+		if err := os.MkdirAll(filepath.Dir(o.node.out), 0o755); err != nil {
+			return fmt.Errorf("create output dir: %w", err)
+		}
+		node, err := nodeImage(ctx, o.node)
+		if err != nil {
+			return err
+		}
+		return node.writeIfChanged(o.node.out, o.force)
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("create output dir: %w", err)
 	}
