@@ -15,6 +15,9 @@ type BootInfo struct {
 	CgroupFS string
 	// Controllers are the root's cgroup.subtree_control entries.
 	Controllers []string
+	// State is `systemctl is-system-running` after the boot and PID1 the
+	// name of process 1 (systemd VM only, see RunSystemd).
+	State, PID1 string
 }
 
 // bootFieldRE matches key=value and key="quoted value" fields.
@@ -40,6 +43,10 @@ func ParseBootFields(s string) (BootInfo, error) {
 			b.CgroupFS = val
 		case "controllers":
 			b.Controllers = strings.Fields(val)
+		case "state":
+			b.State = val
+		case "pid1":
+			b.PID1 = val
 		}
 	}
 	return b, nil
@@ -47,8 +54,12 @@ func ParseBootFields(s string) (BootInfo, error) {
 
 // String renders b for logs.
 func (b BootInfo) String() string {
-	return fmt.Sprintf("kernel ready after %.1fs, /sys/fs/cgroup is %s, controllers %q",
+	s := fmt.Sprintf("kernel ready after %.1fs, /sys/fs/cgroup is %s, controllers %q",
 		b.Uptime, b.CgroupFS, strings.Join(b.Controllers, " "))
+	if b.State != "" {
+		s += fmt.Sprintf(", PID 1 %s, system %s", b.PID1, b.State)
+	}
+	return s
 }
 
 // RequireCgroup2 fails unless /sys/fs/cgroup is cgroup2fs with every one

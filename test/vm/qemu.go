@@ -21,8 +21,16 @@ import (
 type Machine struct {
 	// QEMU is the emulator (default qemu-system-x86_64).
 	QEMU string
-	// Kernel and Initrd are the files to boot.
+	// Kernel and Initrd are the files to boot (Initrd may be empty when
+	// the root is on a disk).
 	Kernel, Initrd string
+	// Cmdline replaces BaseCmdline when not nil (Append still follows).
+	Cmdline []string
+	// Disks are raw disk images attached as the namespaces of one NVMe
+	// controller, in order: /dev/nvme0n1, /dev/nvme0n2, ... (the cloud
+	// kernel has NVMe built in, virtio-blk only as a module, and one
+	// controller keeps the names stable).
+	Disks []Disk
 	// MemoryMiB is the guest RAM (default 3072); the root file system lives
 	// in it.
 	MemoryMiB int
@@ -36,12 +44,27 @@ type Machine struct {
 	Append []string
 	// Timeout bounds the whole run; qemu is killed when it passes.
 	Timeout time.Duration
+	// BootTimeout, when set, kills the guest if it has not printed its
+	// boot marker by then.
+	BootTimeout time.Duration
+	// PowerOffGrace is how long the guest may take to power off after its
+	// result marker before qemu is killed (default 30s).
+	PowerOffGrace time.Duration
 	// Nonce is the tag of the guest's marker lines (see Image.Nonce).
 	Nonce string
 	// Console receives the serial console as it comes (may be nil); Log,
 	// if set, is a file that receives it too.
 	Console io.Writer
 	Log     string
+}
+
+// Disk is a raw disk image for Machine.Disks.
+type Disk struct {
+	// File is the image.
+	File string
+	// Snapshot discards the guest's writes (qemu keeps them in a temporary
+	// file), so File stays as it was.
+	Snapshot bool
 }
 
 // BaseCmdline is the kernel command line before Machine.Append: serial
@@ -76,6 +99,9 @@ type Result struct {
 	Panic string
 	// Total is the time qemu ran.
 	Total time.Duration
+	// PowerOffKilled says that qemu was killed because the guest did not
+	// power off within Machine.PowerOffGrace after its result.
+	PowerOffKilled bool
 	// Tail holds the last console lines, for error messages.
 	Tail []string
 }
@@ -97,20 +123,14 @@ func (m Machine) Run(ctx context.Context) (*Result, error) {
 	m = m.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, m.Timeout)
 	defer cancel()
-	args := []string{
-		"-accel", m.Accel, "-cpu", m.CPU, "-m", strconv.Itoa(m.MemoryMiB), "-smp", strconv.Itoa(m.CPUs),
-		"-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none", "-serial", "stdio",
-		"-no-reboot", "-kernel", m.Kernel, "-initrd", m.Initrd,
-		"-append", strings.Join(append(append([]string{}, BaseCmdline...), m.Append...), " "),
-	}
-	cmd := exec.CommandContext(ctx, m.QEMU, args...)
+	cmd := exec.CommandContext(ctx, m.QEMU, m.args()...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
 	// qemu must not own the terminal: stdin is /dev/null.
 	cmd.Stdin = nil
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	watch := &consoleWatcher{nonce: m.Nonce, start: time.Now(), result: make(chan struct{})}
+	watch := &consoleWatcher{nonce: m.Nonce, start: time.Now(), booted: make(chan struct{}), result: make(chan struct{})}
 	outs := []io.Writer{watch}
 	if m.Console != nil {
 		outs = append(outs, m.Console)
@@ -131,25 +151,23 @@ func (m Machine) Run(ctx context.Context) (*Result, error) {
 	// After the result the guest powers off within seconds; do not let a
 	// hung power-off keep the caller waiting.
 	done := make(chan struct{})
+	killed := make(chan string, 1)
 	go func() {
-		select {
-		case <-watch.result:
-			select {
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-			case <-done:
-			}
-		case <-done:
-		}
+		killed <- m.guard(cmd, watch, done)
 	}()
 	waitErr := cmd.Wait()
 	close(done)
+	why := <-killed
 	res := watch.finish(time.Since(watch.start))
+	res.PowerOffKilled = why == killedPowerOff
 	if res.Found {
 		return res, nil
 	}
-	why := "qemu exited"
+	if why == "" {
+		why = "qemu exited"
+	}
 	switch {
+	case why == killedBoot:
 	case res.Panic != "":
 		why = "guest kernel panic"
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -162,6 +180,77 @@ func (m Machine) Run(ctx context.Context) (*Result, error) {
 		msg = "\nqemu stderr: " + msg
 	}
 	return res, fmt.Errorf("%w (%s); last console lines:\n%s%s", ErrNoResult, why, strings.Join(res.Tail, "\n"), msg)
+}
+
+// args returns qemu's command line.
+func (m Machine) args() []string {
+	cmdline := m.Cmdline
+	if cmdline == nil {
+		cmdline = BaseCmdline
+	}
+	args := []string{
+		"-accel", m.Accel, "-cpu", m.CPU, "-m", strconv.Itoa(m.MemoryMiB), "-smp", strconv.Itoa(m.CPUs),
+		"-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none", "-serial", "stdio",
+		"-no-reboot", "-kernel", m.Kernel,
+		"-append", strings.Join(append(append([]string{}, cmdline...), m.Append...), " "),
+	}
+	if m.Initrd != "" {
+		args = append(args, "-initrd", m.Initrd)
+	}
+	if len(m.Disks) > 0 {
+		args = append(args, "-device", "nvme,id=nvme0,serial=skiffvm")
+	}
+	for i, d := range m.Disks {
+		drive := fmt.Sprintf("file=%s,if=none,id=disk%d,format=raw,cache=unsafe", qemuEscape(d.File), i)
+		if d.Snapshot {
+			drive += ",snapshot=on"
+		}
+		args = append(args, "-drive", drive, "-device", fmt.Sprintf("nvme-ns,drive=disk%d,bus=nvme0,nsid=%d", i, i+1))
+	}
+	return args
+}
+
+// qemuEscape doubles the commas of a -drive option value.
+func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+// Reasons guard gives for killing qemu.
+const (
+	killedBoot     = "no boot marker within the boot timeout"
+	killedPowerOff = "no power-off after the result"
+)
+
+// guard kills qemu when the guest does not boot within BootTimeout or does
+// not power off within PowerOffGrace of its result, and says why; it
+// returns "" when qemu exits (done) first.
+func (m Machine) guard(cmd *exec.Cmd, watch *consoleWatcher, done <-chan struct{}) string {
+	booted := watch.booted
+	var bootTimer <-chan time.Time
+	if m.BootTimeout > 0 {
+		t := time.NewTimer(m.BootTimeout)
+		defer t.Stop()
+		bootTimer = t.C
+	}
+	for {
+		select {
+		case <-done:
+			return ""
+		case <-booted:
+			bootTimer, booted = nil, nil
+		case <-bootTimer:
+			_ = cmd.Process.Kill()
+			return killedBoot
+		case <-watch.result:
+			t := time.NewTimer(m.PowerOffGrace)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				_ = cmd.Process.Kill()
+				return killedPowerOff
+			case <-done:
+				return ""
+			}
+		}
+	}
 }
 
 func (m Machine) withDefaults() Machine {
@@ -183,6 +272,9 @@ func (m Machine) withDefaults() Machine {
 	if m.Timeout == 0 {
 		m.Timeout = 15 * time.Minute
 	}
+	if m.PowerOffGrace == 0 {
+		m.PowerOffGrace = 30 * time.Second
+	}
 	return m
 }
 
@@ -198,6 +290,7 @@ type consoleWatcher struct {
 	mu      sync.Mutex
 	partial []byte
 	res     Result
+	booted  chan struct{} // closed when the BOOTED marker is seen
 	result  chan struct{} // closed when the RESULT marker is seen
 }
 
@@ -242,6 +335,9 @@ func (w *consoleWatcher) line(s string) {
 			w.res.BootLine = s
 			// A malformed field leaves the rest parsed; the line is kept.
 			w.res.Boot, _ = ParseBootFields(m[3])
+			if w.booted != nil {
+				close(w.booted)
+			}
 		}
 	case "RESULT":
 		f := resultRE.FindStringSubmatch(m[3])

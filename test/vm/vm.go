@@ -75,6 +75,9 @@ type Timings struct {
 	Total time.Duration
 	// InitramfsBytes is the size of the initramfs file.
 	InitramfsBytes int64
+	// Root is the time RunSystemd spent building its cached root disk
+	// (zero when it was cached); it is part of Build.
+	Root time.Duration
 }
 
 // Run builds the initramfs, boots the VM and returns the guest's result.

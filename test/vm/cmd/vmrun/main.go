@@ -41,6 +41,11 @@ type config struct {
 	log       string
 	quiet     bool
 	requireV2 []string
+	// systemd boots the systemd VM (vm.RunSystemd) instead of the
+	// initramfs one; disk and powerOff are its options.
+	systemd  bool
+	disk     string
+	powerOff string
 }
 
 func main() {
@@ -71,10 +76,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		cfg.opts.Machine.Console = stderr
 	}
 	cfg.opts.Image.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, "vmrun: "+format+"\n", a...) }
-	res, tm, err := vm.Run(ctx, cfg.opts)
-	fmt.Fprintf(stderr, "vmrun: initramfs %d MiB built in %s; boot %s; command %s; total %s\n",
-		tm.InitramfsBytes>>20, tm.Build.Round(time.Millisecond), tm.Boot.Round(time.Millisecond),
-		tm.Command.Round(time.Millisecond), tm.Total.Round(time.Millisecond))
+	res, tm, err := runVM(ctx, cfg)
+	built := fmt.Sprintf("initramfs %d MiB built in %s", tm.InitramfsBytes>>20, tm.Build.Round(time.Millisecond))
+	if cfg.systemd {
+		built = fmt.Sprintf("disks ready in %s (root built in %s)", tm.Build.Round(time.Millisecond), tm.Root.Round(time.Second))
+	}
+	fmt.Fprintf(stderr, "vmrun: %s; boot %s; command %s; total %s\n", built,
+		tm.Boot.Round(time.Millisecond), tm.Command.Round(time.Millisecond), tm.Total.Round(time.Millisecond))
 	if cfg.log != "" {
 		fmt.Fprintf(stderr, "vmrun: console log: %s\n", cfg.log)
 	}
@@ -98,6 +106,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vmrun: guest command exited with status %d\n", res.RC)
 	}
 	return res.RC
+}
+
+// runVM runs the initramfs VM, or the systemd VM with the same command,
+// files, machine and kernel.
+func runVM(ctx context.Context, cfg config) (*vm.Result, vm.Timings, error) {
+	if !cfg.systemd {
+		return vm.Run(ctx, cfg.opts)
+	}
+	o := cfg.opts
+	return vm.RunSystemd(ctx, vm.SystemdOptions{
+		Command: o.Image.Command, Env: o.Image.Env, Workdir: o.Image.Workdir, Adds: o.Image.Adds,
+		Disk: cfg.disk, PowerOff: vm.PowerOff(cfg.powerOff),
+		KernelImage: o.KernelImage, Machine: o.Machine, Timeout: o.Timeout,
+		WorkDir: o.WorkDir, KeepWorkDir: o.KeepWorkDir, Logf: o.Image.Logf,
+	})
 }
 
 // parse reads the flags and the command after them.
@@ -126,6 +149,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.opts.WorkDir, "workdir-host", "", "host directory for the initramfs (default: a temporary one)")
 	fs.BoolVar(&cfg.opts.KeepWorkDir, "keep", false, "keep the temporary host directory")
 	fs.BoolVar(&cfg.opts.Image.NoRuntime, "no-runtime", false, "leave out containerd, runc, CNI plugins and iptables")
+	fs.BoolVar(&cfg.systemd, "systemd", false,
+		"boot the systemd VM (a cached debootstrap'ed Debian 12 root, systemd as PID 1; the first run builds it, as root) instead of the initramfs one")
+	fs.StringVar(&cfg.disk, "disk", "", "with -systemd: the root disk file, created from the cached root when missing and kept (default: a throwaway snapshot)")
+	fs.StringVar(&cfg.powerOff, "poweroff", "systemctl", "with -systemd: how the machine stops after the command: systemctl, force or none")
 	fs.StringVar(&require, "require-cgroup2", "",
 		"comma-separated controllers the guest must report enabled on a cgroup2 root (e.g. cpu,memory,pids); else fail")
 	if err := fs.Parse(args); err != nil {
