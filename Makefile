@@ -18,7 +18,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 # (ARCHITECTURE.md, "Built with grpcnotrace"; cmd/skiff/deadcode_test.go).
 BUILD_TAGS := grpcnotrace
 
-.PHONY: all build build-apiserver install uninstall run-control-plane images node-image e2e-node-image setup setup-runtime unit integration e2e test test-v2 test-fresh run lint bench bench-quick clean
+.PHONY: all build build-apiserver install uninstall run-control-plane images node-image e2e-node-image setup setup-runtime unit integration e2e test test-v2 test-systemd test-fresh run lint bench bench-quick clean
 
 all: build
 
@@ -143,6 +143,16 @@ test-v2: setup build images
 		-add $(E2E_TEST_BIN):$(VM_GUEST)/test/e2e/e2e.test -workdir $(VM_GUEST)/test/e2e \
 		-env SKIFF_E2E=1 -env SKIFF_BIN=$(VM_GUEST)/bin/skiff -env SKIFF_IMAGES=$(VM_GUEST)/images \
 		-- $(VM_GUEST)/test/e2e/e2e.test -test.v -test.count=1 -test.timeout 25m -test.run '$(V2_TESTS)'
+
+# The systemd VM tests (issue 18) and the root disk cache they build once
+# per machine (debootstrap, about 1-2 minutes; see test/vm/README.md).
+SYSTEMD_TESTS ?= TestSystemdVM
+SKIFF_VM_CACHE ?= $(HOME)/.cache/skiff
+
+## test-systemd: tests in a QEMU VM whose PID 1 is systemd (test/vm RunSystemd; root, the first run builds the cached Debian 12 root)
+test-systemd: setup build images
+	SKIFF_VM_SYSTEMD=1 SKIFF_VM_CACHE=$(SKIFF_VM_CACHE) SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) \
+		$(GO) test -v -count=1 -timeout 40m -run '$(SYSTEMD_TESTS)' ./test/vm
 
 ## test-fresh: from a fresh minimal Debian 12 (debootstrap chroot, cached in _output/fresh) to a Running example pod (root)
 test-fresh:

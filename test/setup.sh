@@ -42,13 +42,15 @@ packages=(containerd runc containernetworking-plugins busybox-static iproute2 ip
 # VM of `make test-v2` (test/vm), which also needs a cloud kernel (below).
 # curl, netcat-openbsd and dash: put into the agnhost
 # image of `make conformance` (test/conformance), as upstream's has them.
-$runtime_only || packages+=(gcc libc6-dev qemu-system-x86 curl netcat-openbsd dash)
+# debootstrap and e2fsprogs (mkfs.ext4 -d): the systemd VM of
+# `make test-systemd` builds its Debian 12 root with them (test/vm).
+$runtime_only || packages+=(gcc libc6-dev qemu-system-x86 curl netcat-openbsd dash debootstrap e2fsprogs)
 
 # The commands the packages above must provide, checked after the install: a
 # package list that misses one fails right after the install, not halfway
 # through a test.
 commands=(containerd containerd-shim-runc-v2 runc iptables iptables-save ip busybox modprobe sysctl etcd)
-$runtime_only || commands+=(gcc depmod qemu-system-x86_64 curl nc.openbsd dash)
+$runtime_only || commands+=(gcc depmod qemu-system-x86_64 curl nc.openbsd dash debootstrap mkfs.ext4)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

@@ -324,8 +324,8 @@ func (w *consoleWatcher) line(s string) {
 	if w.res.Panic == "" && strings.Contains(s, "Kernel panic - not syncing") {
 		w.res.Panic = s
 	}
-	m := markerRE.FindStringSubmatch(s)
-	if m == nil || m[2] != w.nonce {
+	m := findMarker(s, w.nonce)
+	if m == nil {
 		return
 	}
 	switch m[1] {
@@ -351,6 +351,22 @@ func (w *consoleWatcher) line(s string) {
 		w.res.Found, w.res.RC, w.res.Reason = true, rc, f[2]
 		close(w.result)
 	}
+}
+
+// findMarker returns the submatches of markerRE for the last marker with
+// nonce in line: a kernel message may be printed into the middle of a
+// marker line on the serial console ("SKIFF-VM-RESULT [ 9.1] ... n0nce rc=0").
+func findMarker(line, nonce string) []string {
+	for i := len(line); i >= 0; {
+		i = strings.LastIndex(line[:i], "SKIFF-VM-")
+		if i < 0 {
+			return nil
+		}
+		if m := markerRE.FindStringSubmatch(line[i:]); m != nil && m[2] == nonce {
+			return m
+		}
+	}
+	return nil
 }
 
 // finish flushes a last unterminated line and returns the result.

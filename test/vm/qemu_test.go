@@ -28,6 +28,11 @@ func TestConsoleWatcherMarkers(t *testing.T) {
 			wantFound: true, wantRC: 7, wantBoot: true,
 		},
 		{
+			name:      "kernel message inside the marker line",
+			chunks:    []string{"SKIFF-VM-RESULT [  161.12] SKIFF-VM-RESULT n0nce rc=0\n"},
+			wantFound: true, wantRC: 0,
+		},
+		{
 			name:      "guest timeout",
 			chunks:    []string{"SKIFF-VM-RESULT n0nce rc=124 reason=timeout\n"},
 			wantFound: true, wantRC: 124, wantReason: "timeout",
