@@ -99,6 +99,9 @@ type Result struct {
 	Panic string
 	// Total is the time qemu ran.
 	Total time.Duration
+	// Finished is the time from starting qemu until the result marker;
+	// Total less Finished is how long the guest took to power off.
+	Finished time.Duration
 	// PowerOffKilled says that qemu was killed because the guest did not
 	// power off within Machine.PowerOffGrace after its result.
 	PowerOffKilled bool
@@ -349,6 +352,7 @@ func (w *consoleWatcher) line(s string) {
 			return
 		}
 		w.res.Found, w.res.RC, w.res.Reason = true, rc, f[2]
+		w.res.Finished = time.Since(w.start)
 		close(w.result)
 	}
 }

@@ -45,7 +45,9 @@ var DefaultSystemdPackages = []string{
 const DefaultMirror = "http://deb.debian.org/debian"
 
 // SystemdRoot is the recipe of the systemd VM's root disk; the zero value
-// means Debian 12 (bookworm) from DefaultMirror with DefaultSystemdPackages.
+// means Debian 12 (bookworm) with DefaultSystemdPackages from the mirror in
+// $SKIFF_VM_MIRROR, else the host's apt sources (HostMirror), else
+// DefaultMirror.
 type SystemdRoot struct {
 	Suite    string
 	Mirror   string
@@ -55,6 +57,12 @@ type SystemdRoot struct {
 func (r SystemdRoot) withDefaults() SystemdRoot {
 	if r.Suite == "" {
 		r.Suite = "bookworm"
+	}
+	if r.Mirror == "" {
+		r.Mirror = os.Getenv("SKIFF_VM_MIRROR")
+	}
+	if r.Mirror == "" {
+		r.Mirror = HostMirror(r.Suite)
 	}
 	if r.Mirror == "" {
 		r.Mirror = DefaultMirror
@@ -109,8 +117,10 @@ func recipeMode(name string) os.FileMode {
 }
 
 // SystemdRootKey is the cache key of the root for recipe r and kernel k: a
-// hash of the build script, the overlay files, the recipe and the kernel
-// version, so that a change to any of them builds a new root.
+// hash of the build script, the overlay files, the suite, the packages and
+// the kernel version, so that a change to any of them builds a new root.
+// The mirror is left out: any mirror serves the same packages. A cached root
+// is not refreshed when Debian publishes updates.
 func SystemdRootKey(r SystemdRoot, k Kernel) (string, error) {
 	r = r.withDefaults()
 	files, err := systemdRecipeFiles()
@@ -123,7 +133,7 @@ func SystemdRootKey(r SystemdRoot, k Kernel) (string, error) {
 	}
 	sort.Strings(names)
 	h := sha256.New()
-	fmt.Fprintf(h, "suite=%s\nmirror=%s\npackages=%s\nkernel=%s\n", r.Suite, r.Mirror, strings.Join(r.Packages, ","), k.Version)
+	fmt.Fprintf(h, "suite=%s\npackages=%s\nkernel=%s\n", r.Suite, strings.Join(r.Packages, ","), k.Version)
 	for _, n := range names {
 		fmt.Fprintf(h, "%s %o %d\n", n, recipeMode(n), len(files[n]))
 		h.Write(files[n])

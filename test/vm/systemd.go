@@ -17,12 +17,14 @@ import (
 
 // SystemdCmdline is the kernel command line of the systemd VM: the root on
 // the first NVMe namespace (built in: no initramfs needed), systemd as init
-// on the unified cgroup hierarchy, the serial console, and the TCG speed-ups
-// of BaseCmdline (tsc=reliable, mitigations=off).
+// on the unified cgroup hierarchy, the serial console with systemd's unit
+// status lines (what started, what a stop job waits for: the console log is
+// what a failed test shows), and the TCG speed-ups of BaseCmdline
+// (tsc=reliable, mitigations=off).
 var SystemdCmdline = []string{
 	"console=ttyS0", "quiet", "panic=-1", "mitigations=off", "tsc=reliable", "printk.devkmsg=on",
 	"root=/dev/nvme0n1", "rootwait", "rw", "rootfstype=ext4", "init=/lib/systemd/systemd",
-	"systemd.unified_cgroup_hierarchy=1", "systemd.show_status=auto", "net.ifnames=0",
+	"systemd.unified_cgroup_hierarchy=1", "systemd.show_status=true", "net.ifnames=0",
 	"random.trust_cpu=on",
 }
 

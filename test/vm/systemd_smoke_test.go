@@ -29,19 +29,23 @@ func runSystemdVM(t *testing.T, opts SystemdOptions) *Result {
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Minute
 	}
+	if opts.Machine.PowerOffGrace == 0 {
+		opts.Machine.PowerOffGrace = time.Minute
+	}
 	res, tm, err := RunSystemd(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("disks %s (root build %s), boot %s, command and power-off %s; %s",
+	t.Logf("disks %s (root build %s), boot %s, command %s, power-off %s; %s",
 		tm.Build.Round(time.Millisecond), tm.Root.Round(time.Second), tm.Boot.Round(time.Millisecond),
-		tm.Command.Round(time.Millisecond), res.Boot)
+		(res.Finished - res.Booted).Round(time.Millisecond), (res.Total - res.Finished).Round(time.Millisecond), res.Boot)
 	if res.RC != 0 || res.Reason != "" {
 		console, _ := os.ReadFile(log)
 		t.Fatalf("guest command: rc %d reason %q, want 0; console:\n%s", res.RC, res.Reason, console)
 	}
 	if res.PowerOffKilled {
-		t.Errorf("the guest did not power off within %s of its result", 30*time.Second)
+		console, _ := os.ReadFile(log)
+		t.Fatalf("the guest did not power off within %s of its result; console:\n%s", opts.Machine.PowerOffGrace, console)
 	}
 	return res
 }

@@ -24,7 +24,7 @@ func TestSystemdRootKey(t *testing.T) {
 	}{
 		{"defaults spelled out", SystemdRoot{Suite: "bookworm", Mirror: DefaultMirror, Packages: DefaultSystemdPackages}, k, true},
 		{"other suite", SystemdRoot{Suite: "trixie"}, k, false},
-		{"other mirror", SystemdRoot{Mirror: "http://mirror.example/debian"}, k, false},
+		{"other mirror: same packages", SystemdRoot{Mirror: "http://mirror.example/debian"}, k, true},
 		{"other packages", SystemdRoot{Packages: []string{"systemd"}}, k, false},
 		{"other kernel", SystemdRoot{}, Kernel{Version: "6.1.0-10-cloud-amd64"}, false},
 	}
