@@ -7,12 +7,33 @@ import (
 	"time"
 )
 
-// skiffArtifacts returns bin/skiff and the busybox image archive for the
-// skiff tests in the systemd VM: $SKIFF_BIN and $SKIFF_IMAGES, else the
-// repository's bin/skiff (make build) and _output/images (make images).
-func skiffArtifacts(t *testing.T) (bin, busybox string) {
+// The hooks for the skiff.service tests of issue 18 (the unit of
+// contrib/systemd, READY=1, restart, watchdog, graceful node shutdown):
+// skiffGuest puts bin/skiff, the busybox image, a unit and manifests into
+// the systemd VM, and guestShellLib gives the guest script fail and
+// wait_pod_running. A test then boots with runSystemdVM:
+//
+//	runSystemdVM(t, SystemdOptions{
+//		Adds:    skiffGuest(t, "../../contrib/systemd/skiff.service", "testdata/vm-sleeper.yaml"),
+//		Command: []string{"sh", "-c", guestShellLib + `systemctl start skiff.service; ...`},
+//	})
+
+// skiffGuestUnit and skiffGuestManifests are where skiffGuest puts the unit
+// and the manifests; the unit's ExecStart must use --pod-manifest-path
+// skiffGuestManifests and --root-dir /var/lib/skiff.
+const (
+	skiffGuestUnit      = "/etc/systemd/system/skiff.service"
+	skiffGuestManifests = "/etc/skiff/manifests"
+)
+
+// skiffGuest returns the Adds that install skiff in the systemd VM:
+// bin/skiff as /usr/local/bin/skiff, busybox.tar in /var/lib/skiff/images/
+// (imported at start), unit as skiff.service and the manifests. The binary
+// and the images are $SKIFF_BIN and $SKIFF_IMAGES, else the repository's
+// bin/skiff (make build) and _output/images (make images).
+func skiffGuest(t *testing.T, unit string, manifests ...string) []Add {
 	t.Helper()
-	bin = os.Getenv("SKIFF_BIN")
+	bin := os.Getenv("SKIFF_BIN")
 	if bin == "" {
 		bin = "../../bin/skiff"
 	}
@@ -20,49 +41,56 @@ func skiffArtifacts(t *testing.T) (bin, busybox string) {
 	if images == "" {
 		images = "../../_output/images"
 	}
-	busybox = filepath.Join(images, "busybox.tar")
-	for _, f := range []string{bin, busybox} {
-		if _, err := os.Stat(f); err != nil {
+	busybox := filepath.Join(images, "busybox.tar")
+	adds := []Add{
+		{Host: bin, Guest: "/usr/local/bin/skiff"},
+		{Host: busybox, Guest: "/var/lib/skiff/images/busybox.tar"},
+		{Host: unit, Guest: skiffGuestUnit},
+	}
+	for _, m := range manifests {
+		adds = append(adds, Add{Host: m, Guest: skiffGuestManifests + "/" + filepath.Base(m)})
+	}
+	for _, a := range adds {
+		if _, err := os.Stat(a.Host); err != nil {
 			t.Fatalf("%v: run make build images (or set SKIFF_BIN and SKIFF_IMAGES)", err)
 		}
 	}
-	return bin, busybox
+	return adds
 }
 
-// skiffStaticPodScript starts skiff.service and waits for the static pod
-// vm-sleeper to be Running, with skiff.service active all along.
-const skiffStaticPodScript = `set -u
+// guestShellLib starts a guest script: fail prints its message and the
+// tail of skiff's journal and exits 1; wait_pod_running POD SECONDS waits
+// until `skiff pods` shows POD Running while skiff.service stays active.
+const guestShellLib = `set -u
 fail() {
 	echo "FAIL: $*"
 	journalctl -u skiff.service --no-pager | tail -n 60
 	exit 1
 }
-systemctl start skiff.service || fail "systemctl start skiff.service"
-i=0
-until skiff pods --root-dir /var/lib/skiff 2>/dev/null | grep -q '^vm-sleeper-skiff-vm .*Running'; do
-	systemctl is-active --quiet skiff.service || fail "skiff.service is $(systemctl is-active skiff.service)"
-	i=$((i + 1))
-	[ "$i" -le 150 ] || fail "pod vm-sleeper not Running after 300s"
-	sleep 2
-done
-skiff pods --root-dir /var/lib/skiff
-echo "skiff static pod: Running after about $((i * 2))s"
+wait_pod_running() {
+	_i=0
+	until skiff pods --root-dir /var/lib/skiff 2>/dev/null | grep -q "^$1 .*Running"; do
+		systemctl is-active --quiet skiff.service || fail "skiff.service is $(systemctl is-active skiff.service)"
+		_i=$((_i + 1))
+		[ "$_i" -le "$2" ] || fail "pod $1 not Running after $2s"
+		sleep 1
+	done
+	echo "pod $1 Running after about ${_i}s"
+}
 `
 
 // TestSystemdVMSkiffStaticPod installs bin/skiff with a minimal Type=simple
-// unit in the systemd VM and checks that its managed containerd runs a
-// static pod there: the base of the skiff.service tests (issue 18).
+// unit (testdata/skiff-simple.service, not the real one) in the systemd VM
+// and checks that its managed containerd runs a static pod there.
 func TestSystemdVMSkiffStaticPod(t *testing.T) {
 	requireSystemdVM(t)
-	bin, busybox := skiffArtifacts(t)
 	runSystemdVM(t, SystemdOptions{
-		Adds: []Add{
-			{Host: bin, Guest: "/usr/local/bin/skiff"},
-			{Host: busybox, Guest: "/var/lib/skiff/images/busybox.tar"},
-			{Host: "testdata/skiff-simple.service", Guest: "/etc/systemd/system/skiff.service"},
-			{Host: "testdata/vm-sleeper.yaml", Guest: "/etc/skiff/manifests/vm-sleeper.yaml"},
-		},
-		Command: []string{"sh", "-c", skiffStaticPodScript},
+		Adds: skiffGuest(t, "testdata/skiff-simple.service", "testdata/vm-sleeper.yaml"),
+		Command: []string{"sh", "-c", guestShellLib + `
+systemctl start skiff.service || fail "systemctl start skiff.service"
+wait_pod_running vm-sleeper-skiff-vm 300
+skiff pods --root-dir /var/lib/skiff
+`},
 		Timeout: 12 * time.Minute,
 	})
 }

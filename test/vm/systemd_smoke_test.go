@@ -19,9 +19,9 @@ func requireSystemdVM(t *testing.T) {
 }
 
 // runSystemdVM boots the systemd VM with opts, logs the timings and fails
-// unless the command exited with status 0; the console log is printed on
-// failure.
-func runSystemdVM(t *testing.T, opts SystemdOptions) *Result {
+// unless the command exited with status 0 and the guest powered off; the
+// console log is printed on failure, and returned.
+func runSystemdVM(t *testing.T, opts SystemdOptions) (*Result, string) {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "console.log")
 	opts.Machine.Log = log
@@ -39,15 +39,17 @@ func runSystemdVM(t *testing.T, opts SystemdOptions) *Result {
 	t.Logf("disks %s (root build %s), boot %s, command %s, power-off %s; %s",
 		tm.Build.Round(time.Millisecond), tm.Root.Round(time.Second), tm.Boot.Round(time.Millisecond),
 		(res.Finished - res.Booted).Round(time.Millisecond), (res.Total - res.Finished).Round(time.Millisecond), res.Boot)
+	console, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res.RC != 0 || res.Reason != "" {
-		console, _ := os.ReadFile(log)
 		t.Fatalf("guest command: rc %d reason %q, want 0; console:\n%s", res.RC, res.Reason, console)
 	}
 	if res.PowerOffKilled {
-		console, _ := os.ReadFile(log)
 		t.Fatalf("the guest did not power off within %s of its result; console:\n%s", opts.Machine.PowerOffGrace, console)
 	}
-	return res
+	return res, string(console)
 }
 
 // systemdSmokeScript checks what the skiff unit tests rely on: systemd as
@@ -94,7 +96,7 @@ echo "systemd smoke: PASS"
 // is cached) and checks the harness the skiff.service tests build on.
 func TestSystemdVMSmoke(t *testing.T) {
 	requireSystemdVM(t)
-	res := runSystemdVM(t, SystemdOptions{Command: []string{"sh", "-c", systemdSmokeScript}})
+	res, _ := runSystemdVM(t, SystemdOptions{Command: []string{"sh", "-c", systemdSmokeScript}})
 	if res.Boot.PID1 != "systemd" || res.Boot.CgroupFS != "cgroup2fs" {
 		t.Errorf("boot marker: %s, want PID 1 systemd on cgroup2fs", res.Boot)
 	}
@@ -126,11 +128,11 @@ ExecStop=/bin/sh -c 'echo stopped-at-poweroff >/var/lib/stop-marker'
 		Adds:    []Add{{Host: unit, Guest: "/etc/systemd/system/stop-marker.service"}},
 		Command: []string{"sh", "-c", "rm -f /var/lib/stop-marker && systemctl start stop-marker.service"},
 	})
-	res := runSystemdVM(t, SystemdOptions{
+	_, console := runSystemdVM(t, SystemdOptions{
 		Disk:    disk,
 		Command: []string{"sh", "-c", `m=$(cat /var/lib/stop-marker) && echo "marker: $m" && [ "$m" = stopped-at-poweroff ]`},
 	})
-	if !strings.Contains(strings.Join(res.Tail, "\n"), "marker: stopped-at-poweroff") {
-		t.Errorf("second boot did not print the marker; console tail:\n%s", strings.Join(res.Tail, "\n"))
+	if !strings.Contains(console, "marker: stopped-at-poweroff") {
+		t.Errorf("second boot did not print the marker; console:\n%s", console)
 	}
 }

@@ -38,7 +38,16 @@ func TestParse(t *testing.T) {
 			args: []string{"--", "true"},
 			check: func(t *testing.T, c config) {
 				if c.opts.Timeout != 14*time.Minute || c.opts.Machine.CPUs != 2 || c.log != "_output/vm/console.log" ||
-					c.opts.Image.Workdir != "/" || c.requireV2 != nil {
+					c.opts.Image.Workdir != "/" || c.requireV2 != nil || c.systemd || c.powerOff != "systemctl" {
+					t.Errorf("config = %+v", c)
+				}
+			},
+		},
+		{
+			name: "systemd VM",
+			args: []string{"-systemd", "-disk", "/d/root.img", "-poweroff", "force", "--", "true"},
+			check: func(t *testing.T, c config) {
+				if !c.systemd || c.disk != "/d/root.img" || c.powerOff != "force" {
 					t.Errorf("config = %+v", c)
 				}
 			},
