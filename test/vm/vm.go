@@ -19,6 +19,11 @@
 // the console to a log, enforces an overall timeout and returns the
 // command's status. The command's own output goes to the console too.
 //
+// RunSystemd (systemd.go) boots the same kernel differently: the root is a
+// debootstrap'ed Debian 12 disk with systemd as PID 1, built once per
+// machine and cached (sysroot.go), for the tests that need a real init
+// system (skiff.service, sd_notify, logind).
+//
 // cmd/vmrun is the command-line front end (`make test-v2` runs the e2e
 // suite through it); smoke_test.go (SKIFF_VM=1) boots the VM to check the
 // status round trip, cgroup v2, the runtime programs and the watchdog.
