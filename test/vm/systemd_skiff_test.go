@@ -19,16 +19,20 @@ import (
 //	})
 
 // skiffGuestUnit and skiffGuestManifests are where skiffGuest puts the unit
-// and the manifests; the unit's ExecStart must use --pod-manifest-path
-// skiffGuestManifests and --root-dir /var/lib/skiff.
+// and the manifests; testdata/skiff.env, installed as skiffGuestEnv, gives
+// the agent --pod-manifest-path skiffGuestManifests, --root-dir
+// /var/lib/skiff and --hostname-override skiff-vm in $SKIFF_ARGS (the
+// variable contrib/systemd/skiff.service reads from that file).
 const (
 	skiffGuestUnit      = "/etc/systemd/system/skiff.service"
+	skiffGuestEnv       = "/etc/skiff/skiff.env"
 	skiffGuestManifests = "/etc/skiff/manifests"
 )
 
 // skiffGuest returns the Adds that install skiff in the systemd VM:
 // bin/skiff as /usr/local/bin/skiff, busybox.tar in /var/lib/skiff/images/
-// (imported at start), unit as skiff.service and the manifests. The binary
+// (imported at start), unit as skiff.service, testdata/skiff.env and the
+// manifests. The binary
 // and the images are $SKIFF_BIN and $SKIFF_IMAGES, else the repository's
 // bin/skiff (make build) and _output/images (make images).
 func skiffGuest(t *testing.T, unit string, manifests ...string) []Add {
@@ -46,6 +50,7 @@ func skiffGuest(t *testing.T, unit string, manifests ...string) []Add {
 		{Host: bin, Guest: "/usr/local/bin/skiff"},
 		{Host: busybox, Guest: "/var/lib/skiff/images/busybox.tar"},
 		{Host: unit, Guest: skiffGuestUnit},
+		{Host: "testdata/skiff.env", Guest: skiffGuestEnv},
 	}
 	for _, m := range manifests {
 		adds = append(adds, Add{Host: m, Guest: skiffGuestManifests + "/" + filepath.Base(m)})
