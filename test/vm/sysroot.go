@@ -149,6 +149,15 @@ func SystemdRootKey(r SystemdRoot, k Kernel) (string, error) {
 // Needs root and debootstrap (test/setup.sh); logf gets progress lines.
 func EnsureSystemdRoot(ctx context.Context, cacheDir string, r SystemdRoot, k Kernel, logf func(string, ...any)) (image string, built bool, err error) {
 	r = r.withDefaults()
+	return ensureSystemdRoot(cacheDir, r, k, logf, func(dir string) error {
+		return runBuildScript(ctx, dir, r, k)
+	})
+}
+
+// ensureSystemdRoot is EnsureSystemdRoot with the build step as a
+// parameter: build writes root.img (and whatever else) into a new
+// directory, which then becomes the cache entry.
+func ensureSystemdRoot(cacheDir string, r SystemdRoot, k Kernel, logf func(string, ...any), build func(dir string) error) (image string, built bool, err error) {
 	key, err := SystemdRootKey(r, k)
 	if err != nil {
 		return "", false, err
@@ -169,9 +178,17 @@ func EnsureSystemdRoot(ctx context.Context, cacheDir string, r SystemdRoot, k Ke
 	if fileExists(image) { // another process built it while we waited
 		return image, false, nil
 	}
+	// Builds that were killed leave their directories; with the lock held
+	// none is in progress.
+	stale, _ := filepath.Glob(filepath.Join(cacheDir, ".vm-systemd-build-*"))
+	for _, dir := range stale {
+		if err := os.RemoveAll(dir); err != nil {
+			logf("removing the stale systemd VM root build %s: %v", dir, err)
+		}
+	}
 	start := time.Now()
 	logf("building the systemd VM root %s (debootstrap %s from %s)", final, r.Suite, r.Mirror)
-	if err := buildSystemdRoot(ctx, cacheDir, final, r, k); err != nil {
+	if err := buildInto(cacheDir, final, build); err != nil {
 		return "", false, err
 	}
 	logf("built the systemd VM root in %s", time.Since(start).Round(time.Second))
@@ -179,14 +196,36 @@ func EnsureSystemdRoot(ctx context.Context, cacheDir string, r SystemdRoot, k Ke
 	return image, true, nil
 }
 
-// buildSystemdRoot runs the build script in a temporary directory next to
-// final and renames it to final.
-func buildSystemdRoot(ctx context.Context, cacheDir, final string, r SystemdRoot, k Kernel) error {
+// buildInto runs build in a temporary directory next to final and renames
+// it to final (replacing a final without root.img) when build succeeds and
+// wrote root.img; otherwise it leaves nothing behind.
+func buildInto(cacheDir, final string, build func(dir string) error) error {
 	tmp, err := os.MkdirTemp(cacheDir, ".vm-systemd-build-")
 	if err != nil {
 		return fmt.Errorf("systemd root: %w", err)
 	}
 	defer os.RemoveAll(tmp) // a no-op after the rename
+	if err := build(tmp); err != nil {
+		return err
+	}
+	if !fileExists(filepath.Join(tmp, "root.img")) {
+		return errors.New("systemd root: the build wrote no root.img")
+	}
+	if err := os.RemoveAll(final); err != nil {
+		return fmt.Errorf("systemd root: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("systemd root: %w", err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("systemd root: %w", err)
+	}
+	return nil
+}
+
+// runBuildScript writes the recipe into tmp and runs build-root.sh, which
+// leaves tmp/root.img; its output is kept as tmp/build.log.
+func runBuildScript(ctx context.Context, tmp string, r SystemdRoot, k Kernel) error {
 	files, err := systemdRecipeFiles()
 	if err != nil {
 		return err
@@ -213,12 +252,6 @@ func buildSystemdRoot(ctx context.Context, cacheDir, final string, r SystemdRoot
 		return fmt.Errorf("systemd root: %w", err)
 	}
 	if err := os.RemoveAll(recipe); err != nil {
-		return fmt.Errorf("systemd root: %w", err)
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("systemd root: %w", err)
-	}
-	if err := os.Rename(tmp, final); err != nil {
 		return fmt.Errorf("systemd root: %w", err)
 	}
 	return nil
