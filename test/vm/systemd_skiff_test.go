@@ -99,3 +99,39 @@ skiff pods --root-dir /var/lib/skiff
 		Timeout: 12 * time.Minute,
 	})
 }
+
+// TestSystemdVMSkiffUnitReadyAndRestart runs bin/skiff under the real unit,
+// contrib/systemd/skiff.service (Type=notify, KillMode=process): `systemctl
+// start` returns with the unit active and skiff's STATUS= set (it sent
+// READY=1), and `systemctl restart` keeps the pod's runc shim and container
+// process (the container alone survives even KillMode=control-group: it lives
+// in the kubepods cgroup, the shim in skiff.service's).
+func TestSystemdVMSkiffUnitReadyAndRestart(t *testing.T) {
+	requireSystemdVM(t)
+	runSystemdVM(t, SystemdOptions{
+		Adds: skiffGuest(t, "../../contrib/systemd/skiff.service", "testdata/vm-sleeper.yaml"),
+		Command: []string{"sh", "-c", guestShellLib + `
+[ "$(systemctl show -P Type skiff.service)" = notify ] || fail "skiff.service is Type=$(systemctl show -P Type skiff.service), want notify"
+systemctl start skiff.service || fail "systemctl start skiff.service"
+[ "$(systemctl show -P ActiveState skiff.service)" = active ] || fail "skiff.service is $(systemctl show -P ActiveState skiff.service) after start"
+status=$(systemctl show -P StatusText skiff.service)
+[ -n "$status" ] || fail "skiff.service has no STATUS= after start"
+echo "started: status \"$status\""
+wait_pod_running vm-sleeper-skiff-vm 300
+pid=$(pgrep -f "echo started" | head -n 1)
+# comm is cut to 15 characters: containerd-shim-runc-v2 is "containerd-shim".
+shim=$(pgrep -x containerd-shim | sort | tr '\n' ' ')
+[ -n "$pid" ] && [ -n "$shim" ] || fail "no container process ($pid) or shim ($shim)"
+main=$(systemctl show -P MainPID skiff.service)
+systemctl restart skiff.service || fail "systemctl restart skiff.service"
+[ "$(systemctl show -P MainPID skiff.service)" != "$main" ] || fail "MainPID $main unchanged by the restart"
+[ "$(pgrep -x containerd-shim | sort | tr '\n' ' ')" = "$shim" ] ||
+	fail "shims $shim replaced by $(pgrep -x containerd-shim | tr '\n' ' ') after the restart"
+wait_pod_running vm-sleeper-skiff-vm 120
+kill -0 "$pid" 2>/dev/null || fail "container process $pid gone after the restart"
+skiff pods --root-dir /var/lib/skiff | grep -q "^vm-sleeper-skiff-vm .*Running *0 " || fail "the pod restarted: $(skiff pods --root-dir /var/lib/skiff)"
+echo "shims $shim and container process $pid kept across the restart"
+`},
+		Timeout: 12 * time.Minute,
+	})
+}
