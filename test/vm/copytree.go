@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -36,9 +37,18 @@ func copyTree(src, dst string) error {
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return err
 			}
+			if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
 			return os.Symlink(link, target)
 		case d.Type().IsRegular():
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+			// A later Add replaces an earlier one's file; the old target
+			// may be a hard link to the earlier host file, which writing
+			// through it would overwrite.
+			if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			if os.Link(p, target) == nil {

@@ -109,6 +109,19 @@ func TestWriteDataDisk(t *testing.T) {
 	if !strings.Contains(string(run), "export A='b c'\nexec 'sh' '-c' 'echo '\\''hi'\\'''") {
 		t.Errorf("run.sh:\n%s", run)
 	}
+	// A later Add of the same guest path wins, and the earlier host file
+	// stays as it was (the staged file may be a hard link to it).
+	over := opts
+	over.Adds = append(over.Adds, Add{Host: filepath.Join(host, "bin/tool"), Guest: "/etc/systemd/system/u.service"})
+	if err := writeDataDisk(t.Context(), filepath.Join(dir, "data.img"), stage, over, "n0nce"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(stage, "root/etc/systemd/system/u.service")); string(got) != "#!/bin/sh\n" {
+		t.Errorf("u.service after a second Add: %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(host, "etc/unit.service")); string(got) != "[Service]\n" {
+		t.Errorf("the first Add's host file became %q", got)
+	}
 	fi, err := os.Stat(filepath.Join(stage, "root/usr/local/bin/tool"))
 	if err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("added tool: %v %v", fi, err)
