@@ -3,6 +3,7 @@ package vm
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -134,4 +135,39 @@ echo "shims $shim and container process $pid kept across the restart"
 `},
 		Timeout: 12 * time.Minute,
 	})
+}
+
+// TestSystemdVMGracefulNodeShutdown boots twice from one root disk: the
+// first boot runs contrib/systemd/skiff.service with graceful node shutdown
+// and a pod whose preStop hook and SIGTERM handler append to a hostPath
+// file, then ends with the runner's `systemctl poweroff`; the second boot
+// finds both lines, in order. systemd's own final SIGTERM would give the
+// handler's line but never the hook's.
+func TestSystemdVMGracefulNodeShutdown(t *testing.T) {
+	requireSystemdVM(t)
+	disk := filepath.Join(t.TempDir(), "root.img")
+	adds := append(skiffGuest(t, "../../contrib/systemd/skiff.service", "testdata/vm-graceful.yaml"),
+		Add{Host: "testdata/skiff-shutdown.env", Guest: skiffGuestEnv})
+	opts := SystemdOptions{
+		Disk: disk, Adds: adds, Timeout: 12 * time.Minute,
+		Command: []string{"sh", "-c", guestShellLib + `
+systemctl start skiff.service || fail "systemctl start skiff.service"
+wait_pod_running vm-graceful-skiff-vm 300
+i=0
+until systemd-inhibit --list --no-legend --no-pager | grep -q 'delay'; do
+	i=$((i + 1)); [ "$i" -le 60 ] || fail "skiff took no delay inhibitor lock"
+	sleep 1
+done
+systemd-inhibit --list --no-pager
+`},
+	}
+	opts.Machine.PowerOffGrace = 3 * time.Minute
+	runSystemdVM(t, opts)
+	_, console := runSystemdVM(t, SystemdOptions{
+		Disk:    disk,
+		Command: []string{"sh", "-c", `echo "marker: $(cat /var/lib/vm-graceful/marker | tr '\n' ' ')"; [ "$(cat /var/lib/vm-graceful/marker | tr '\n' ' ')" = "prestop sigterm " ]`},
+	})
+	if !strings.Contains(console, "marker: prestop sigterm") {
+		t.Errorf("second boot: marker missing; console:\n%s", console)
+	}
 }
