@@ -121,13 +121,14 @@ e2e: setup build build-apiserver images node-image
 		SKIFF_APISERVER=$(CURDIR)/$(APISERVER_BIN) \
 		$(GO) test -v -count=1 -timeout 40m ./test/e2e/... ./test/cluster/... ./test/walkthrough/...
 
-## test: setup, unit, the root tests (integration), e2e, the cgroup v2 suite in a VM
+## test: setup, unit, the root tests (integration), e2e, the cgroup v2 suite in a VM, the systemd-booted VM tests
 test:
 	$(MAKE) setup
 	$(MAKE) unit
 	$(MAKE) integration
 	$(MAKE) e2e
 	$(MAKE) test-v2
+	$(MAKE) test-systemd
 
 # The e2e tests the cgroup v2 VM runs, and where their binary is built.
 V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52|TestVolumes_G1_G14|TestContainerSecurityContext_G15_G16|TestVolumeOwnershipFSGroup_G15
