@@ -119,7 +119,9 @@ status=$(systemctl show -P StatusText skiff.service)
 [ -n "$status" ] || fail "skiff.service has no STATUS= after start"
 echo "started: status \"$status\""
 wait_pod_running vm-sleeper-skiff-vm 300
-pid=$(pgrep -f "echo started" | head -n 1)
+# "[s]": the pattern must not match this script's own command line.
+pid=$(pgrep -f 'echo [s]tarted' | tr '\n' ' ' | sed 's/ $//')
+case "$pid" in *" "*) fail "more than one container process: $pid";; esac
 # comm is cut to 15 characters: containerd-shim-runc-v2 is "containerd-shim".
 shim=$(pgrep -x containerd-shim | sort | tr '\n' ' ')
 [ -n "$pid" ] && [ -n "$shim" ] || fail "no container process ($pid) or shim ($shim)"
