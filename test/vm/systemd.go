@@ -148,11 +148,7 @@ func RunSystemd(ctx context.Context, opts SystemdOptions) (*Result, Timings, err
 	m.BootTimeout = opts.BootTimeout
 	m.Timeout = max(opts.Timeout-tm.Build, time.Minute)
 	res, err := m.Run(ctx)
-	if res != nil {
-		tm.Boot = res.Booted
-		tm.Command = res.Total - res.Booted
-		tm.Total = tm.Build + res.Total
-	}
+	tm.addRun(res)
 	return res, tm, err
 }
 

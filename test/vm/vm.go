@@ -149,10 +149,17 @@ func Run(ctx context.Context, opts Options) (*Result, Timings, error) {
 	m.Kernel, m.Initrd, m.Nonce = img.Kernel.Image, initrd, img.Nonce
 	m.Timeout = max(opts.Timeout-tm.Build, time.Minute)
 	res, err := m.Run(ctx)
-	if res != nil {
-		tm.Boot = res.Booted
-		tm.Command = res.Total - res.Booted
-		tm.Total = tm.Build + res.Total
-	}
+	tm.addRun(res)
 	return res, tm, err
+}
+
+// addRun sets Boot, Command and Total from a qemu run's result (nil: the
+// run gave none, and the timings stay as they are). Build must be set.
+func (tm *Timings) addRun(res *Result) {
+	if res == nil {
+		return
+	}
+	tm.Boot = res.Booted
+	tm.Command = res.Total - res.Booted
+	tm.Total = tm.Build + res.Total
 }
