@@ -46,6 +46,10 @@ type Config struct {
 	// AdminKubeconfig, when set, receives a copy (0600) of the shim's
 	// admin kubeconfig after every start.
 	AdminKubeconfig string
+	// NodeKubeletHost, when set, is where the shim reaches NodeName's
+	// kubelet API (skiff-apiserver's --node-kubelet-host) instead of the
+	// Node's addresses: the agent keeps it on loopback.
+	NodeKubeletHost string
 	// LogFile receives the shim's output (default <DataDir>/skiff-apiserver.log).
 	LogFile string
 	Logger  *slog.Logger
@@ -194,6 +198,9 @@ func (s *Shim) args() []string {
 	a := []string{"--data-dir", s.cfg.DataDir, "--bind-address", s.cfg.BindAddress, "--secure-port", strconv.Itoa(s.cfg.Port)}
 	if s.cfg.NodeName != "" {
 		a = append(a, "--node-name", s.cfg.NodeName)
+		if s.cfg.NodeKubeletHost != "" {
+			a = append(a, "--node-kubelet-host", s.cfg.NodeKubeletHost)
+		}
 	}
 	for _, e := range s.cfg.EtcdServers {
 		a = append(a, "--etcd-servers", e)

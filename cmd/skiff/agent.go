@@ -81,9 +81,7 @@ func newAgentCmd() *cobra.Command {
 			// only where --port asks for it (see ARCHITECTURE.md,
 			// "The kubelet API").
 			joins := o.api.kubeconfig != "" || o.controlPlane.enabled
-			if !joins && !cmd.Flags().Changed("port") {
-				o.kubeletAPI.port = 0
-			}
+			o.kubeletAPI.resolve(cmd.Flags(), joins, o.controlPlane.enabled)
 			if o.config.write {
 				return o.config.writeConfig(cmd.OutOrStdout(), cmd.Flags(), newAgentCmd().Flags())
 			}
@@ -192,7 +190,6 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err := o.controlPlane.validate(&o.api); err != nil {
 		return err
 	}
-	o.controlPlane.trustShimClients(o.rootDir, &o.kubeletAPI)
 	if err := o.kubeletAPI.validate(o.api.kubeconfig != "" || o.controlPlane.enabled); err != nil {
 		return err
 	}
@@ -221,7 +218,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	// The control plane (--control-plane) stops after the runtime's
 	// clean-up, which the agent's last status updates may need.
-	stopControlPlane, err := o.controlPlane.start(ctx, o.rootDir, node, &o.api, log)
+	stopControlPlane, err := o.controlPlane.start(ctx, o.rootDir, node, &o.api, &o.kubeletAPI, log)
 	if err != nil {
 		return err
 	}
@@ -427,11 +424,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	})
 	apiCfg.Profiling = true
 	var apiClient *apiclient.Client
+	var clusterCA []byte
 	if api != nil {
-		apiClient = api.client
+		apiClient, clusterCA = api.client, api.clusterCA
 	}
 	kubeletAPI, err := o.kubeletAPI.newKubeletAPI(kubeletAPIDeps{
-		RootDir: o.rootDir, NodeName: node, Config: apiCfg, Client: apiClient, Logger: log,
+		RootDir: o.rootDir, NodeName: node, Config: apiCfg, Client: apiClient, ClusterCA: clusterCA, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -88,6 +88,9 @@ type apiSource struct {
 	certs *apisource.CertRotator
 	// services are the pods' service variables.
 	services *apisource.ServiceEnv
+	// clusterCA is the PEM CA bundle --kubeconfig trusts the API server
+	// with (nil: none given).
+	clusterCA []byte
 }
 
 // newAPISource loads --kubeconfig and builds the managers; nothing runs
@@ -113,7 +116,12 @@ func (o *apiOptions) newAPISource(node string, pods *lateBoundPods, facts func(c
 	if err != nil {
 		return nil, err
 	}
-	s := &apiSource{client: client}
+	s := &apiSource{client: client, clusterCA: cfg.CAData}
+	if len(s.clusterCA) == 0 && cfg.CAFile != "" {
+		if s.clusterCA, err = os.ReadFile(cfg.CAFile); err != nil {
+			return nil, fmt.Errorf("--kubeconfig: certificate authority: %w", err)
+		}
+	}
 	index := apisource.NewIndex()
 	s.objects = apisource.NewObjectManager(client, log)
 	s.tokens = apisource.NewTokenManager(client, nil, log)

@@ -57,7 +57,7 @@ func TestConfigFileSetsEachField(t *testing.T) {
 		{"tlsCertFile", "tlsCertFile: /pki/c.crt", "tls-cert-file", "/pki/c.crt"},
 		{"tlsPrivateKeyFile", "tlsPrivateKeyFile: /pki/c.key", "tls-private-key-file", "/pki/c.key"},
 		{"authentication.x509.clientCAFile", "authentication: {x509: {clientCAFile: /pki/ca.crt}}", "client-ca-file", "/pki/ca.crt"},
-		{"authentication.anonymous.enabled", "authentication: {anonymous: {enabled: false}}", "anonymous-auth", "false"},
+		{"authentication.anonymous.enabled", "authentication: {anonymous: {enabled: true}}", "anonymous-auth", "true"},
 		{"authentication.webhook.enabled", "authentication: {webhook: {enabled: true}}", "authentication-token-webhook", "true"},
 		{"authorization.mode", "authorization: {mode: Webhook}", "authorization-mode", "Webhook"},
 		{"rotateCertificates", "rotateCertificates: true", "rotate-certificates", "true"},
@@ -314,8 +314,12 @@ func TestWriteConfigRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, b := range kubeletconfig.Bindings() {
-				if b.Flag == "port" {
-					continue // port: the agent's rule for an absent --port applies after parsing
+				switch b.Flag {
+				case "port", "authentication-token-webhook", "authorization-mode":
+					// The agent's defaults for absent flags that depend on
+					// how it runs apply after parsing (kubeletAPIOptions.
+					// resolve); the file holds them resolved.
+					continue
 				}
 				if w, g := from.Flags().Lookup(b.Flag).Value.String(), back.Flags().Lookup(b.Flag).Value.String(); w != g {
 					t.Errorf("--%s = %q read back, want %q", b.Flag, g, w)
@@ -385,5 +389,37 @@ func TestREADMEListsConfigFields(t *testing.T) {
 		if !strings.Contains(section, "`--"+b.Flag+"`") {
 			t.Errorf("README's Configuration file section does not name --%s", b.Flag)
 		}
+	}
+}
+
+// A --config file that leaves authentication and authorization out gets
+// the kubelet's v1beta1 defaults for them when the agent joins an API
+// server (issue 29): anonymous requests refused, TokenReview, Webhook;
+// without one, Webhook and TokenReview cannot work and the file gets
+// AlwaysAllow of authenticated requests. What the file sets is kept.
+func TestConfigFileKubeletAPIAuthDefaults(t *testing.T) {
+	bare := writeConfigFile(t, "maxPods: 30\n")
+	open := writeConfigFile(t, "authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}\nauthorization: {mode: AlwaysAllow}\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"joined, left out", []string{"--config", bare, "--kubeconfig", "/k"},
+			"authentication:\n  anonymous:\n    enabled: false\n  webhook:\n    enabled: true\nauthorization:\n  mode: Webhook\n"},
+		{"static with --port, left out", []string{"--config", bare, "--port", "10250", "--client-ca-file", "/ca.crt"},
+			"authentication:\n  anonymous:\n    enabled: false\n  webhook:\n    enabled: false\n  x509:\n    clientCAFile: /ca.crt\nauthorization:\n  mode: AlwaysAllow\n"},
+		{"joined, opened by the file", []string{"--config", open, "--kubeconfig", "/k"},
+			"authentication:\n  anonymous:\n    enabled: true\n  webhook:\n    enabled: false\nauthorization:\n  mode: AlwaysAllow\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runAgentCmd(t, append(tc.args, "--write-config")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("written configuration has no\n%s\nin:\n%s", tc.want, out)
+			}
+		})
 	}
 }

@@ -53,23 +53,13 @@ func (o *controlPlaneOptions) dataDir(rootDir string) string {
 	return filepath.Join(rootDir, "apiserver")
 }
 
-// trustShimClients makes the kubelet API (k) trust the shim's CA for
-// client certificates when the control plane runs and --client-ca-file is
-// not given, so that the shim's kubelet client certificate (CN
-// kube-apiserver-kubelet-client, O system:masters) authenticates its logs,
-// exec, attach and port-forward requests, as kubeadm points the kubelet's
-// clientCAFile at the cluster CA. Only the path is set (the shim writes
-// the file when it starts); the other kubelet API flags keep their values.
-func (o *controlPlaneOptions) trustShimClients(rootDir string, k *kubeletAPIOptions) {
-	if o.enabled && k.clientCAFile == "" {
-		k.clientCAFile = controlplane.CACertPath(o.dataDir(rootDir))
-	}
-}
-
 // start runs the shim (when enabled) and points the API source at it:
-// api.kubeconfig becomes the node kubeconfig the shim issued. It returns
-// the shim's stop, to be deferred (nil func when disabled).
-func (o *controlPlaneOptions) start(ctx context.Context, rootDir, node string, api *apiOptions, log *slog.Logger) (func(), error) {
+// api.kubeconfig becomes the node kubeconfig the shim issued, whose CA
+// (the shim's) the kubelet API (k) then trusts for client certificates,
+// the shim's kubelet client certificate among them; the shim reaches this
+// node's kubelet API where k listens. It returns the shim's stop, to be
+// deferred (nil func when disabled).
+func (o *controlPlaneOptions) start(ctx context.Context, rootDir, node string, api *apiOptions, k *kubeletAPIOptions, log *slog.Logger) (func(), error) {
 	if !o.enabled {
 		return func() {}, nil
 	}
@@ -81,6 +71,7 @@ func (o *controlPlaneOptions) start(ctx context.Context, rootDir, node string, a
 		Binary: bin, DataDir: o.dataDir(rootDir), NodeName: node,
 		BindAddress: o.bindAddress, Port: o.port, EtcdServers: o.etcdServers,
 		AdminKubeconfig: filepath.Join(rootDir, "admin.kubeconfig"), Logger: log,
+		NodeKubeletHost: k.apiServerHost(),
 	})
 	if err != nil {
 		return nil, err

@@ -23,8 +23,15 @@ import (
 	"github.com/skiffnode/skiff/server"
 )
 
-// parseKubeletAPIFlags parses args into kubeletAPIOptions.
+// parseKubeletAPIFlags parses args into kubeletAPIOptions, without the
+// defaults that depend on how the agent runs (resolve).
 func parseKubeletAPIFlags(t *testing.T, args ...string) *kubeletAPIOptions {
+	t.Helper()
+	o, _ := parseKubeletAPIFlagSet(t, args...)
+	return o
+}
+
+func parseKubeletAPIFlagSet(t *testing.T, args ...string) (*kubeletAPIOptions, *pflag.FlagSet) {
 	t.Helper()
 	o := &kubeletAPIOptions{}
 	f := pflag.NewFlagSet("agent", pflag.ContinueOnError)
@@ -32,15 +39,52 @@ func parseKubeletAPIFlags(t *testing.T, args ...string) *kubeletAPIOptions {
 	if err := f.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	return o
+	return o, f
 }
 
-// TestKubeletAPIFlagDefaults checks the kubelet's defaults (H.25).
+// TestKubeletAPIFlagDefaults (issue 29): the kubelet API is shut by
+// default. Anonymous requests are refused everywhere; with an API server
+// (joins) tokens go through TokenReview and requests through Webhook
+// authorization, the kubelet's configuration-file defaults; with one on
+// this machine (local, --control-plane) it listens on loopback only;
+// without one it is served only when --port is given. Flags given win.
 func TestKubeletAPIFlagDefaults(t *testing.T) {
-	got := *parseKubeletAPIFlags(t)
-	want := kubeletAPIOptions{port: 10250, anonymousAuth: true, authorizationMode: "AlwaysAllow"}
-	if got != want {
-		t.Errorf("defaults = %+v, want %+v", got, want)
+	tests := []struct {
+		name         string
+		args         []string
+		joins, local bool
+		want         kubeletAPIOptions
+	}{
+		{name: "static only", want: kubeletAPIOptions{authorizationMode: authzAlwaysAllow}},
+		{name: "static only with --port", args: []string{"--port=10250", "--client-ca-file=/ca.crt"},
+			want: kubeletAPIOptions{port: 10250, clientCAFile: "/ca.crt", authorizationMode: authzAlwaysAllow}},
+		{name: "--kubeconfig", joins: true,
+			want: kubeletAPIOptions{port: 10250, tokenWebhook: true, authorizationMode: authzWebhook}},
+		{name: "--control-plane", joins: true, local: true,
+			want: kubeletAPIOptions{port: 10250, bindAddress: "127.0.0.1", tokenWebhook: true, authorizationMode: authzWebhook}},
+		{name: "reopened", joins: true, local: true,
+			args: []string{"--anonymous-auth", "--authorization-mode=AlwaysAllow", "--authentication-token-webhook=false", "--bind-address=0.0.0.0"},
+			want: kubeletAPIOptions{port: 10250, bindAddress: "0.0.0.0", anonymousAuth: true, authorizationMode: authzAlwaysAllow}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, f := parseKubeletAPIFlagSet(t, tt.args...)
+			o.resolve(f, tt.joins, tt.local)
+			if *o != tt.want {
+				t.Errorf("resolved = %+v, want %+v", *o, tt.want)
+			}
+		})
+	}
+}
+
+// TestKubeletAPIServerHost: the shim reaches the kubelet API at
+// --bind-address, or on loopback when it listens on all interfaces.
+func TestKubeletAPIServerHost(t *testing.T) {
+	for addr, want := range map[string]string{"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "127.0.0.1",
+		"127.0.0.1": "127.0.0.1", "192.0.2.7": "192.0.2.7"} {
+		if got := (&kubeletAPIOptions{bindAddress: addr}).apiServerHost(); got != want {
+			t.Errorf("--bind-address %q: host %q, want %q", addr, got, want)
+		}
 	}
 }
 
@@ -68,14 +112,14 @@ func TestKubeletAPIAuthFromFlags(t *testing.T) {
 		wantAuthz string // "allow" or "webhook"
 		wantErr   string
 	}{
-		{name: "defaults", wantAuthz: "allow"},
+		{name: "defaults", args: []string{"--authorization-mode=AlwaysAllow", "--anonymous-auth"}, wantAuthz: "allow"},
 		{name: "webhook", args: []string{"--authorization-mode=Webhook", "--authentication-token-webhook", "--anonymous-auth=false"},
 			apiServer: true, wantAuthz: "webhook"},
-		{name: "webhook authorization without API server", args: []string{"--authorization-mode=Webhook"},
+		{name: "webhook authorization without API server", args: []string{"--authorization-mode=Webhook", "--anonymous-auth"},
 			wantErr: "--authorization-mode Webhook needs an API server to ask: set --kubeconfig"},
 		{name: "token webhook without API server", args: []string{"--authentication-token-webhook"},
 			wantErr: "--authentication-token-webhook needs an API server to review tokens: set --kubeconfig"},
-		{name: "unknown mode", args: []string{"--authorization-mode=RBAC"}, apiServer: true,
+		{name: "unknown mode", args: []string{"--authorization-mode=RBAC", "--anonymous-auth"}, apiServer: true,
 			wantErr: `--authorization-mode "RBAC": want AlwaysAllow or Webhook`},
 		{name: "no way in", args: []string{"--anonymous-auth=false"}, apiServer: true,
 			wantErr: "no authentication method configured"},
@@ -125,16 +169,21 @@ func TestKubeletAPIValidate(t *testing.T) {
 		apiServer bool
 		wantErr   string
 	}{
-		{args: nil},
+		{args: []string{"--authorization-mode=AlwaysAllow", "--client-ca-file=/ca.crt"}},
 		{args: []string{"--port=0", "--authorization-mode=Webhook"}},
 		{args: []string{"--port=-1"}, wantErr: "--port -1"},
-		{args: []string{"--tls-cert-file=/x.crt"}, wantErr: "--tls-cert-file and --tls-private-key-file must be given together"},
+		{args: []string{"--authorization-mode=AlwaysAllow", "--tls-cert-file=/x.crt", "--anonymous-auth"}, wantErr: "--tls-cert-file and --tls-private-key-file must be given together"},
 		{args: []string{"--authorization-mode=Node"}, apiServer: true, wantErr: `--authorization-mode "Node"`},
 		{args: []string{"--authorization-mode=Webhook"}, wantErr: "--authorization-mode Webhook needs an API server"},
 		{args: []string{"--authorization-mode=Webhook"}, apiServer: true},
-		{args: []string{"--authentication-token-webhook"}, wantErr: "--authentication-token-webhook needs an API server"},
-		{args: []string{"--anonymous-auth=false"}, apiServer: true, wantErr: "--anonymous-auth=false leaves no way in"},
-		{args: []string{"--anonymous-auth=false", "--client-ca-file=/ca.crt"}},
+		{args: []string{"--authorization-mode=AlwaysAllow", "--authentication-token-webhook"}, wantErr: "--authentication-token-webhook needs an API server"},
+		{args: []string{"--authorization-mode=AlwaysAllow", "--bind-address=localhost", "--anonymous-auth"}, wantErr: `--bind-address "localhost": want an IP address`},
+		// Static only, --port and nothing else: a clear error, not a port
+		// that refuses everyone.
+		{args: []string{"--authorization-mode=AlwaysAllow"}, wantErr: "--port 10250: nobody could use the kubelet API"},
+		{args: []string{"--authorization-mode=AlwaysAllow", "--anonymous-auth"}},
+		// With an API server its kubeconfig's CA (or a token review) is a way in.
+		{args: []string{"--authorization-mode=Webhook"}, apiServer: true},
 	}
 	for _, tt := range tests {
 		err := parseKubeletAPIFlags(t, tt.args...).validate(tt.apiServer)
@@ -159,15 +208,21 @@ func TestNewKubeletAPI(t *testing.T) {
 	if _, err := parseKubeletAPIFlags(t, "--authorization-mode=Webhook").newKubeletAPI(deps); err == nil || !strings.Contains(err.Error(), "--kubeconfig") {
 		t.Errorf("Webhook without client: err = %v", err)
 	}
-	if _, err := parseKubeletAPIFlags(t, "--client-ca-file", filepath.Join(root, "nope.crt")).newKubeletAPI(deps); err == nil || !strings.Contains(err.Error(), "--client-ca-file") {
+	if _, err := parseKubeletAPIFlags(t, "--authorization-mode=AlwaysAllow", "--client-ca-file", filepath.Join(root, "nope.crt")).newKubeletAPI(deps); err == nil || !strings.Contains(err.Error(), "--client-ca-file") {
 		t.Errorf("missing CA file: err = %v", err)
 	}
-	k, err := parseKubeletAPIFlags(t).newKubeletAPI(deps)
+	if _, err := parseKubeletAPIFlags(t, "--authorization-mode=AlwaysAllow").newKubeletAPI(deps); err == nil || !strings.Contains(err.Error(), "nobody could use") {
+		t.Errorf("no way in: err = %v", err)
+	}
+	k, err := parseKubeletAPIFlags(t, "--authorization-mode=AlwaysAllow", "--anonymous-auth").newKubeletAPI(deps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if k.addr != ":10250" {
 		t.Errorf("address = %q, want :10250", k.addr)
+	}
+	if k, err := parseKubeletAPIFlags(t, "--authorization-mode=AlwaysAllow", "--anonymous-auth", "--bind-address=127.0.0.1").newKubeletAPI(deps); err != nil || k.addr != "127.0.0.1:10250" {
+		t.Errorf("--bind-address 127.0.0.1: %v, %v", k, err)
 	}
 	for _, name := range []string{"kubelet.crt", "kubelet.key"} {
 		if _, err := os.Stat(filepath.Join(root, "pki", name)); err != nil {
@@ -222,12 +277,20 @@ func TestPodSandboxes(t *testing.T) {
 	}
 }
 
-// serveKubeletAPI serves the kubelet API of cfg with the default flags
-// (anonymous, AlwaysAllow, a self-signed certificate) on a free loopback
-// port until the test ends; it returns the API's URL and a client that
-// does not verify the certificate, as the API server does not without
-// --kubelet-certificate-authority.
+// serveKubeletAPI serves the kubelet API of cfg, opened to anonymous
+// requests with AlwaysAllow and a self-signed certificate, on a free
+// loopback port until the test ends; it returns the API's URL and a
+// client that does not verify the certificate, as the API server does not
+// without --kubelet-certificate-authority.
 func serveKubeletAPI(t *testing.T, cfg server.Config) (string, *http.Client) {
+	t.Helper()
+	return serveKubeletAPIWith(t, cfg, kubeletAPIDeps{}, "--anonymous-auth", "--authorization-mode=AlwaysAllow")
+}
+
+// serveKubeletAPIWith serves the kubelet API of cfg with the flags args
+// and deps (the root directory, node name and Config are filled in) on a
+// free loopback port until the test ends, as serveKubeletAPI.
+func serveKubeletAPIWith(t *testing.T, cfg server.Config, deps kubeletAPIDeps, args ...string) (string, *http.Client) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -235,8 +298,9 @@ func serveKubeletAPI(t *testing.T, cfg server.Config) (string, *http.Client) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
-	o := parseKubeletAPIFlags(t, "--port", strconv.Itoa(port))
-	k, err := o.newKubeletAPI(kubeletAPIDeps{Address: "127.0.0.1", RootDir: t.TempDir(), NodeName: "node1", Config: cfg})
+	o := parseKubeletAPIFlags(t, append([]string{"--port", strconv.Itoa(port), "--bind-address", "127.0.0.1"}, args...)...)
+	deps.RootDir, deps.NodeName, deps.Config = t.TempDir(), "node1", cfg
+	k, err := o.newKubeletAPI(deps)
 	if err != nil {
 		t.Fatal(err)
 	}

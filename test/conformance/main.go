@@ -313,9 +313,10 @@ func startAgent(o options, c *cluster.Cluster, root, regFile string) (*agentProc
 		"--pod-logs-dir", filepath.Join(root, "logs"),
 		"--hostname-override", nodeName,
 		"--registry-config", regFile,
+		// The kubelet API with skiff's defaults (issue 29): client
+		// certificates of the kubeconfig's CA, tokens through TokenReview,
+		// Webhook authorization, no anonymous requests.
 		"--kubeconfig", c.Kubeconfig(nodeName),
-		"--client-ca-file", c.CAFile(),
-		"--anonymous-auth=false", "--authentication-token-webhook", "--authorization-mode", "Webhook",
 		"--serialize-image-pulls=false",
 		"--v", "2",
 	}

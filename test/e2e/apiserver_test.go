@@ -237,12 +237,12 @@ func checkServiceAccountAndConfigMap(t *testing.T, c *cluster.Cluster, cs kubern
 	}
 }
 
-// apiAgentArgs joins the agent to c, with the kubelet API locked down as
-// a cluster runs it: client certificates of the cluster's CA, tokens and
-// authorization through the API server.
+// apiAgentArgs joins the agent to c. The kubelet API keeps its defaults,
+// locked down as a cluster runs it (issue 29): client certificates of the
+// cluster's CA (the kubeconfig's), tokens and authorization through the
+// API server.
 func apiAgentArgs(c *cluster.Cluster) []string {
-	return []string{"--kubeconfig", c.Kubeconfig(nodeName), "--client-ca-file", c.CAFile(),
-		"--anonymous-auth=false", "--authentication-token-webhook", "--authorization-mode", "Webhook"}
+	return []string{"--kubeconfig", c.Kubeconfig(nodeName)}
 }
 
 // kubectl runs the control plane's kubectl as the cluster admin and
