@@ -76,6 +76,7 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&o.BindAddress, "bind-address", "127.0.0.1", "address the API listens on")
 	f.StringSliceVar(&o.ExtraSANs, "tls-san", nil, "extra host names or IPs in the serving certificate (generated at first start)")
 	f.StringVar(&o.NodeName, "node-name", "", "node whose identity (system:node:<name>, group system:nodes) gets <data-dir>/node.kubeconfig, for the agent to join with; empty: none")
+	f.StringVar(&o.NodeKubeletHost, "node-kubelet-host", "", "host at which the kubelet of --node-name is reached (logs, exec, attach, port-forward) instead of that Node's addresses, on the Node's kubelet port; empty: its addresses")
 	f.StringVar(&o.KubeletCAFile, "kubelet-certificate-authority", "", "CA bundle to verify kubelets' serving certificates with (logs, exec, attach, port-forward); empty: not verified, as kube-apiserver")
 	f.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", serviceaccount.DefaultIssuer, "\"iss\" of the service-account tokens the shim signs (serviceaccounts/token) and the API's audience, as kube-apiserver's --service-account-issuer")
 	f.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable overrides it")

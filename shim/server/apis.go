@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,8 +31,8 @@ type apiStorage struct {
 
 // newAPIStorage builds every served kind's Store (each starts its watch
 // cache on etcd) through optsGetter; the pods' log, exec, attach and
-// portforward subresources reach kubelets with kubelets.
-func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter, kubelets *http.Transport) (*apiStorage, error) {
+// portforward subresources reach kubelets through kubelets.
+func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter, kubelets kubeletAccess) (*apiStorage, error) {
 	st := &apiStorage{byGroup: map[string]map[string]rest.Storage{}}
 	kinds := append(append([]*generic.Kind{pod.Kind}, core.All...), apps.All...)
 	for _, k := range kinds {

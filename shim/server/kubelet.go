@@ -36,10 +36,17 @@ func kubeletTransport(dataDir string, b *pki.Bundle, caFile string) (*http.Trans
 	return pod.NewKubeletTransport(cert, roots), nil
 }
 
+// kubeletAccess is how the shim reaches kubelets: transport, and for the
+// node named node, host instead of its status addresses (when both set).
+type kubeletAccess struct {
+	transport  *http.Transport
+	node, host string
+}
+
 // addPodSubresources adds pods/log, pods/exec, pods/attach and
 // pods/portforward to the core group's storage: pods read through the
-// pods' Store, nodes through the nodes', kubelets reached with transport.
-func addPodSubresources(storage map[string]rest.Storage, transport *http.Transport) error {
+// pods' Store, nodes through the nodes', kubelets reached through k.
+func addPodSubresources(storage map[string]rest.Storage, k kubeletAccess) error {
 	pods, ok := storage["pods"].(rest.Getter)
 	if !ok {
 		return fmt.Errorf("pods storage is a %T", storage["pods"])
@@ -48,7 +55,8 @@ func addPodSubresources(storage map[string]rest.Storage, transport *http.Transpo
 	if !ok {
 		return fmt.Errorf("nodes storage is a %T", storage["nodes"])
 	}
-	sub := pod.NewSubresources(pods, &pod.Kubelets{Nodes: nodes, Transport: transport})
+	sub := pod.NewSubresources(pods, &pod.Kubelets{Nodes: nodes, Transport: k.transport,
+		LocalNode: k.node, LocalHost: k.host})
 	storage["pods/log"] = sub.Log
 	storage["pods/exec"] = sub.Exec
 	storage["pods/attach"] = sub.Attach

@@ -67,6 +67,11 @@ type Options struct {
 	// (kube-apiserver's --kubelet-certificate-authority); empty: not
 	// verified, as kube-apiserver without that flag.
 	KubeletCAFile string
+	// NodeKubeletHost, if set, is the host at which the kubelet of
+	// NodeName is reached for pods/log, exec, attach and portforward,
+	// instead of that Node's status addresses (the port is still the
+	// Node's kubelet port); other nodes are unaffected. Requires NodeName.
+	NodeKubeletHost string
 	// ServiceAccountIssuer is the "iss" of the service-account tokens the
 	// shim signs and the API's audience (kube-apiserver's
 	// --service-account-issuer, and --api-audiences' default); empty:
@@ -94,6 +99,9 @@ type Server struct {
 func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if o.DataDir == "" {
 		return nil, errors.New("no data directory")
+	}
+	if o.NodeKubeletHost != "" && o.NodeName == "" {
+		return nil, errors.New("a node kubelet host needs a node name")
 	}
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return nil, err
@@ -149,7 +157,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	storage, err := newAPIStorage(cfg.RESTOptionsGetter, kubelets)
+	storage, err := newAPIStorage(cfg.RESTOptionsGetter, kubeletAccess{transport: kubelets, node: o.NodeName, host: o.NodeKubeletHost})
 	if err != nil {
 		return nil, err
 	}

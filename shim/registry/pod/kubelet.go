@@ -38,6 +38,12 @@ func preferredAddressTypes() []corev1.NodeAddressType {
 type Kubelets struct {
 	// Nodes is the nodes' storage.
 	Nodes rest.Getter
+	// LocalNode and LocalHost: when both are set, the kubelet of the Node
+	// named LocalNode is reached at LocalHost (a host name or IP, the
+	// shim's --node-kubelet-host) instead of one of its status addresses,
+	// still on its status.daemonEndpoints.kubeletEndpoint.Port. Other
+	// nodes are unaffected.
+	LocalNode, LocalHost string
 	// Transport reaches kubelets: TLS with the shim's kubelet client
 	// certificate. Upgrade requests (exec, attach, port-forward) dial with
 	// its TLS configuration.
@@ -79,7 +85,7 @@ func (k *Kubelets) kubeletURL(ctx context.Context, nodeName, path string, query 
 	if !ok {
 		return nil, fmt.Errorf("node %s is a %T", nodeName, obj)
 	}
-	host, err := preferredAddress(node)
+	host, err := k.host(node)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +94,15 @@ func (k *Kubelets) kubeletURL(ctx context.Context, nodeName, path string, query 
 		port = DefaultKubeletPort
 	}
 	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: path, RawQuery: query.Encode()}, nil
+}
+
+// host is the host at which node's kubelet is reached: LocalHost for
+// LocalNode, else the node's preferred status address.
+func (k *Kubelets) host(node *corev1.Node) (string, error) {
+	if k.LocalHost != "" && k.LocalNode != "" && node.Name == k.LocalNode {
+		return k.LocalHost, nil
+	}
+	return preferredAddress(node)
 }
 
 // preferredAddress is upstream's GetPreferredNodeAddress
