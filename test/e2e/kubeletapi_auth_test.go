@@ -58,7 +58,7 @@ func send(hc *http.Client, base string, r kubeletRequest, header http.Header) (i
 		return 0, "", err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512)) // enough to see what leaked
 	return resp.StatusCode, string(body), nil
 }
 

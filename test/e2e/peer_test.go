@@ -18,7 +18,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,40 +38,62 @@ const (
 )
 
 // networkPeer is another host on the network, as an attacker would be: a
-// network namespace of the test's own, linked to this machine by a veth
-// pair. Its requests to peerHostIP reach this machine from a non-loopback
-// address.
+// network namespace of the test's own, held by a process of its own (not
+// `ip netns add`, whose bind mount of /run/netns would keep containerd
+// from removing its pods' namespaces there), linked to this machine by a
+// veth pair. Its requests to peerHostIP reach this machine from a
+// non-loopback address.
 type networkPeer struct {
-	ns string
+	nsPath string
 }
 
 // newNetworkPeer creates the peer (root); its cleanup removes it.
 func newNetworkPeer(t *testing.T) *networkPeer {
 	t.Helper()
-	p := &networkPeer{ns: "skiff-e2e-peer"}
-	ipCmd := func(args ...string) error {
-		out, err := exec.Command("ip", args...).CombinedOutput()
+	run := func(name string, args ...string) error {
+		out, err := exec.Command(name, args...).CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+			return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, out)
 		}
 		return nil
 	}
-	remove := func() {
-		_ = ipCmd("link", "del", peerLink)
-		_ = ipCmd("netns", "del", p.ns)
+	_ = run("ip", "link", "del", peerLink) // a peer an earlier, killed run left
+	holder := exec.Command("unshare", "--net", "sleep", "3600")
+	holder.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := holder.Start(); err != nil {
+		t.Fatalf("network peer: %v", err)
 	}
-	remove() // a peer an earlier, killed run left
-	t.Cleanup(remove)
-	for _, args := range [][]string{
-		{"netns", "add", p.ns},
-		{"link", "add", peerLink, "type", "veth", "peer", "name", "eth0", "netns", p.ns},
-		{"addr", "add", peerHostIP + "/30", "dev", peerLink},
-		{"link", "set", peerLink, "up"},
-		{"-n", p.ns, "addr", "add", peerIP + "/30", "dev", "eth0"},
-		{"-n", p.ns, "link", "set", "eth0", "up"},
-		{"-n", p.ns, "link", "set", "lo", "up"},
+	t.Cleanup(func() {
+		_ = holder.Process.Kill()
+		_ = holder.Wait()
+		_ = run("ip", "link", "del", peerLink) // gone with the namespace, normally
+	})
+	p := &networkPeer{nsPath: fmt.Sprintf("/proc/%d/ns/net", holder.Process.Pid)}
+	// unshare has made the namespace once it execs sleep.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		self, err1 := os.Readlink("/proc/self/ns/net")
+		ns, err2 := os.Readlink(p.nsPath)
+		if err1 == nil && err2 == nil && self != ns {
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", holder.Process.Pid)); strings.HasSuffix(exe, "/sleep") {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("network peer: no network namespace of its own: %v %v", err1, err2)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	inPeer := func(args ...string) []string { return append([]string{"--net=" + p.nsPath, "ip"}, args...) }
+	for _, cmd := range [][]string{
+		{"ip", "link", "add", peerLink, "type", "veth", "peer", "name", "eth0", "netns", strconv.Itoa(holder.Process.Pid)},
+		{"ip", "addr", "add", peerHostIP + "/30", "dev", peerLink},
+		{"ip", "link", "set", peerLink, "up"},
+		append([]string{"nsenter"}, inPeer("addr", "add", peerIP+"/30", "dev", "eth0")...),
+		append([]string{"nsenter"}, inPeer("link", "set", "eth0", "up")...),
+		append([]string{"nsenter"}, inPeer("link", "set", "lo", "up")...),
 	} {
-		if err := ipCmd(args...); err != nil {
+		if err := run(cmd[0], cmd[1:]...); err != nil {
 			t.Fatalf("network peer: %v", err)
 		}
 	}
@@ -87,7 +111,7 @@ func (p *networkPeer) dial(ctx context.Context, network, addr string) (net.Conn,
 		return nil, err
 	}
 	defer self.Close()
-	target, err := os.Open(filepath.Join("/run/netns", p.ns))
+	target, err := os.Open(p.nsPath)
 	if err != nil {
 		goruntime.UnlockOSThread()
 		return nil, err
@@ -95,11 +119,11 @@ func (p *networkPeer) dial(ctx context.Context, network, addr string) (net.Conn,
 	defer target.Close()
 	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 		goruntime.UnlockOSThread()
-		return nil, fmt.Errorf("enter %s: %w", p.ns, err)
+		return nil, fmt.Errorf("enter %s: %w", p.nsPath, err)
 	}
 	conn, dialErr := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
 	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
-		panic(fmt.Sprintf("leave network namespace %s: %v", p.ns, err)) // the thread stays locked and dies
+		panic(fmt.Sprintf("leave network namespace %s: %v", p.nsPath, err)) // the thread stays locked and dies
 	}
 	goruntime.UnlockOSThread()
 	return conn, dialErr
