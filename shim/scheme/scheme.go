@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,8 +50,10 @@ var groups = []struct {
 	{autoscalingv1.SchemeGroupVersion, autoscalingv1.AddToScheme, nil},
 	// events.k8s.io/v1 Events are core/v1 Events inside (events.go).
 	{eventsv1.SchemeGroupVersion, eventsv1.AddToScheme, addEventsInternal},
-	// TokenRequest (serviceaccounts/token) and SelfSubjectReview.
+	// TokenRequest (serviceaccounts/token), TokenReview and SelfSubjectReview.
 	{authenticationv1.SchemeGroupVersion, authenticationv1.AddToScheme, nil},
+	// SubjectAccessReview, SelfSubjectAccessReview, LocalSubjectAccessReview.
+	{authorizationv1.SchemeGroupVersion, authorizationv1.AddToScheme, nil},
 }
 
 func init() {

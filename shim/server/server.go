@@ -173,6 +173,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if err := applySecurity(cfg, ln, bundle, storePods{storage.pods}, sa, sa.authenticator(storage)); err != nil {
 		return nil, err
 	}
+	addReviewAPIs(storage, cfg)
 	loopback, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
 	if err != nil {
 		return nil, fmt.Errorf("loopback client: %w", err)
@@ -242,7 +243,8 @@ func dropManagedFields(obj any) (any, error) {
 // reading its pods through pods (NodeRestriction, in the admission chain,
 // narrows its writes); every authenticated user, service accounts
 // included, may read discovery, version and health and create
-// SelfSubjectReviews, as on a fresh kubeadm cluster, and nothing else;
+// SelfSubjectReviews and SelfSubjectAccessReviews, as on a fresh kubeadm
+// cluster, and nothing else;
 // anonymous requests are refused (no anonymous authenticator: 401). RBAC
 // is not planned (ARCHITECTURE.md).
 func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle, pods nodeauthz.Pods,

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	apiserverserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -119,21 +118,6 @@ func issuerDiscovery() authorizer.Authorizer {
 		if !a.IsResourceRequest() && a.GetVerb() == "get" &&
 			(a.GetPath() == satoken.OpenIDConfigPath || a.GetPath() == satoken.JWKSPath) &&
 			a.GetUser() != nil && slices.Contains(a.GetUser().GetGroups(), apiserverserviceaccount.AllServiceAccountsGroup) {
-			return authorizer.DecisionAllow, "", nil
-		}
-		return authorizer.DecisionNoOpinion, "", nil
-	})
-}
-
-// basicUser allows every authenticated user to create SelfSubjectReviews:
-// the selfsubjectreviews rule of upstream's system:basic-user role, bound
-// to system:authenticated (plugin/pkg/auth/authorizer/rbac/bootstrappolicy).
-// Its selfsubjectaccessreviews and selfsubjectrulesreviews are not served.
-func basicUser() authorizer.Authorizer {
-	return authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-		if a.IsResourceRequest() && a.GetVerb() == "create" && a.GetAPIGroup() == authenticationv1.GroupName &&
-			a.GetResource() == "selfsubjectreviews" && a.GetSubresource() == "" &&
-			a.GetUser() != nil && slices.Contains(a.GetUser().GetGroups(), user.AllAuthenticated) {
 			return authorizer.DecisionAllow, "", nil
 		}
 		return authorizer.DecisionNoOpinion, "", nil

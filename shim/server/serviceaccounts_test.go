@@ -9,9 +9,10 @@ import (
 )
 
 // TestServiceAccountAuthorizers (issue 17, service-account authorization):
-// every authenticated user may create SelfSubjectReviews (kubeadm's
-// system:basic-user); only service accounts may read the issuer discovery
-// documents (system:service-account-issuer-discovery); nothing else.
+// every authenticated user may create SelfSubjectReviews and
+// SelfSubjectAccessReviews (kubeadm's system:basic-user); only service
+// accounts may read the issuer discovery documents
+// (system:service-account-issuer-discovery); nothing else.
 func TestServiceAccountAuthorizers(t *testing.T) {
 	sa := &user.DefaultInfo{Name: "system:serviceaccount:ns:default",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:ns", user.AllAuthenticated}}
@@ -20,6 +21,10 @@ func TestServiceAccountAuthorizers(t *testing.T) {
 	review := func(u user.Info, verb string) authorizer.Attributes {
 		return authorizer.AttributesRecord{User: u, Verb: verb, ResourceRequest: true, APIGroup: "authentication.k8s.io",
 			APIVersion: "v1", Resource: "selfsubjectreviews"}
+	}
+	accessReview := func(u user.Info, resource string) authorizer.Attributes {
+		return authorizer.AttributesRecord{User: u, Verb: "create", ResourceRequest: true, APIGroup: "authorization.k8s.io",
+			APIVersion: "v1", Resource: resource}
 	}
 	path := func(u user.Info, verb, p string) authorizer.Attributes {
 		return authorizer.AttributesRecord{User: u, Verb: verb, Path: p}
@@ -33,6 +38,10 @@ func TestServiceAccountAuthorizers(t *testing.T) {
 		{"node whoami", review(node, "create"), authorizer.DecisionAllow},
 		{"unauthenticated whoami", review(unauthenticated, "create"), authorizer.DecisionNoOpinion},
 		{"sa lists reviews", review(sa, "list"), authorizer.DecisionNoOpinion},
+		{"sa can-i", accessReview(sa, "selfsubjectaccessreviews"), authorizer.DecisionAllow},
+		{"unauthenticated can-i", accessReview(unauthenticated, "selfsubjectaccessreviews"), authorizer.DecisionNoOpinion},
+		{"sa subjectaccessreview", accessReview(sa, "subjectaccessreviews"), authorizer.DecisionNoOpinion},
+		{"sa selfsubjectrulesreview", accessReview(sa, "selfsubjectrulesreviews"), authorizer.DecisionNoOpinion},
 		{"sa openid-configuration", path(sa, "get", "/.well-known/openid-configuration"), authorizer.DecisionAllow},
 		{"sa jwks", path(sa, "get", "/openid/v1/jwks"), authorizer.DecisionAllow},
 		{"sa posts jwks", path(sa, "post", "/openid/v1/jwks"), authorizer.DecisionNoOpinion},
