@@ -32,6 +32,9 @@ func addReviewAPIs(st *apiStorage, cfg *genericapiserver.Config) {
 	az := authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 		return cfg.Authorization.Authorizer.Authorize(ctx, a)
 	})
+	if st.byGroup[authenticationv1.GroupName] == nil {
+		st.byGroup[authenticationv1.GroupName] = map[string]rest.Storage{}
+	}
 	st.byGroup[authenticationv1.GroupName]["tokenreviews"] = &tokenreview.REST{
 		Authenticator: authn, APIAudiences: cfg.Authentication.APIAudiences,
 	}
