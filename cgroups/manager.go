@@ -42,6 +42,8 @@ type Manager struct {
 	log      *slog.Logger
 	// mountpoints of the v1 controllers, by controller name.
 	mounts map[string]string
+	// unified is where cgroup2 is mounted (V2: UnifiedMountpoint).
+	unified string
 
 	mu sync.Mutex // serialises writes to the QoS parents
 }
@@ -71,7 +73,7 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{
 		mode: mode, driver: cfg.Driver, cfg: cfg, log: cfg.Logger,
 		kubepods: parseRoot(cfg.Root, cfg.Driver).Child("kubepods"),
-		mounts:   map[string]string{},
+		mounts:   map[string]string{}, unified: UnifiedMountpoint,
 	}
 	if mode == V1 {
 		mounts, err := libcg.GetCgroupMounts(false)
@@ -129,7 +131,7 @@ func (m *Manager) Dir(n Name, controller string) string {
 
 func (m *Manager) dirOfRel(rel, controller string) string {
 	if m.mode == V2 {
-		return filepath.Join(UnifiedMountpoint, rel)
+		return filepath.Join(m.unified, rel)
 	}
 	return filepath.Join(m.mounts[controller], rel)
 }
