@@ -181,20 +181,14 @@ func sandboxFromCRI(s *runtimeapi.PodSandbox) *runtime.Sandbox {
 	}
 }
 
+// sandboxStatusFromCRI is sandboxFromCRI of the status's sandbox fields,
+// with the network.
 func sandboxStatusFromCRI(s *runtimeapi.PodSandboxStatus) *runtime.SandboxStatus {
-	md := s.GetMetadata()
+	sb := sandboxFromCRI(&runtimeapi.PodSandbox{
+		Id: s.Id, Metadata: s.Metadata, State: s.State, CreatedAt: s.CreatedAt, Labels: s.Labels, Annotations: s.Annotations,
+	})
 	st := &runtime.SandboxStatus{
-		Sandbox: runtime.Sandbox{
-			ID:          s.Id,
-			Name:        md.GetName(),
-			Namespace:   md.GetNamespace(),
-			UID:         md.GetUid(),
-			Attempt:     md.GetAttempt(),
-			State:       sandboxStateFromCRI(s.State),
-			CreatedAt:   timeFromNanos(s.CreatedAt),
-			Labels:      s.Labels,
-			Annotations: s.Annotations,
-		},
+		Sandbox:     *sb,
 		IP:          s.GetNetwork().GetIp(),
 		HostNetwork: s.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE,
 	}
