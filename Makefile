@@ -100,9 +100,10 @@ setup:
 setup-runtime:
 	@if [ "$$(id -u)" = 0 ]; then test/setup.sh --runtime; else echo "setup: not root, skipping test/setup.sh"; fi
 
-## unit: unit tests with the race detector; no root needed, and as root they leave the host alone
+## unit: unit tests with the race detector, the main module's and bench/'s (a module of its own, which ./... skips); no root needed, and as root they leave the host alone
 unit:
 	env -u SKIFF_E2E -u SKIFF_ROOT_TESTS $(GO) test -race ./...
+	cd bench && env -u SKIFF_E2E -u SKIFF_ROOT_TESTS $(GO) test -race ./...
 
 # The packages with tests gated on SKIFF_ROOT_TESTS=1 (bench/ is a module of its own).
 ROOT_TEST_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' SKIFF_ROOT_TESTS . --exclude-dir=bench --exclude-dir=_output)))
