@@ -136,8 +136,9 @@ V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeR
 E2E_TEST_BIN := _output/e2e.test
 VM_GUEST := /skiff
 
-## test-v2: the cgroup v2 e2e suite (V2_TESTS) inside a QEMU VM booting a cgroup v2 kernel (test/vm)
+## test-v2: the VM's own smoke test (boot, cgroup v2 controllers, the guest watchdog), then the cgroup v2 e2e suite (V2_TESTS) inside a QEMU VM booting a cgroup v2 kernel (test/vm)
 test-v2: setup build images
+	SKIFF_VM=1 $(GO) test -count=1 -timeout 10m -run 'TestVMSmoke' ./test/vm
 	CGO_ENABLED=0 $(GO) test -c -o $(E2E_TEST_BIN) ./test/e2e
 	$(GO) run ./test/vm/cmd/vmrun -timeout 30m -log _output/vm/console.log \
 		-require-cgroup2 cpu,memory,pids \
