@@ -10,8 +10,8 @@ import (
 // TestVMSmoke boots the real VM (qemu, TCG, the cloud kernel) a few times:
 // a command's status comes back, the guest is cgroup v2 with the
 // controllers skiff needs, the container runtime's programs run, and the
-// guest's watchdog reports a hung command. Only with SKIFF_VM=1; about a
-// minute on 2 cores.
+// guest's watchdog reports a hung command. Only with SKIFF_VM=1 (make test-v2
+// sets it); about a minute on 2 cores.
 func TestVMSmoke(t *testing.T) {
 	if os.Getenv("SKIFF_VM") != "1" {
 		t.Skip("set SKIFF_VM=1 to boot the test VM (needs qemu-system-x86 and linux-image-cloud-amd64: test/setup.sh)")
