@@ -19,7 +19,7 @@ func (s *Server) handlePods(w http.ResponseWriter, r *http.Request) {
 // handleHealthz serves GET /healthz.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	if s.healthz != nil {
-		if err := s.healthz(); err != nil {
+		if err := s.healthz(r.Context()); err != nil {
 			http.Error(w, "healthz check failed: "+err.Error(), http.StatusInternalServerError)
 			return
 		}

@@ -26,6 +26,7 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
@@ -55,8 +56,9 @@ type Config struct {
 	PodLogsDir string
 	// Logger receives request errors (discarded when nil).
 	Logger *slog.Logger
-	// Healthz reports the agent's health; nil means always healthy.
-	Healthz func() error
+	// Healthz reports the agent's health for a request (its context); nil
+	// means always healthy.
+	Healthz func(context.Context) error
 	// LogPollInterval is how often a followed log is checked for new
 	// output (podlogs.DefaultPollInterval when 0).
 	LogPollInterval time.Duration
@@ -94,7 +96,7 @@ type Server struct {
 	pods         PodProvider
 	podLogsDir   string
 	log          *slog.Logger
-	healthz      func() error
+	healthz      func(context.Context) error
 	pollInterval time.Duration
 	events       EventProvider
 	exec         Execer

@@ -73,11 +73,11 @@ func TestPods(t *testing.T) {
 }
 
 func TestRoutes(t *testing.T) {
-	healthy := func() error { return nil }
-	sick := func() error { return errors.New("runtime down") }
+	healthy := func(context.Context) error { return nil }
+	sick := func(context.Context) error { return errors.New("runtime down") }
 	tests := []struct {
 		name     string
-		healthz  func() error
+		healthz  func(context.Context) error
 		method   string
 		path     string
 		wantCode int
@@ -203,7 +203,7 @@ func TestContainerLogsFollow(t *testing.T) {
 
 func TestClientErrors(t *testing.T) {
 	pods := &fakePods{pods: []*v1.Pod{webPod(running())}}
-	srv := httptest.NewServer(New(Config{Pods: pods, Healthz: func() error { return errors.New("sick") }}).Handler())
+	srv := httptest.NewServer(New(Config{Pods: pods, Healthz: func(context.Context) error { return errors.New("sick") }}).Handler())
 	defer srv.Close()
 	c, err := NewClient(srv.URL + "/")
 	if err != nil {

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/skiffnode/skiff/node"
 )
 
 // The agent runs on one P and GOGC 50 unless the environment says
@@ -48,5 +54,169 @@ func TestAgentRefusesNegativeMaxParallelStarts(t *testing.T) {
 	err := cmd.ExecuteContext(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "--max-parallel-starts -1") {
 		t.Fatalf("err = %v, want one naming --max-parallel-starts -1", err)
+	}
+}
+
+// Bad graceful shutdown settings are refused before anything starts, with
+// the setting named (H.18, H.20).
+func TestAgentRefusesBadShutdownGracePeriods_H18_H20(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--shutdown-grace-period=10s", "--shutdown-grace-period-critical-pods=20s"}, "shutdownGracePeriodCriticalPods 20s must be <= shutdownGracePeriod 10s"},
+		{[]string{"--shutdown-grace-period=10s", "--shutdown-grace-period-by-pod-priority=0=10"}, "cannot specify both"},
+		{[]string{"--shutdown-grace-period-by-pod-priority=0:10"}, `--shutdown-grace-period-by-pod-priority: "0:10" is not priority=seconds`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			cmd := newAgentCmd()
+			cmd.SetArgs(append(tt.args, "--root-dir", t.TempDir()))
+			cmd.SilenceUsage, cmd.SilenceErrors = true, true
+			err := cmd.ExecuteContext(t.Context())
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestSecurityFlags_G15(t *testing.T) {
+	cmd := newAgentCmd()
+	if err := cmd.Flags().Parse([]string{"--seccomp-default", "--allowed-unsafe-sysctls=kernel.msg*,net.core.somaxconn"}); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := cmd.Flags().GetStringSlice("allowed-unsafe-sysctls")
+	d, _ := cmd.Flags().GetBool("seccomp-default")
+	if len(v) != 2 || v[0] != "kernel.msg*" || v[1] != "net.core.somaxconn" || !d {
+		t.Errorf("flags: allowed-unsafe-sysctls %v, seccomp-default %v", v, d)
+	}
+}
+
+// The GC and log rotation flags have the kubelet's names and defaults,
+// and bad values are refused before anything starts (F.3, F.9).
+func TestAgentGCFlags_F3_F9(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{args: nil},
+		{args: []string{"--image-gc-high-threshold=1", "--image-gc-low-threshold=0", "--image-minimum-gc-age=0s"}},
+		{args: []string{"--image-gc-high-threshold=80", "--image-gc-low-threshold=80"}, wantErr: "(--image-gc-low-threshold) 80 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 80"},
+		{args: []string{"--image-gc-high-threshold=101"}, wantErr: "must be between 0 and 100"},
+		{args: []string{"--image-maximum-gc-age=1m"}, wantErr: "imageMaximumGCAge 1m0s must be greater than imageMinimumGCAge 2m0s"},
+		{args: []string{"--container-log-max-files=1"}, wantErr: "(--container-log-max-files) 1 must be greater than 1"},
+		{args: []string{"--container-log-max-size=lots"}, wantErr: "--container-log-max-size"},
+		{args: []string{"--container-log-monitor-interval=1s"}, wantErr: "greater than or equal to 3s"},
+		{args: []string{"--container-log-max-workers=0"}, wantErr: "(--container-log-max-workers) 0"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			err := agentFlagsOf(t, tc.args).node.Validate()
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("validate() = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+	o := gcOptionsOf(t, nil)
+	if o.Image.HighThresholdPercent != 85 || o.Image.LowThresholdPercent != 80 || o.Image.MinAge.String() != "2m0s" || o.Image.MaxAge != 0 ||
+		o.Container.MinAge != 0 || o.Container.MaxPerPodContainer != 1 || o.Container.MaxContainers != -1 ||
+		o.LogMaxSize != "10Mi" || o.LogMaxFiles != 5 || o.LogMaxWorkers != 1 || o.LogMonitorInterval.String() != "10s" ||
+		o.ImageGCPeriod.String() != "5m0s" || o.ContainerGCPeriod.String() != "1m0s" {
+		t.Errorf("defaults %+v are not the kubelet's", o)
+	}
+}
+
+// gcOptionsOf parses args with the agent's flags and returns the GC part.
+func gcOptionsOf(t *testing.T, args []string) *node.GCConfig {
+	t.Helper()
+	return &agentFlagsOf(t, args).node.GC
+}
+
+// agentFlagsOf parses args with the agent's flags.
+func agentFlagsOf(t *testing.T, args []string) *agentFlags {
+	t.Helper()
+	o := &agentFlags{}
+	f := newAgentCmdWith(o).Flags()
+	if err := f.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.complete(f); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// TestControlPlaneFlags: --control-plane is off by default; with it, the
+// flags that name another API server or another way to get the node's
+// certificate are refused, naming them, as is a port out of range.
+func TestControlPlaneFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" : valid
+	}{
+		{nil, ""},
+		{[]string{"--kubeconfig=/k"}, ""},
+		{[]string{"--control-plane"}, ""},
+		{[]string{"--control-plane", "--kubeconfig=/k"}, "--kubeconfig"},
+		{[]string{"--control-plane", "--bootstrap-kubeconfig=/b"}, "--bootstrap-kubeconfig"},
+		{[]string{"--control-plane", "--rotate-certificates"}, "--rotate-certificates"},
+		{[]string{"--control-plane", "--control-plane-port=70000"}, "--control-plane-port"},
+	} {
+		o := agentFlagsOf(t, tc.args)
+		cp := o.node.ControlPlane
+		if cp.Port != 6443 && tc.want == "" {
+			t.Errorf("%v: port %d, want 6443 by default", tc.args, cp.Port)
+		}
+		err := o.node.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: err %v, want one naming %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestKubeAPIClientFlags: the API client's limits default to the
+// kubelet's (50 QPS, burst 100), its content type to JSON; limits that are
+// not positive and other content types are refused.
+func TestKubeAPIClientFlags(t *testing.T) {
+	var o node.APIConfig
+	f := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	addAPIFlags(f, &o)
+	if err := f.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if o.KubeAPIQPS != 50 || o.KubeAPIBurst != 100 || o.KubeAPIContentType != "application/json" {
+		t.Errorf("defaults: qps %v burst %d content type %q, want the kubelet's 50 and 100, and JSON",
+			o.KubeAPIQPS, o.KubeAPIBurst, o.KubeAPIContentType)
+	}
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kube-api-qps=0"}, "--kube-api-qps"},
+		{[]string{"--kube-api-burst=-1"}, "--kube-api-qps"},
+		{[]string{"--kube-api-content-type=application/yaml"}, "--kube-api-content-type"},
+	} {
+		cmd := newAgentCmd()
+		cmd.SetArgs(append(tc.args, "--kubeconfig="+kc, "--root-dir", t.TempDir()+"/never-created"))
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		err := cmd.ExecuteContext(t.Context())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want one naming %s", tc.args, err, tc.want)
+		}
 	}
 }

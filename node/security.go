@@ -1,34 +1,28 @@
-package main
+package node
 
 import (
 	"bytes"
 	"os"
 	"path/filepath"
 
-	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/skiffnode/skiff/agent"
 )
 
 // securityOptions are the kubelet's security flags skiff has.
-type securityOptions struct {
-	seccompDefault       bool
-	allowedUnsafeSysctls []string
-}
-
-func addSecurityFlags(f *pflag.FlagSet, o *securityOptions) {
-	f.BoolVar(&o.seccompDefault, "seccomp-default", false, "run containers that name no seccomp profile with the runtime's default profile instead of unconfined")
-	f.StringSliceVar(&o.allowedUnsafeSysctls, "allowed-unsafe-sysctls", nil, "comma-separated unsafe sysctls or prefixes ending in * (e.g. 'kernel.msg*,net.core.somaxconn') that pods may set beyond the safe set")
+type SecurityConfig struct {
+	SeccompDefault       bool
+	AllowedUnsafeSysctls []string
 }
 
 // config is the agent's SecurityConfig: Localhost seccomp profiles under
 // <root-dir>/seccomp, as the kubelet's, and what the host supports.
-func (o *securityOptions) config(rootDir string) agent.SecurityConfig {
+func (o *SecurityConfig) config(rootDir string) agent.SecurityConfig {
 	return agent.SecurityConfig{
 		SeccompProfileRoot:   filepath.Join(rootDir, "seccomp"),
-		SeccompDefault:       o.seccompDefault,
-		AllowedUnsafeSysctls: o.allowedUnsafeSysctls,
+		SeccompDefault:       o.SeccompDefault,
+		AllowedUnsafeSysctls: o.AllowedUnsafeSysctls,
 		KernelVersion:        kernelRelease(),
 		AppArmorEnabled:      appArmorEnabled("/sys"),
 	}

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -15,15 +15,15 @@ import (
 )
 
 // resourceOptions are the kubelet's resource flags.
-type resourceOptions struct {
-	cgroupDriver   string
-	cgroupRoot     string
-	cgroupsPerQOS  bool
-	systemReserved string
-	kubeReserved   string
-	evictionHard   string
-	maxPods        int64
-	podMaxPids     int64
+type ResourcesConfig struct {
+	CgroupDriver   string
+	CgroupRoot     string
+	CgroupsPerQOS  bool
+	SystemReserved string
+	KubeReserved   string
+	EvictionHard   string
+	MaxPods        int64
+	PodMaxPids     int64
 }
 
 // parseResourceList parses "cpu=100m,memory=100Mi" (flag names a flag
@@ -76,20 +76,20 @@ func parseEvictionHard(s string) (v1.ResourceList, error) {
 // nodeResources computes the node's allocatable (D.15) and the limits of
 // the kubepods cgroup (capacity less the reservations, as the kubelet's
 // node allocatable enforcement).
-func nodeResources(o *resourceOptions) (alloc v1.ResourceList, kubepods *cgroups.PodResources, err error) {
-	capacity, err := agent.NodeCapacity("/proc/meminfo", o.maxPods)
+func nodeResources(o *ResourcesConfig) (alloc v1.ResourceList, kubepods *cgroups.PodResources, err error) {
+	capacity, err := agent.NodeCapacity("/proc/meminfo", o.MaxPods)
 	if err != nil {
 		return nil, nil, err
 	}
-	sys, err := parseResourceList("system-reserved", o.systemReserved)
+	sys, err := parseResourceList("system-reserved", o.SystemReserved)
 	if err != nil {
 		return nil, nil, err
 	}
-	kube, err := parseResourceList("kube-reserved", o.kubeReserved)
+	kube, err := parseResourceList("kube-reserved", o.KubeReserved)
 	if err != nil {
 		return nil, nil, err
 	}
-	evict, err := parseEvictionHard(o.evictionHard)
+	evict, err := parseEvictionHard(o.EvictionHard)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -108,11 +108,11 @@ type cgroupDriverChecker interface {
 // setupCgroups creates the cgroup manager and the QoS cgroups, after
 // checking that the runtime uses the same cgroup driver; nil without
 // --cgroups-per-qos.
-func setupCgroups(ctx context.Context, o *resourceOptions, kubepods *cgroups.PodResources, rt runtime.Runtime, log *slog.Logger) (*cgroups.Manager, error) {
-	if !o.cgroupsPerQOS {
+func setupCgroups(ctx context.Context, o *ResourcesConfig, kubepods *cgroups.PodResources, rt runtime.Runtime, log *slog.Logger) (*cgroups.Manager, error) {
+	if !o.CgroupsPerQOS {
 		return nil, nil
 	}
-	driver, err := cgroups.ParseDriver(o.cgroupDriver)
+	driver, err := cgroups.ParseDriver(o.CgroupDriver)
 	if err != nil {
 		return nil, fmt.Errorf("--cgroup-driver: %w", err)
 	}
@@ -126,7 +126,7 @@ func setupCgroups(ctx context.Context, o *resourceOptions, kubepods *cgroups.Pod
 		}
 	}
 	m, err := cgroups.New(cgroups.Config{
-		Driver: driver, Root: o.cgroupRoot, PodMaxPids: o.podMaxPids, Kubepods: kubepods, Logger: log,
+		Driver: driver, Root: o.CgroupRoot, PodMaxPids: o.PodMaxPids, Kubepods: kubepods, Logger: log,
 	})
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"os"
@@ -42,17 +42,10 @@ func TestAppArmorEnabled_G15(t *testing.T) {
 	}
 }
 
-func TestSecurityFlags_G15(t *testing.T) {
-	cmd := newAgentCmd()
-	if err := cmd.Flags().Parse([]string{"--seccomp-default", "--allowed-unsafe-sysctls=kernel.msg*,net.core.somaxconn"}); err != nil {
-		t.Fatal(err)
-	}
-	v, _ := cmd.Flags().GetStringSlice("allowed-unsafe-sysctls")
-	d, _ := cmd.Flags().GetBool("seccomp-default")
-	if len(v) != 2 || v[0] != "kernel.msg*" || v[1] != "net.core.somaxconn" || !d {
-		t.Errorf("flags: allowed-unsafe-sysctls %v, seccomp-default %v", v, d)
-	}
-	o := securityOptions{seccompDefault: true, allowedUnsafeSysctls: v}
+// The security flags become the agent's security config, with the seccomp
+// profiles under <root-dir>/seccomp (G.15).
+func TestSecurityConfig_G15(t *testing.T) {
+	o := SecurityConfig{SeccompDefault: true, AllowedUnsafeSysctls: []string{"kernel.msg*", "net.core.somaxconn"}}
 	cfg := o.config("/var/lib/skiff")
 	if cfg.SeccompProfileRoot != "/var/lib/skiff/seccomp" || !cfg.SeccompDefault || len(cfg.AllowedUnsafeSysctls) != 2 || cfg.KernelVersion == "" {
 		t.Errorf("config = %+v", cfg)

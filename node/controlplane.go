@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -7,49 +7,39 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/skiffnode/skiff/controlplane"
 )
 
 // controlPlaneOptions are the flags of `skiff agent --control-plane`
 // (issue 17): the agent runs skiff's API server shim as a supervised child
 // and joins it as its own Node.
-type controlPlaneOptions struct {
-	enabled     bool
-	binary      string
-	bindAddress string
-	port        int
-	etcdServers []string
-}
-
-func addControlPlaneFlags(f *pflag.FlagSet, o *controlPlaneOptions) {
-	f.BoolVar(&o.enabled, "control-plane", false, "run skiff's Kubernetes API server (skiff-apiserver) for this node under <root-dir>/apiserver, write <root-dir>/admin.kubeconfig for kubectl, and join it as this node (instead of --kubeconfig)")
-	f.StringVar(&o.binary, "control-plane-binary", "skiff-apiserver", "the skiff-apiserver executable (a name: beside this executable, else on PATH)")
-	f.StringVar(&o.bindAddress, "control-plane-bind-address", "127.0.0.1", "address the control plane's API listens on")
-	f.IntVar(&o.port, "control-plane-port", 6443, "HTTPS port of the control plane's API")
-	f.StringSliceVar(&o.etcdServers, "control-plane-etcd-servers", nil, "external etcd client URLs for the control plane instead of its embedded etcd")
+type ControlPlaneConfig struct {
+	Enabled     bool
+	Binary      string
+	BindAddress string
+	Port        int
+	EtcdServers []string
 }
 
 // validate checks the flags against the API source's: the control plane
 // is the API server the node joins, so --kubeconfig must not name another.
-func (o *controlPlaneOptions) validate(api *apiOptions) error {
-	if !o.enabled {
+func (o *ControlPlaneConfig) validate(api *APIConfig) error {
+	if !o.Enabled {
 		return nil
 	}
 	switch {
-	case api.kubeconfig != "":
+	case api.Kubeconfig != "":
 		return errors.New("--control-plane joins the node to its own API server: drop --kubeconfig")
-	case api.bootstrap != "" || api.rotateCerts:
+	case api.Bootstrap != "" || api.RotateCerts:
 		return errors.New("--control-plane issues the node's certificate itself: drop --bootstrap-kubeconfig and --rotate-certificates")
-	case o.port < 1 || o.port > 65535:
+	case o.Port < 1 || o.Port > 65535:
 		return errors.New("--control-plane-port: want 1-65535")
 	}
 	return nil
 }
 
 // dataDir is the shim's --data-dir, <root-dir>/apiserver.
-func (o *controlPlaneOptions) dataDir(rootDir string) string {
+func (o *ControlPlaneConfig) dataDir(rootDir string) string {
 	return filepath.Join(rootDir, "apiserver")
 }
 
@@ -59,24 +49,24 @@ func (o *controlPlaneOptions) dataDir(rootDir string) string {
 // the shim's kubelet client certificate among them; the shim reaches this
 // node's kubelet API where k listens. It returns the shim's stop, to be
 // deferred (nil func when disabled).
-func (o *controlPlaneOptions) start(ctx context.Context, rootDir, node string, api *apiOptions, k *kubeletAPIOptions, log *slog.Logger) (func(), error) {
-	if !o.enabled {
+func (o *ControlPlaneConfig) start(ctx context.Context, rootDir, node string, api *APIConfig, k *KubeletAPIConfig, log *slog.Logger) (func(), error) {
+	if !o.Enabled {
 		return func() {}, nil
 	}
-	bin, err := controlplane.FindBinary(o.binary)
+	bin, err := controlplane.FindBinary(o.Binary)
 	if err != nil {
 		return nil, err
 	}
 	s, err := controlplane.Start(ctx, controlplane.Config{
 		Binary: bin, DataDir: o.dataDir(rootDir), NodeName: node,
-		BindAddress: o.bindAddress, Port: o.port, EtcdServers: o.etcdServers,
+		BindAddress: o.BindAddress, Port: o.Port, EtcdServers: o.EtcdServers,
 		AdminKubeconfig: filepath.Join(rootDir, "admin.kubeconfig"), Logger: log,
 		NodeKubeletHost: k.apiServerHost(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	api.kubeconfig = s.NodeKubeconfig()
+	api.Kubeconfig = s.NodeKubeconfig()
 	return func() {
 		// A fresh context: the agent's has ended by now.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -85,4 +75,15 @@ func (o *controlPlaneOptions) start(ctx context.Context, rootDir, node string, a
 			log.Warn("stopping skiff-apiserver", "err", err)
 		}
 	}, nil
+}
+
+// startControlPlane is the control-plane phase: with --control-plane the
+// shim runs, and the API source joins it.
+func (n *Node) startControlPlane(ctx context.Context) error {
+	stop, err := n.cfg.ControlPlane.start(ctx, n.cfg.RootDir, n.name, &n.cfg.API, &n.cfg.KubeletAPI, n.log)
+	if err != nil {
+		return err
+	}
+	n.onClose(stop)
+	return nil
 }

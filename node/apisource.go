@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -32,44 +31,39 @@ const skiffKubeletVersion = "v1.34.4+skiff"
 
 // apiOptions are the flags of the API source (issue 16); names and
 // defaults are the kubelet's.
-type apiOptions struct {
-	kubeconfig         string
-	bootstrap          string
-	rotateCerts        bool
-	registerNode       bool
-	registerWithTaints string
-	nodeLabels         map[string]string
-	nodeIP             string
-	statusUpdate       time.Duration
-	statusReport       time.Duration
-	leaseDuration      int32
-	kubeAPIQPS         float32
-	kubeAPIBurst       int
-	kubeAPIContentType string
+type APIConfig struct {
+	Kubeconfig         string
+	Bootstrap          string
+	RotateCerts        bool
+	RegisterNode       bool
+	RegisterWithTaints string
+	NodeLabels         map[string]string
+	NodeIP             string
+	StatusUpdate       time.Duration
+	StatusReport       time.Duration
+	LeaseDuration      int32
+	KubeAPIQPS         float32
+	KubeAPIBurst       int
+	KubeAPIContentType string
 }
 
 // The kubelet's client rate limits (kubeAPIQPS, kubeAPIBurst; 50 and 100
 // since Kubernetes 1.27). client-go's own default, 5 per second, made 110
 // pods wait on their token requests, status patches and final deletes.
 const (
-	defaultKubeAPIQPS   = 50
-	defaultKubeAPIBurst = 100
+	DefaultKubeAPIQPS   = 50
+	DefaultKubeAPIBurst = 100
 )
 
-func addAPIFlags(f *pflag.FlagSet, o *apiOptions) {
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server to join: its pods bound to this node run here, beside the static pods (empty: no API server)")
-	f.StringVar(&o.bootstrap, "bootstrap-kubeconfig", "", "kubeconfig with bootstrap credentials (a bootstrap token): when --kubeconfig has no valid client certificate, one is requested with these (a CertificateSigningRequest) and --kubeconfig is written")
-	f.BoolVar(&o.rotateCerts, "rotate-certificates", false, "renew the node's client certificate (a CertificateSigningRequest) at 70-90 % of its lifetime; the certificate and key must be one file, as the TLS bootstrap writes them")
-	f.BoolVar(&o.registerNode, "register-node", true, "register this node with the API server (with --kubeconfig)")
-	f.StringVar(&o.registerWithTaints, "register-with-taints", "", "taints the node registers with, <key>=<value>:<effect>,...")
-	f.StringToStringVar(&o.nodeLabels, "node-labels", nil, "labels the node registers with, <key>=<value>,...")
-	f.StringVar(&o.nodeIP, "node-ip", "", "IP addresses of the node (comma-separated, at most one per family); empty: detected")
-	f.DurationVar(&o.statusUpdate, "node-status-update-frequency", apisource.DefaultNodeStatusUpdateFrequency, "how often the node's status is computed and sent when it changed")
-	f.DurationVar(&o.statusReport, "node-status-report-frequency", nodestatus.DefaultReportFrequency, "how often an unchanged node status is sent anyway")
-	f.Float32Var(&o.kubeAPIQPS, "kube-api-qps", defaultKubeAPIQPS, "queries per second to the API server (client-side rate limit)")
-	f.IntVar(&o.kubeAPIBurst, "kube-api-burst", defaultKubeAPIBurst, "burst of queries to the API server above --kube-api-qps")
-	f.StringVar(&o.kubeAPIContentType, "kube-api-content-type", apiclient.ContentTypeJSON, "content type of requests to the API server: application/json or application/vnd.kubernetes.protobuf (the kubelet's default; about 1 MB more RSS here)")
-	f.Int32Var(&o.leaseDuration, "node-lease-duration-seconds", nodestatus.DefaultLeaseDurationSeconds, "duration of the node's lease; it is renewed every quarter of it")
+// validate checks the API client's settings (with an API server).
+func (o *APIConfig) validate() error {
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
+		return fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d: both must be positive", o.KubeAPIQPS, o.KubeAPIBurst)
+	}
+	if o.KubeAPIContentType != apiclient.ContentTypeJSON && o.KubeAPIContentType != apiclient.ContentTypeProtobuf {
+		return fmt.Errorf("--kube-api-content-type %q: want %s or %s", o.KubeAPIContentType, apiclient.ContentTypeJSON, apiclient.ContentTypeProtobuf)
+	}
+	return nil
 }
 
 // apiSource is the API source wired for one agent: its pod source, the
@@ -96,19 +90,13 @@ type apiSource struct {
 // newAPISource loads --kubeconfig and builds the managers; nothing runs
 // and nothing connects yet. pods is filled in later (the agent needs the
 // status manager's callback first).
-func (o *apiOptions) newAPISource(node string, pods *lateBoundPods, facts func(context.Context) (nodestatus.Facts, nodestatus.Health), events *agent.EventRecorder, log *slog.Logger) (*apiSource, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+func (o *APIConfig) newAPISource(node string, pods *lateBoundPods, facts func(context.Context) (nodestatus.Facts, nodestatus.Health), events *agent.EventRecorder, log *slog.Logger) (*apiSource, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst <= 0 {
-		return nil, fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d: both must be positive", o.kubeAPIQPS, o.kubeAPIBurst)
-	}
-	if o.kubeAPIContentType != apiclient.ContentTypeJSON && o.kubeAPIContentType != apiclient.ContentTypeProtobuf {
-		return nil, fmt.Errorf("--kube-api-content-type %q: want %s or %s", o.kubeAPIContentType, apiclient.ContentTypeJSON, apiclient.ContentTypeProtobuf)
-	}
-	cfg.QPS, cfg.Burst, cfg.ContentType = o.kubeAPIQPS, o.kubeAPIBurst, o.kubeAPIContentType
-	taints, err := nodestatus.ParseTaints(o.registerWithTaints)
+	cfg.QPS, cfg.Burst, cfg.ContentType = o.KubeAPIQPS, o.KubeAPIBurst, o.KubeAPIContentType
+	taints, err := nodestatus.ParseTaints(o.RegisterWithTaints)
 	if err != nil {
 		return nil, fmt.Errorf("--register-with-taints: %w", err)
 	}
@@ -129,23 +117,23 @@ func (o *apiOptions) newAPISource(node string, pods *lateBoundPods, facts func(c
 	s.source = &apisource.Source{Informer: client.PodInformer(node), Index: index, Logger: log, OnPods: s.objects.SetPods}
 	s.status = apisource.NewStatusManager(client, pods, index, 0, log)
 	s.node = apisource.NewNodeManager(apisource.NodeConfig{
-		API: client, Register: o.registerNode,
+		API: client, Register: o.RegisterNode,
 		Registration: nodestatus.Registration{
 			// The node name is the host name (--hostname-override, else
 			// the machine's, lower case), as for the kubelet without a
 			// cloud provider: the kubernetes.io/hostname label.
 			Name: node, Hostname: node, OS: goruntime.GOOS, Arch: goruntime.GOARCH,
-			Labels: o.nodeLabels, Taints: taints,
+			Labels: o.NodeLabels, Taints: taints,
 		},
-		Facts: facts, UpdateFrequency: o.statusUpdate, ReportFrequency: o.statusReport,
+		Facts: facts, UpdateFrequency: o.StatusUpdate, ReportFrequency: o.StatusReport,
 		Record: func(typ, reason, msg string) { events.NodeEvent(typ, reason, msg) },
 		Logger: log,
 	})
 	s.mirror = &apisource.MirrorManager{API: client, Index: index, Node: s.node.Node, Logger: log}
 	s.events = apisource.NewEventSink(client, log)
 	events.Forward(s.events.Record)
-	s.lease = &apisource.LeaseManager{API: client, Node: s.node.Node, Name: node, DurationSeconds: o.leaseDuration, Logger: log}
-	if o.rotateCerts {
+	s.lease = &apisource.LeaseManager{API: client, Node: s.node.Node, Name: node, DurationSeconds: o.LeaseDuration, Logger: log}
+	if o.RotateCerts {
 		if s.certs, err = certRotator(cfg.CertFile, cfg.KeyFile, client, node, log); err != nil {
 			return nil, err
 		}
@@ -154,13 +142,21 @@ func (o *apiOptions) newAPISource(node string, pods *lateBoundPods, facts func(c
 }
 
 // loops are the API source's loops, each run until its context is done.
-func (s *apiSource) loops() []func(context.Context) {
-	out := []func(context.Context){s.status.Run, s.node.Run, s.lease.Run, s.mirror.Run, s.events.Run, s.objects.Run, s.tokens.Run,
-		s.services.Run}
+func (s *apiSource) loops() []namedLoop {
+	out := []namedLoop{
+		{"status", s.status.Run}, {"node status", s.node.Run}, {"lease", s.lease.Run}, {"mirror pods", s.mirror.Run},
+		{"events", s.events.Run}, {"objects", s.objects.Run}, {"tokens", s.tokens.Run}, {"services", s.services.Run},
+	}
 	if s.certs != nil {
-		out = append(out, func(ctx context.Context) { _ = s.certs.Run(ctx) })
+		out = append(out, namedLoop{"certificate rotation", func(ctx context.Context) { _ = s.certs.Run(ctx) }})
 	}
 	return out
+}
+
+// namedLoop is a loop that cannot fail, with its name.
+type namedLoop struct {
+	name string
+	run  func(context.Context)
 }
 
 // lateBoundPods is the agent as the status manager sees it, set once the

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -22,29 +21,23 @@ import (
 // the kubelet's shutdownGracePeriod, shutdownGracePeriodCriticalPods and
 // shutdownGracePeriodByPodPriority. A configuration file (--config) sets
 // them through the flags (kubeletconfig).
-type shutdownOptions struct {
-	config nodeshutdown.Config
+type ShutdownConfig struct {
+	Config nodeshutdown.Config
 	// byPriority is --shutdown-grace-period-by-pod-priority as given.
-	byPriority string
-}
-
-func addShutdownFlags(f *pflag.FlagSet, o *shutdownOptions) {
-	f.DurationVar(&o.config.GracePeriod, "shutdown-grace-period", 0, "how long a node shutdown is delayed (systemd-logind inhibitor lock) while pods stop; 0 disables graceful node shutdown")
-	f.DurationVar(&o.config.GracePeriodCriticalPods, "shutdown-grace-period-critical-pods", 0, "the part of --shutdown-grace-period kept for critical pods (priority >= 2000000000), stopped after the others")
-	f.StringVar(&o.byPriority, "shutdown-grace-period-by-pod-priority", "", "shutdownGracePeriodByPodPriority as priority=seconds pairs, e.g. 100000=10,1000=120,0=60 (instead of the two flags above)")
+	ByPriority string
 }
 
 // resolve parses --shutdown-grace-period-by-pod-priority into the config
 // and validates it.
-func (o *shutdownOptions) resolve() error {
-	if o.byPriority != "" {
-		ps, err := parseByPriority(o.byPriority)
+func (o *ShutdownConfig) resolve() error {
+	if o.ByPriority != "" {
+		ps, err := parseByPriority(o.ByPriority)
 		if err != nil {
 			return err
 		}
-		o.config.ByPodPriority = ps
+		o.Config.ByPodPriority = ps
 	}
-	if err := o.config.Validate(); err != nil {
+	if err := o.Config.Validate(); err != nil {
 		return fmt.Errorf("graceful node shutdown: %w", err)
 	}
 	return nil
@@ -69,16 +62,16 @@ func parseByPriority(s string) ([]nodeshutdown.PriorityGracePeriod, error) {
 // events, the H.21 times under rootDir registered on reg. Its Admit goes
 // to agent.Config.Admitters, its Status to the node's readiness
 // (withShutdownStatus), and runShutdown runs it.
-func (o *shutdownOptions) newManager(rootDir string, events *agent.EventRecorder, reg prometheus.Registerer, log *slog.Logger) (*nodeshutdown.Manager, error) {
+func (o *ShutdownConfig) newManager(rootDir string, events *agent.EventRecorder, reg prometheus.Registerer, log *slog.Logger) (*nodeshutdown.Manager, error) {
 	mo := nodeshutdown.Options{
-		Config: o.config,
+		Config: o.Config,
 		Connect: func(ctx context.Context) (nodeshutdown.Logind, error) {
 			return nodeshutdown.ConnectLogind(ctx, "")
 		},
 		Logger: log,
 		Event:  events.NodeEvent,
 	}
-	if o.config.Enabled() {
+	if o.Config.Enabled() {
 		times, err := nodeshutdown.NewTimes(reg, filepath.Join(rootDir, nodeshutdown.StateFile))
 		if err != nil {
 			return nil, err

@@ -1,11 +1,10 @@
-package main
+package node
 
 import (
 	"context"
 	"errors"
 	"io"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,32 +15,8 @@ import (
 	"github.com/skiffnode/skiff/nodestatus"
 )
 
-// Bad graceful shutdown settings are refused before anything starts, with
-// the setting named (H.18, H.20).
-func TestAgentRefusesBadShutdownGracePeriods_H18_H20(t *testing.T) {
-	tests := []struct {
-		args    []string
-		wantErr string
-	}{
-		{[]string{"--shutdown-grace-period=10s", "--shutdown-grace-period-critical-pods=20s"}, "shutdownGracePeriodCriticalPods 20s must be <= shutdownGracePeriod 10s"},
-		{[]string{"--shutdown-grace-period=10s", "--shutdown-grace-period-by-pod-priority=0=10"}, "cannot specify both"},
-		{[]string{"--shutdown-grace-period-by-pod-priority=0:10"}, `--shutdown-grace-period-by-pod-priority: "0:10" is not priority=seconds`},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			cmd := newAgentCmd()
-			cmd.SetArgs(append(tt.args, "--root-dir", t.TempDir()))
-			cmd.SilenceUsage, cmd.SilenceErrors = true, true
-			err := cmd.ExecuteContext(t.Context())
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("err = %v, want %q", err, tt.wantErr)
-			}
-		})
-	}
-}
-
 func TestShutdownByPriorityFlag_H20(t *testing.T) {
-	o := shutdownOptions{byPriority: "100000=10, 10000=180,1000=120,0=60"}
+	o := ShutdownConfig{ByPriority: "100000=10, 10000=180,1000=120,0=60"}
 	if err := o.resolve(); err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +24,11 @@ func TestShutdownByPriorityFlag_H20(t *testing.T) {
 		{Priority: 100000, ShutdownGracePeriodSeconds: 10}, {Priority: 10000, ShutdownGracePeriodSeconds: 180},
 		{Priority: 1000, ShutdownGracePeriodSeconds: 120}, {Priority: 0, ShutdownGracePeriodSeconds: 60},
 	}
-	if !reflect.DeepEqual(o.config.ByPodPriority, want) {
-		t.Errorf("ByPodPriority = %v, want %v", o.config.ByPodPriority, want)
+	if !reflect.DeepEqual(o.Config.ByPodPriority, want) {
+		t.Errorf("ByPodPriority = %v, want %v", o.Config.ByPodPriority, want)
 	}
-	if o.config.Total() != 370*time.Second {
-		t.Errorf("Total = %v", o.config.Total())
+	if o.Config.Total() != 370*time.Second {
+		t.Errorf("Total = %v", o.Config.Total())
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bytes"
@@ -104,7 +104,7 @@ func TestKubeletAPITrustsTheAPIServersCA(t *testing.T) {
 			t.Errorf("%s: GET /healthz = %d %q, want %d", tc.name, code, body, tc.want)
 		}
 	}
-	if _, _, err := (&kubeletAPIOptions{}).clientCAs([]byte("not PEM")); err == nil || !strings.Contains(err.Error(), "--client-ca-file") {
+	if _, _, err := (&KubeletAPIConfig{}).clientCAs([]byte("not PEM")); err == nil || !strings.Contains(err.Error(), "--client-ca-file") {
 		t.Errorf("a kubeconfig CA without PEM: err = %v, want one naming --client-ca-file", err)
 	}
 }
@@ -114,15 +114,15 @@ func TestKubeletAPITrustsTheAPIServersCA(t *testing.T) {
 // loopback, or with either closed, they do not.
 func TestKubeletAPIWarnsWhenOpen(t *testing.T) {
 	for _, tc := range []struct {
-		o    kubeletAPIOptions
+		o    KubeletAPIConfig
 		warn bool
 	}{
-		{kubeletAPIOptions{anonymousAuth: true, authorizationMode: authzAlwaysAllow}, true},
-		{kubeletAPIOptions{anonymousAuth: true, authorizationMode: authzAlwaysAllow, bindAddress: "0.0.0.0"}, true},
-		{kubeletAPIOptions{anonymousAuth: true, authorizationMode: authzAlwaysAllow, bindAddress: "192.0.2.7"}, true},
-		{kubeletAPIOptions{anonymousAuth: true, authorizationMode: authzAlwaysAllow, bindAddress: "127.0.0.1"}, false},
-		{kubeletAPIOptions{anonymousAuth: true, authorizationMode: authzWebhook}, false},
-		{kubeletAPIOptions{authorizationMode: authzAlwaysAllow}, false},
+		{KubeletAPIConfig{AnonymousAuth: true, AuthorizationMode: AuthzAlwaysAllow}, true},
+		{KubeletAPIConfig{AnonymousAuth: true, AuthorizationMode: AuthzAlwaysAllow, BindAddress: "0.0.0.0"}, true},
+		{KubeletAPIConfig{AnonymousAuth: true, AuthorizationMode: AuthzAlwaysAllow, BindAddress: "192.0.2.7"}, true},
+		{KubeletAPIConfig{AnonymousAuth: true, AuthorizationMode: AuthzAlwaysAllow, BindAddress: "127.0.0.1"}, false},
+		{KubeletAPIConfig{AnonymousAuth: true, AuthorizationMode: AuthzWebhook}, false},
+		{KubeletAPIConfig{AuthorizationMode: AuthzAlwaysAllow}, false},
 	} {
 		var buf bytes.Buffer
 		tc.o.logAccess(slog.New(slog.NewTextHandler(&buf, nil)), "x:10250", "none")

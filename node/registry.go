@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"errors"
@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-
-	"github.com/spf13/pflag"
 
 	"github.com/skiffnode/skiff/agent"
 	"github.com/skiffnode/skiff/credentials"
@@ -22,18 +20,13 @@ var _ agent.PullCredentials = (*credentials.Provider)(nil)
 
 // registryOptions are the flags for pull credentials and the registries
 // file, and the registries file once resolved.
-type registryOptions struct {
-	credentialFile string
-	registryConfig string
+type RegistryConfig struct {
+	CredentialFile string
+	RegistryConfig string
 
 	// rendered is the registries file for the managed containerd, set by
 	// resolve; nil when there is none.
-	rendered *registries.Rendered
-}
-
-func addRegistryFlags(f *pflag.FlagSet, o *registryOptions) {
-	f.StringVar(&o.credentialFile, "image-credential-file", "", "docker config.json (or legacy .dockercfg) with the node's registry credentials, re-read when it changes (default: the kubelet's search paths: config.json in <root-dir>, the working directory, $HOME/.docker and /.docker, then .dockercfg in <root-dir>, the working directory, $HOME and /)")
-	f.StringVar(&o.registryConfig, "registry-config", "", "registries file (mirrors, TLS, auth) for the managed containerd (default: <root-dir>/registries.yaml if it exists)")
+	Rendered *registries.Rendered
 }
 
 // resolve reads and validates the registries file: --registry-config, or
@@ -41,8 +34,8 @@ func addRegistryFlags(f *pflag.FlagSet, o *registryOptions) {
 // containerd only: with --container-runtime-endpoint an explicit
 // --registry-config is an error and a default-path file is ignored with
 // a warning.
-func (o *registryOptions) resolve(rootDir, runtimeEndpoint string, log *slog.Logger) error {
-	path, explicit := o.registryConfig, o.registryConfig != ""
+func (o *RegistryConfig) resolve(rootDir, runtimeEndpoint string, log *slog.Logger) error {
+	path, explicit := o.RegistryConfig, o.RegistryConfig != ""
 	if !explicit {
 		path = filepath.Join(rootDir, "registries.yaml")
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -61,7 +54,7 @@ func (o *registryOptions) resolve(rootDir, runtimeEndpoint string, log *slog.Log
 		return err
 	}
 	r := f.Render()
-	o.rendered = &r
+	o.Rendered = &r
 	dirs := make([]string, 0, len(r.Hosts))
 	for d := range r.Hosts {
 		dirs = append(dirs, d)
@@ -73,19 +66,19 @@ func (o *registryOptions) resolve(rootDir, runtimeEndpoint string, log *slog.Log
 
 // containerdRegistry is the resolved registries file in the managed
 // containerd's terms (empty without one: containerd's defaults).
-func (o *registryOptions) containerdRegistry() (map[string]string, map[string]containerd.RegistryAuth) {
-	if o.rendered == nil {
+func (o *RegistryConfig) containerdRegistry() (map[string]string, map[string]containerd.RegistryAuth) {
+	if o.Rendered == nil {
 		return nil, nil
 	}
-	auths := make(map[string]containerd.RegistryAuth, len(o.rendered.Auths))
-	for host, a := range o.rendered.Auths {
+	auths := make(map[string]containerd.RegistryAuth, len(o.Rendered.Auths))
+	for host, a := range o.Rendered.Auths {
 		auths[host] = containerd.RegistryAuth(a)
 	}
-	return o.rendered.Hosts, auths
+	return o.Rendered.Hosts, auths
 }
 
 // credentials builds the agent's pull credentials: the pods'
 // imagePullSecrets from secrets, then the node's docker config file.
-func (o *registryOptions) credentials(rootDir string, secrets objects.Getter, log *slog.Logger) (*credentials.Provider, error) {
-	return credentials.New(credentials.Config{File: o.credentialFile, RootDir: rootDir, Secrets: secrets, Logger: log})
+func (o *RegistryConfig) credentials(rootDir string, secrets objects.Getter, log *slog.Logger) (*credentials.Provider, error) {
+	return credentials.New(credentials.Config{File: o.CredentialFile, RootDir: rootDir, Secrets: secrets, Logger: log})
 }

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 	kubelettypes "k8s.io/kubelet/pkg/types"
 
@@ -22,12 +21,12 @@ import (
 
 // The kubelet's --authorization-mode values.
 const (
-	authzAlwaysAllow = "AlwaysAllow"
-	authzWebhook     = "Webhook"
+	AuthzAlwaysAllow = "AlwaysAllow"
+	AuthzWebhook     = "Webhook"
 )
 
-// defaultKubeletPort is the kubelet's --port.
-const defaultKubeletPort = 10250
+// DefaultKubeletPort is the kubelet's --port.
+const DefaultKubeletPort = 10250
 
 // kubeletAPIOptions are the flags of the kubelet API, the authenticated
 // HTTPS port the API server reaches for logs, exec, attach, port-forward
@@ -37,59 +36,24 @@ const defaultKubeletPort = 10250
 // requests, and with an API server bearer tokens through TokenReview,
 // client certificates of its CA and Webhook authorization. Those that
 // depend on how the agent runs are set by resolve.
-type kubeletAPIOptions struct {
-	port              int
-	bindAddress       string
-	tlsCertFile       string
-	tlsKeyFile        string
-	certDir           string
-	clientCAFile      string
-	anonymousAuth     bool
-	tokenWebhook      bool
-	authorizationMode string
-}
-
-func addKubeletAPIFlags(f *pflag.FlagSet, o *kubeletAPIOptions) {
-	f.IntVar(&o.port, "port", defaultKubeletPort, "HTTPS port of the kubelet API (logs, exec, attach, port-forward, stats; 0 disables)")
-	f.StringVar(&o.bindAddress, "bind-address", "", "IP address --port listens on (default: 127.0.0.1 with --control-plane, whose API server runs on this machine; else all interfaces, as the kubelet's --address)")
-	f.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serving certificate of --port (with its intermediates); empty: a self-signed one in --cert-dir")
-	f.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "private key of --tls-cert-file")
-	f.StringVar(&o.certDir, "cert-dir", "", "directory of the self-signed serving certificate, kubelet.crt and kubelet.key, generated once (default <root-dir>/pki)")
-	f.StringVar(&o.clientCAFile, "client-ca-file", "", "CA bundle for client certificates on --port: a client certificate signed by one of them is the user of its common name, in the groups of its organizations (default: with --kubeconfig or --control-plane, the CA of the API server's kubeconfig, as kubeadm points the kubelet at the cluster CA)")
-	f.BoolVar(&o.anonymousAuth, "anonymous-auth", false, "let requests to --port without credentials through as system:anonymous (group system:unauthenticated), for whatever --authorization-mode allows them: with AlwaysAllow, anyone who reaches --port may list every pod and run commands in its containers as root")
-	f.BoolVar(&o.tokenWebhook, "authentication-token-webhook", false, "authenticate bearer tokens on --port with the API server's TokenReview (default: true with --kubeconfig or --control-plane; needs one of them)")
-	f.StringVar(&o.authorizationMode, "authorization-mode", "", "authorization of requests to --port: Webhook (a SubjectAccessReview to the API server for each; needs --kubeconfig or --control-plane) or AlwaysAllow (every authenticated request is allowed) (default: Webhook with an API server, else AlwaysAllow)")
-}
-
-// resolve applies the defaults that depend on how the agent runs, to the
-// flags that neither the command line nor --config set: joins says whether
-// the agent joins an API server (--kubeconfig or --control-plane), local
-// whether that API server runs on this machine (--control-plane). Without
-// one, --port is served only when asked for.
-func (o *kubeletAPIOptions) resolve(f *pflag.FlagSet, joins, local bool) {
-	if !joins && !f.Changed("port") {
-		o.port = 0
-	}
-	if !f.Changed("authentication-token-webhook") {
-		o.tokenWebhook = joins
-	}
-	if !f.Changed("authorization-mode") {
-		o.authorizationMode = authzAlwaysAllow
-		if joins {
-			o.authorizationMode = authzWebhook
-		}
-	}
-	if !f.Changed("bind-address") && local {
-		o.bindAddress = "127.0.0.1"
-	}
+type KubeletAPIConfig struct {
+	Port              int
+	BindAddress       string
+	TLSCertFile       string
+	TLSKeyFile        string
+	CertDir           string
+	ClientCAFile      string
+	AnonymousAuth     bool
+	TokenWebhook      bool
+	AuthorizationMode string
 }
 
 // apiServerHost is the host at which an API server on this machine
 // (--control-plane) reaches the kubelet API: --bind-address, or loopback
 // when it listens on all interfaces.
-func (o *kubeletAPIOptions) apiServerHost() string {
-	if ip := net.ParseIP(o.bindAddress); ip != nil && !ip.IsUnspecified() {
-		return o.bindAddress
+func (o *KubeletAPIConfig) apiServerHost() string {
+	if ip := net.ParseIP(o.BindAddress); ip != nil && !ip.IsUnspecified() {
+		return o.BindAddress
 	}
 	return "127.0.0.1"
 }
@@ -127,8 +91,8 @@ type kubeletAPI struct {
 // newKubeletAPI checks the flags, loads (or generates) the serving
 // certificate and the client CAs, and builds the authenticator and the
 // authorizer. It returns nil, nil with --port 0. Nothing listens yet.
-func (o *kubeletAPIOptions) newKubeletAPI(d kubeletAPIDeps) (*kubeletAPI, error) {
-	if err := o.validate(d.Client != nil); err != nil || o.port == 0 {
+func (o *KubeletAPIConfig) newKubeletAPI(d kubeletAPIDeps) (*kubeletAPI, error) {
+	if err := o.validate(d.Client != nil); err != nil || o.Port == 0 {
 		return nil, err
 	}
 	// Only a non-nil client becomes an interface: a nil *apiclient.Client
@@ -147,11 +111,11 @@ func (o *kubeletAPIOptions) newKubeletAPI(d kubeletAPIDeps) (*kubeletAPI, error)
 		return nil, err
 	}
 	auth.Logger = d.Logger
-	certDir := o.certDir
+	certDir := o.CertDir
 	if certDir == "" {
 		certDir = filepath.Join(d.RootDir, "pki")
 	}
-	certFile, keyFile, err := server.ServingCertFiles(o.tlsCertFile, o.tlsKeyFile, certDir, d.NodeName)
+	certFile, keyFile, err := server.ServingCertFiles(o.TLSCertFile, o.TLSKeyFile, certDir, d.NodeName)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +126,7 @@ func (o *kubeletAPIOptions) newKubeletAPI(d kubeletAPIDeps) (*kubeletAPI, error)
 	cfg := d.Config
 	cfg.Images, cfg.Profiling = nil, false
 	k := &kubeletAPI{
-		srv: server.New(cfg), addr: net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port)), tls: tlsCfg, auth: auth,
+		srv: server.New(cfg), addr: net.JoinHostPort(o.BindAddress, strconv.Itoa(o.Port)), tls: tlsCfg, auth: auth,
 	}
 	o.logAccess(d.Logger, k.addr, caFrom)
 	return k, nil
@@ -171,11 +135,11 @@ func (o *kubeletAPIOptions) newKubeletAPI(d kubeletAPIDeps) (*kubeletAPI, error)
 // clientCAs are the CAs client certificates are verified against, and
 // where they come from: --client-ca-file, else the API server's CA
 // (clusterCA), else none.
-func (o *kubeletAPIOptions) clientCAs(clusterCA []byte) (*x509.CertPool, string, error) {
+func (o *KubeletAPIConfig) clientCAs(clusterCA []byte) (*x509.CertPool, string, error) {
 	switch {
-	case o.clientCAFile != "":
-		pool, err := server.LoadClientCAs(o.clientCAFile)
-		return pool, "--client-ca-file " + o.clientCAFile, err
+	case o.ClientCAFile != "":
+		pool, err := server.LoadClientCAs(o.ClientCAFile)
+		return pool, "--client-ca-file " + o.ClientCAFile, err
 	case len(clusterCA) > 0:
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(clusterCA) {
@@ -189,13 +153,13 @@ func (o *kubeletAPIOptions) clientCAs(clusterCA []byte) (*x509.CertPool, string,
 // logAccess says who may use the kubelet API at addr, and warns when
 // anyone who reaches a non-loopback address may (the kubelet
 // misconfiguration behind real cluster compromises).
-func (o *kubeletAPIOptions) logAccess(log *slog.Logger, addr, clientCAs string) {
+func (o *KubeletAPIConfig) logAccess(log *slog.Logger, addr, clientCAs string) {
 	if log == nil {
 		return
 	}
-	log.Info("kubelet API", "address", addr, "anonymous", o.anonymousAuth, "clientCAs", clientCAs,
-		"tokenReview", o.tokenWebhook, "authorization", o.authorizationMode)
-	if o.anonymousAuth && o.authorizationMode == authzAlwaysAllow && !isLoopback(o.bindAddress) {
+	log.Info("kubelet API", "address", addr, "anonymous", o.AnonymousAuth, "clientCAs", clientCAs,
+		"tokenReview", o.TokenWebhook, "authorization", o.AuthorizationMode)
+	if o.AnonymousAuth && o.AuthorizationMode == AuthzAlwaysAllow && !isLoopback(o.BindAddress) {
 		log.Warn("the kubelet API is open: --anonymous-auth=true with --authorization-mode AlwaysAllow on a non-loopback address lets anyone who reaches it list every pod and run commands in its containers as root; "+
 			"drop --anonymous-auth, or set --bind-address 127.0.0.1", "address", addr)
 	}
@@ -211,34 +175,34 @@ func isLoopback(host string) bool {
 // validate checks the flags without touching files, so that the agent
 // can refuse them before it starts anything; apiServer says whether
 // --kubeconfig names one (or --control-plane runs one).
-func (o *kubeletAPIOptions) validate(apiServer bool) error {
+func (o *KubeletAPIConfig) validate(apiServer bool) error {
 	switch {
-	case o.port < 0 || o.port > 65535:
-		return fmt.Errorf("--port %d: want 1-65535, or 0 to disable the kubelet API", o.port)
-	case o.port == 0:
+	case o.Port < 0 || o.Port > 65535:
+		return fmt.Errorf("--port %d: want 1-65535, or 0 to disable the kubelet API", o.Port)
+	case o.Port == 0:
 		return nil
-	case o.bindAddress != "" && net.ParseIP(o.bindAddress) == nil:
-		return fmt.Errorf("--bind-address %q: want an IP address", o.bindAddress)
-	case (o.tlsCertFile == "") != (o.tlsKeyFile == ""):
+	case o.BindAddress != "" && net.ParseIP(o.BindAddress) == nil:
+		return fmt.Errorf("--bind-address %q: want an IP address", o.BindAddress)
+	case (o.TLSCertFile == "") != (o.TLSKeyFile == ""):
 		return errors.New("--tls-cert-file and --tls-private-key-file must be given together")
-	case o.authorizationMode != authzAlwaysAllow && o.authorizationMode != authzWebhook:
-		return fmt.Errorf("--authorization-mode %q: want %s or %s", o.authorizationMode, authzAlwaysAllow, authzWebhook)
-	case o.authorizationMode == authzWebhook && !apiServer:
+	case o.AuthorizationMode != AuthzAlwaysAllow && o.AuthorizationMode != AuthzWebhook:
+		return fmt.Errorf("--authorization-mode %q: want %s or %s", o.AuthorizationMode, AuthzAlwaysAllow, AuthzWebhook)
+	case o.AuthorizationMode == AuthzWebhook && !apiServer:
 		return errors.New("--authorization-mode Webhook needs an API server to ask: set --kubeconfig")
-	case o.tokenWebhook && !apiServer:
+	case o.TokenWebhook && !apiServer:
 		return errors.New("--authentication-token-webhook needs an API server to review tokens: set --kubeconfig")
-	case !o.anonymousAuth && o.clientCAFile == "" && !o.tokenWebhook && !apiServer:
+	case !o.AnonymousAuth && o.ClientCAFile == "" && !o.TokenWebhook && !apiServer:
 		return fmt.Errorf("--port %d: nobody could use the kubelet API: anonymous requests are refused (--anonymous-auth=false, the default) and there is no --client-ca-file; "+
-			"set --client-ca-file, --port 0 to serve none, or --anonymous-auth=true to let in anyone who reaches it", o.port)
+			"set --client-ca-file, --port 0 to serve none, or --anonymous-auth=true to let in anyone who reaches it", o.Port)
 	}
 	return nil
 }
 
 // auth builds the authentication and authorization of --port from the
 // flags; tokens and reviews are nil without an API server.
-func (o *kubeletAPIOptions) auth(node string, clientCAs *x509.CertPool, tokens server.TokenReviewer, reviews server.SubjectAccessReviewer) (*server.Auth, error) {
-	authnCfg := server.AuthnConfig{ClientCAs: clientCAs, Anonymous: o.anonymousAuth}
-	if o.tokenWebhook {
+func (o *KubeletAPIConfig) auth(node string, clientCAs *x509.CertPool, tokens server.TokenReviewer, reviews server.SubjectAccessReviewer) (*server.Auth, error) {
+	authnCfg := server.AuthnConfig{ClientCAs: clientCAs, Anonymous: o.AnonymousAuth}
+	if o.TokenWebhook {
 		if tokens == nil {
 			return nil, fmt.Errorf("--authentication-token-webhook needs an API server to review tokens: set --kubeconfig")
 		}
@@ -249,10 +213,10 @@ func (o *kubeletAPIOptions) auth(node string, clientCAs *x509.CertPool, tokens s
 		return nil, err
 	}
 	var authz server.Authorizer
-	switch o.authorizationMode {
-	case authzAlwaysAllow:
+	switch o.AuthorizationMode {
+	case AuthzAlwaysAllow:
 		authz = server.AlwaysAllow{}
-	case authzWebhook:
+	case AuthzWebhook:
 		if reviews == nil {
 			return nil, fmt.Errorf("--authorization-mode Webhook needs an API server to ask: set --kubeconfig")
 		}
@@ -260,7 +224,7 @@ func (o *kubeletAPIOptions) auth(node string, clientCAs *x509.CertPool, tokens s
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("--authorization-mode %q: want %s or %s", o.authorizationMode, authzAlwaysAllow, authzWebhook)
+		return nil, fmt.Errorf("--authorization-mode %q: want %s or %s", o.AuthorizationMode, AuthzAlwaysAllow, AuthzWebhook)
 	}
 	return &server.Auth{Authenticator: authn, Authorizer: authz, NodeName: node}, nil
 }

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -18,16 +18,6 @@ import (
 // ARCHITECTURE.md "Running under systemd"): sd_notify messages from the
 // agent's state, journald-friendly logs, and a test hook that hangs the
 // sync loop for the watchdog's VM test.
-
-// logHandler is the agent's slog handler on stderr: journald's stream
-// format (no time, "<N>" priority prefixes) when stderr is the journal,
-// else slog's text format.
-func logHandler(opts *slog.HandlerOptions) slog.Handler {
-	if systemd.StderrIsJournal() {
-		return systemd.JournalHandler(os.Stderr, opts)
-	}
-	return slog.NewTextHandler(os.Stderr, opts)
-}
 
 // newNotifier takes NOTIFY_SOCKET and the watchdog variables out of the
 // environment (see systemd.FromEnv); nil when skiff is not a notify

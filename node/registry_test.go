@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bytes"
@@ -30,17 +30,17 @@ func TestRegistryOptionsResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
-			o := &registryOptions{}
+			o := &RegistryConfig{}
 			if tt.defaultFile != "" {
 				if err := os.WriteFile(filepath.Join(root, "registries.yaml"), []byte(tt.defaultFile), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if tt.flagged != "" || tt.flagMissing {
-				o.registryConfig = filepath.Join(t.TempDir(), "reg.yaml")
+				o.RegistryConfig = filepath.Join(t.TempDir(), "reg.yaml")
 			}
 			if tt.flagged != "" {
-				if err := os.WriteFile(o.registryConfig, []byte(tt.flagged), 0o600); err != nil {
+				if err := os.WriteFile(o.RegistryConfig, []byte(tt.flagged), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -55,8 +55,8 @@ func TestRegistryOptionsResolve(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (o.rendered != nil) != tt.wantRendered {
-				t.Errorf("rendered = %v, want %v", o.rendered != nil, tt.wantRendered)
+			if (o.Rendered != nil) != tt.wantRendered {
+				t.Errorf("rendered = %v, want %v", o.Rendered != nil, tt.wantRendered)
 			}
 			if tt.wantWarn != "" && !strings.Contains(logs.String(), tt.wantWarn) {
 				t.Errorf("logs %q lack %q", logs.String(), tt.wantWarn)

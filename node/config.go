@@ -1,0 +1,81 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config is everything a node is assembled from: plain values, the
+// kubelet's flags as `skiff agent` parses them (cmd/skiff binds each flag
+// to a field; the names follow the kubelet's). Validate checks it and
+// completes what is derived from it.
+type Config struct {
+	PodManifestPath   string
+	RuntimeEndpoint   string
+	RootDir           string
+	HostnameOverride  string
+	PodLogsDir        string
+	ReadOnlyPort      int
+	Address           string
+	Verbosity         int
+	PodCIDR           string
+	CNIBinDir         string
+	PauseBinary       string
+	ResolvConf        string
+	ClusterDomain     string
+	RuntimeTimeout    time.Duration
+	MaxParallelStarts int
+	MaxParallelProbes int
+	Resources         ResourcesConfig
+	Security          SecurityConfig
+	Pull              PullConfig
+	Registry          RegistryConfig
+	GC                GCConfig
+	API               APIConfig
+	ControlPlane      ControlPlaneConfig
+	KubeletAPI        KubeletAPIConfig
+	Shutdown          ShutdownConfig
+}
+
+// joinsAPIServer says whether the node joins an API server: one given by
+// --kubeconfig, or its own (--control-plane).
+func (c *Config) joinsAPIServer() bool {
+	return c.API.Kubeconfig != "" || c.ControlPlane.Enabled
+}
+
+// Validate returns the first setting that cannot work, naming its flag,
+// and completes the derived values (the shutdown grace periods by
+// priority). Run calls it; calling it again is harmless.
+func (c *Config) Validate() error {
+	if c.MaxParallelStarts < 0 {
+		return fmt.Errorf("--max-parallel-starts %d: want 0 (adaptive, the default) or a positive upper bound", c.MaxParallelStarts)
+	}
+	if err := c.Pull.config().Validate(); err != nil {
+		return err
+	}
+	if err := c.GC.validate(); err != nil {
+		return err
+	}
+	if err := c.Shutdown.resolve(); err != nil {
+		return err
+	}
+	if err := c.ControlPlane.validate(&c.API); err != nil {
+		return err
+	}
+	if err := c.KubeletAPI.validate(c.joinsAPIServer()); err != nil {
+		return err
+	}
+	if c.joinsAPIServer() {
+		if err := c.API.validate(); err != nil {
+			return err
+		}
+	}
+	if c.API.Bootstrap != "" && c.API.Kubeconfig == "" {
+		return errors.New("--bootstrap-kubeconfig needs --kubeconfig: the path the node's kubeconfig is written to")
+	}
+	if c.API.RotateCerts && c.API.Kubeconfig == "" {
+		return errors.New("--rotate-certificates needs --kubeconfig: it renews that kubeconfig's client certificate")
+	}
+	return nil
+}

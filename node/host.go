@@ -1,0 +1,72 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	goruntime "runtime"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/cgroups"
+	"github.com/skiffnode/skiff/network"
+	"github.com/skiffnode/skiff/nodestatus"
+	"github.com/skiffnode/skiff/runtime"
+)
+
+// nodeName is --hostname-override, else the hostname, lower-cased.
+func nodeName(override string) (string, error) {
+	if override != "" {
+		return strings.ToLower(override), nil
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("node name: %w", err)
+	}
+	return strings.ToLower(h), nil
+}
+
+func nodeIPs(log *slog.Logger) []string {
+	ips, err := network.NodeIPs()
+	if err != nil {
+		log.Warn("node IPs", "err", err)
+	}
+	var out []string
+	for _, ip := range ips {
+		out = append(out, ip.String())
+	}
+	return out
+}
+
+func podDNS(resolvConf string) func(*v1.Pod) (*runtime.DNSConfig, error) {
+	return func(pod *v1.Pod) (*runtime.DNSConfig, error) {
+		dns, err := network.PodDNS(resolvConf, string(pod.Spec.DNSPolicy), pod.Spec.DNSConfig, pod.Spec.HostNetwork)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return dns, err
+	}
+}
+
+// parallelExecProbes is --max-parallel-exec-probes with its default.
+func parallelExecProbes(flagValue int) int {
+	switch {
+	case flagValue < 0:
+		return 0 // no bound
+	case flagValue == 0:
+		return max(2, goruntime.NumCPU())
+	}
+	return flagValue
+}
+
+// readNodeUsage reads the machine's cpu and memory use from /proc for the
+// summary's node stats (agent.Config.NodeUsage).
+func readNodeUsage() (*cgroups.Usage, error) {
+	u, err := nodestatus.ReadUsage(os.DirFS("/"))
+	if err != nil {
+		return nil, fmt.Errorf("node usage: %w", err)
+	}
+	return &cgroups.Usage{CPUUsageNanoSeconds: u.CPUUsageNanoSeconds, MemoryUsageBytes: u.MemoryUsageBytes, WorkingSetBytes: u.WorkingSetBytes}, nil
+}
