@@ -542,7 +542,7 @@ func startManaged(ctx context.Context, o *agentOptions, log *slog.Logger) (m *co
 	started, err := containerd.Start(ctx, containerd.Config{
 		RootDir: o.rootDir, CNIBinDir: o.cniBinDir, CNIConfDir: cniDir, SandboxImage: pauseRef, Logger: log,
 		SystemdCgroup: o.resources.cgroupDriver == string(cgroups.DriverSystemd),
-		RegistryHosts: regHosts, RegistryAuths: regAuths,
+		RegistryHosts: regHosts, RegistryAuths: regAuths, Ready: cri.Ping,
 	})
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("start managed containerd: %w", err)

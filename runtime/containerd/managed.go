@@ -15,7 +15,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/internal/atomicfile"
-	"github.com/skiffnode/skiff/runtime/cri"
 	"github.com/skiffnode/skiff/supervisor"
 )
 
@@ -68,14 +67,17 @@ type Managed struct {
 // Start writes RootDir/containerd/config.toml and the registry hosts files
 // (RootDir/containerd/certs.d), replaces a containerd left
 // running by an earlier skiff run on the same root, starts containerd,
-// waits until its CRI socket answers a Version call (bounded by ctx and one
-// minute) and starts supervising it. ctx bounds only the start: containerd
+// waits until Config.Ready says its CRI socket serves (bounded by ctx and
+// one minute) and starts supervising it. ctx bounds only the start: containerd
 // keeps running (and is restarted) until Stop or skiff's exit. On error
 // nothing is left running.
 func Start(ctx context.Context, cfg Config) (*Managed, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Ready == nil {
+		return nil, errors.New("containerd config: Ready is required")
 	}
 	p := pathsFor(cfg.RootDir)
 	m := &Managed{
@@ -200,8 +202,8 @@ func (m *Managed) Stop(ctx context.Context) error {
 	return supervisor.Stop(ctx, p, "containerd", m.logger)
 }
 
-// waitReady polls the CRI socket until Version answers, the child exits,
-// or the bounded ctx ends.
+// waitReady polls the CRI socket (Config.Ready) until containerd serves,
+// the child exits, or the bounded ctx ends.
 func (m *Managed) waitReady(ctx context.Context, p supervisor.Process) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
@@ -210,9 +212,8 @@ func (m *Managed) waitReady(ctx context.Context, p supervisor.Process) error {
 	lastErr := errors.New("socket not created yet")
 	for {
 		if _, err := os.Stat(m.paths.socket); err == nil {
-			r, err := cri.New(ctx, m.Endpoint(), 2*time.Second)
+			err := m.cfg.Ready(ctx, m.Endpoint())
 			if err == nil {
-				_ = r.Close()
 				return nil
 			}
 			lastErr = err

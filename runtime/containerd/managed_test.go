@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -59,5 +60,13 @@ func TestTakeOverRemovesStaleSocket(t *testing.T) {
 		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s not removed: %v", p, err)
 		}
+	}
+}
+
+func TestStartNeedsReady(t *testing.T) {
+	no := false
+	_, err := Start(context.Background(), Config{RootDir: t.TempDir(), SandboxImage: "p", RestrictOOMScoreAdj: &no})
+	if err == nil || !strings.Contains(err.Error(), "Ready is required") {
+		t.Fatalf("Start without Ready: %v", err)
 	}
 }
