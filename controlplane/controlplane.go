@@ -15,16 +15,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
-
-	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/supervisor"
 )
-
-// readyTimeout bounds how long a start or restart waits for /readyz.
-const readyTimeout = 60 * time.Second
 
 // restartPolicy: 1 s doubling to 30 s, forgotten after a minute of running.
 var restartPolicy = supervisor.Policy{Initial: time.Second, Max: 30 * time.Second, ResetAfter: time.Minute}
@@ -60,14 +54,7 @@ type Config struct {
 type Shim struct {
 	cfg    Config
 	logger *slog.Logger
-	launch func(ctx context.Context, restart bool) (supervisor.Process, error)
-
-	cancel context.CancelFunc // ends supervision
-	done   chan struct{}      // closed when supervision has returned
-
-	mu       sync.Mutex
-	cur      supervisor.Process
-	restarts int
+	d      *supervisor.Daemon
 }
 
 // CACertPath is the shim's CA certificate under its data directory
@@ -118,29 +105,14 @@ func Start(ctx context.Context, cfg Config) (*Shim, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("control plane: %w", err)
 	}
-	s := &Shim{cfg: cfg, logger: cfg.Logger.With("component", "skiff-apiserver"), done: make(chan struct{})}
-	s.launch = s.launchChild
-	if pid, ok := supervisor.LeftoverPid(s.pidFile(), s.cfg.DataDir); ok {
-		s.logger.Warn("stopping skiff-apiserver left over from an earlier run", "pid", pid)
-		if err := supervisor.StopPid(ctx, pid); err != nil {
-			return nil, fmt.Errorf("stop leftover skiff-apiserver (pid %d): %w", pid, err)
-		}
-	}
-	first, err := s.launch(ctx, false)
-	if err != nil {
+	s := &Shim{cfg: cfg, logger: cfg.Logger.With("component", "skiff-apiserver")}
+	s.d = supervisor.NewDaemon(s.spec())
+	if err := s.d.StopLeftover(ctx); err != nil {
 		return nil, err
 	}
-	s.cur = first
-	sctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	loop := supervisor.Loop{
-		Name: "skiff-apiserver", Note: "pods keep running", Launch: s.launch,
-		Restarted: s.restarted, Policy: restartPolicy, Clock: clock.RealClock{}, Logger: s.logger,
+	if err := s.d.Start(ctx); err != nil {
+		return nil, err
 	}
-	go func() {
-		defer close(s.done)
-		loop.Run(sctx, first)
-	}()
 	return s, nil
 }
 
@@ -156,40 +128,18 @@ func (s *Shim) NodeKubeconfig() string { return filepath.Join(s.cfg.DataDir, "no
 func (s *Shim) AdminKubeconfig() string { return filepath.Join(s.cfg.DataDir, "admin.kubeconfig") }
 
 // Pid is the process ID of the latest shim (maybe exited).
-func (s *Shim) Pid() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cur.Pid()
-}
+func (s *Shim) Pid() int { return s.d.Pid() }
 
 // Restarts is how often the shim has been restarted.
-func (s *Shim) Restarts() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.restarts
-}
+func (s *Shim) Restarts() int { return s.d.Restarts() }
 
 // Done is closed when supervision has ended (after Stop, or when another
 // agent took over DataDir).
-func (s *Shim) Done() <-chan struct{} { return s.done }
+func (s *Shim) Done() <-chan struct{} { return s.d.Done() }
 
 // Stop ends supervision, then stops the shim: SIGTERM, SIGKILL when ctx
 // ends first. Pods are not affected. Idempotent; blocking.
-func (s *Shim) Stop(ctx context.Context) error {
-	s.cancel()
-	<-s.done
-	s.mu.Lock()
-	p := s.cur
-	s.mu.Unlock()
-	return supervisor.Stop(ctx, p, "skiff-apiserver", s.logger)
-}
-
-func (s *Shim) restarted(p supervisor.Process) {
-	s.mu.Lock()
-	s.cur = p
-	s.restarts++
-	s.mu.Unlock()
-}
+func (s *Shim) Stop(ctx context.Context) error { return s.d.Stop(ctx) }
 
 func (s *Shim) pidFile() string { return filepath.Join(s.cfg.DataDir, "skiff-apiserver.pid") }
 

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,5 +64,44 @@ func TestStartReportsEarlyExit(t *testing.T) {
 	_, err := Start(context.Background(), Config{Binary: bin, DataDir: filepath.Join(dir, "data"), NodeName: "n"})
 	if err == nil || !strings.Contains(err.Error(), "exited during start") || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("Start: %v; want the early exit with the log's tail", err)
+	}
+}
+
+// The supervisor runs the shim with its flags; --data-dir marks it in the
+// pid file's process, and the pid file is <DataDir>/skiff-apiserver.pid.
+func TestSpec(t *testing.T) {
+	s := &Shim{cfg: Config{Binary: "/b/skiff-apiserver", DataDir: "/r/apiserver", BindAddress: "127.0.0.1", Port: 6443, LogFile: "/r/l"}}
+	sp := s.spec()
+	if sp.Name != "skiff-apiserver" || sp.Binary != "/b/skiff-apiserver" || sp.LogFile != "/r/l" || !slices.Equal(sp.Args, s.args()) {
+		t.Errorf("name %q, binary %q, log %q, args %q", sp.Name, sp.Binary, sp.LogFile, sp.Args)
+	}
+	if sp.PidFile != "/r/apiserver/skiff-apiserver.pid" || sp.Marker != "/r/apiserver" || !slices.Contains(sp.Args, sp.Marker) {
+		t.Errorf("pid file %q, marker %q", sp.PidFile, sp.Marker)
+	}
+	if sp.Target != "at https://127.0.0.1:6443" || sp.Policy != restartPolicy || sp.Ready == nil || sp.AfterReady == nil {
+		t.Errorf("target %q, policy %+v", sp.Target, sp.Policy)
+	}
+}
+
+// Every start copies the admin kubeconfig (0600) where the user looks.
+func TestAfterReadyCopiesAdminKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "out", "admin.kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := &Shim{cfg: Config{DataDir: dir, AdminKubeconfig: dst}, logger: slog.New(slog.DiscardHandler)}
+	if err := s.afterReady(context.Background()); err == nil {
+		t.Error("afterReady without the shim's kubeconfig succeeded")
+	}
+	if err := os.WriteFile(s.AdminKubeconfig(), []byte("kc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.afterReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(dst)
+	if b, _ := os.ReadFile(dst); err != nil || string(b) != "kc" || st.Mode().Perm() != 0o600 {
+		t.Errorf("copy %q, %v", b, err)
 	}
 }

@@ -17,73 +17,34 @@ import (
 	"github.com/skiffnode/skiff/supervisor"
 )
 
-// cleanupTimeout bounds rollbacks under a fresh context.
-const cleanupTimeout = 10 * time.Second
+// spec is how the supervisor runs the shim: --data-dir marks a shim of
+// this DataDir; it is ready when /readyz answers, and every start then
+// copies the admin kubeconfig.
+func (s *Shim) spec() supervisor.Spec {
+	return supervisor.Spec{
+		Name: "skiff-apiserver", Note: "pods keep running",
+		Binary: s.cfg.Binary, Args: s.args(), LogFile: s.cfg.LogFile,
+		PidFile: s.pidFile(), Marker: s.cfg.DataDir,
+		StartedAttrs: []any{"dataDir", s.cfg.DataDir},
+		Ready:        s.ready, Target: "at " + s.URL(), AfterReady: s.afterReady,
+		Policy: restartPolicy, Logger: s.logger,
+	}
+}
 
-// launchChild starts one shim and waits until it is ready (see Start);
-// with restart set it refuses (supervisor.ErrReplaced) to start a rival
-// of a shim that another agent started on DataDir. On error nothing is
-// left running.
-func (s *Shim) launchChild(ctx context.Context, restart bool) (_ supervisor.Process, retErr error) {
-	if restart {
-		if pid, ok := supervisor.LeftoverPid(s.pidFile(), s.cfg.DataDir); ok {
-			return nil, fmt.Errorf("%w (pid %d in %s)", supervisor.ErrReplaced, pid, s.pidFile())
-		}
-	}
-	c, err := supervisor.StartChild(s.cfg.Binary, s.args(), s.cfg.LogFile, s.pidFile())
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if retErr != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-			defer cancel()
-			_ = supervisor.Stop(ctx, c, "skiff-apiserver", s.logger)
-		}
-	}()
-	s.logger.Info("started skiff-apiserver", "pid", c.Pid(), "dataDir", s.cfg.DataDir, "log", s.cfg.LogFile)
-	if err := atomicfile.Write(s.pidFile(), []byte(strconv.Itoa(c.Pid())+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("write skiff-apiserver pid file: %w", err)
-	}
-	if err := s.waitReady(ctx, c); err != nil {
-		return nil, err
-	}
+// afterReady copies the admin kubeconfig (if AdminKubeconfig is set) and
+// says the shim is ready.
+func (s *Shim) afterReady(context.Context) error {
 	if s.cfg.AdminKubeconfig != "" {
 		data, err := os.ReadFile(s.AdminKubeconfig())
 		if err != nil {
-			return nil, fmt.Errorf("read admin kubeconfig: %w", err)
+			return fmt.Errorf("read admin kubeconfig: %w", err)
 		}
 		if err := atomicfile.Write(s.cfg.AdminKubeconfig, data, 0o600); err != nil {
-			return nil, fmt.Errorf("write admin kubeconfig: %w", err)
+			return fmt.Errorf("write admin kubeconfig: %w", err)
 		}
 	}
 	s.logger.Info("skiff-apiserver ready", "url", s.URL(), "adminKubeconfig", s.cfg.AdminKubeconfig)
-	return c, nil
-}
-
-// waitReady polls /readyz (as the admin, through the kubeconfig the shim
-// writes before it serves) until it answers 200, the child exits, or the
-// bounded ctx ends.
-func (s *Shim) waitReady(ctx context.Context, p supervisor.Process) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		lastErr := s.ready(ctx)
-		if lastErr == nil {
-			return nil
-		}
-		select {
-		case <-p.Exited():
-			return fmt.Errorf("skiff-apiserver exited during start (%s); log %s ends with:\n%s",
-				supervisor.ExitStatus(p.ExitErr()), s.cfg.LogFile, supervisor.LogTail(s.cfg.LogFile, 15))
-		case <-ctx.Done():
-			return fmt.Errorf("skiff-apiserver at %s not ready: %w (last error: %w); log %s ends with:\n%s",
-				s.URL(), ctx.Err(), lastErr, s.cfg.LogFile, supervisor.LogTail(s.cfg.LogFile, 15))
-		case <-tick.C:
-		}
-	}
+	return nil
 }
 
 // ready is one /readyz request; nil when it answered 200.

@@ -94,7 +94,7 @@ func startManaged(ctx context.Context, o *Config, log *slog.Logger) (m *containe
 	started, err := containerd.Start(ctx, containerd.Config{
 		RootDir: o.RootDir, CNIBinDir: o.CNIBinDir, CNIConfDir: cniDir, SandboxImage: pauseRef, Logger: log,
 		SystemdCgroup: o.Resources.CgroupDriver == string(cgroups.DriverSystemd),
-		RegistryHosts: regHosts, RegistryAuths: regAuths,
+		RegistryHosts: regHosts, RegistryAuths: regAuths, Ready: cri.Ping,
 	})
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("start managed containerd: %w", err)

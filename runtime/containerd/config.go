@@ -8,6 +8,7 @@ package containerd
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -44,6 +45,11 @@ type Config struct {
 	// adjustments to its own instead of failing when it may not lower them.
 	// nil: true when the process lacks CAP_SYS_RESOURCE.
 	RestrictOOMScoreAdj *bool
+	// Ready reports whether a CRI runtime serves at endpoint
+	// ("unix:///.../containerd.sock"): nil when it answers. Start polls it
+	// until containerd is ready. Required; the node passes its CRI client's
+	// probe (runtime/cri.Ping), so that this package speaks no CRI itself.
+	Ready func(ctx context.Context, endpoint string) error
 	// Logger receives skiff's messages about containerd (default: discard).
 	Logger *slog.Logger
 	// LogFile receives containerd's stdout and stderr (default

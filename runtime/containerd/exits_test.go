@@ -123,3 +123,15 @@ func TestWatchExitsResubscribesWithBackoffAndAsksForRelist(t *testing.T) {
 	default:
 	}
 }
+
+// waitTimer blocks until the watcher waits on the fake clock.
+func waitTimer(t *testing.T, fc *clocktesting.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !fc.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing waits for a back-off")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -117,7 +117,7 @@ func TestManagedContainerdRunsPods(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{RootDir: root, SandboxImage: pauseRef, Logger: logger}
+	cfg := Config{RootDir: root, SandboxImage: pauseRef, Ready: cri.Ping, Logger: logger}
 	m, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

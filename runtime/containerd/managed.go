@@ -8,24 +8,15 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strconv"
-	"sync"
 	"time"
 
-	"k8s.io/utils/clock"
-
 	"github.com/skiffnode/skiff/internal/atomicfile"
-	"github.com/skiffnode/skiff/runtime/cri"
 	"github.com/skiffnode/skiff/supervisor"
 )
 
-const (
-	// readyTimeout bounds how long a start or restart waits for the CRI
-	// socket.
-	readyTimeout = 60 * time.Second
-	// cleanupTimeout bounds rollbacks under a fresh context.
-	cleanupTimeout = 10 * time.Second
-)
+// restartPolicy is the managed containerd's restart back-off: 1 s doubling
+// to 30 s, forgotten after a minute of running.
+var restartPolicy = supervisor.Policy{Initial: time.Second, Max: 30 * time.Second, ResetAfter: time.Minute}
 
 // Managed is a supervised containerd child process of skiff. Its methods
 // are safe for concurrent use.
@@ -41,8 +32,7 @@ const (
 //
 // Supervision: from Start until Stop a goroutine owned by Managed restarts
 // containerd whenever it exits (crash, kill -9, OOM kill), with the same
-// config and root, after a back-off (restartInitial doubling to restartMax,
-// reset after restartResetAfter of running). The restarted containerd
+// config and root, after a back-off (restartPolicy). The restarted containerd
 // reconnects to the shims, so containers keep running. Clients reconnect by
 // themselves (gRPC). Stop ends supervision before it stops containerd, so a
 // shutdown never restarts it.
@@ -50,26 +40,14 @@ type Managed struct {
 	cfg    Config
 	paths  paths
 	logger *slog.Logger
-	clock  clock.Clock
-	// launch starts one containerd and waits until it serves CRI; with
-	// restart set it refuses (supervisor.ErrReplaced) to start a rival of a
-	// containerd that another skiff started on this root. On error
-	// nothing is left running. Replaced by fakes in tests.
-	launch func(ctx context.Context, restart bool) (supervisor.Process, error)
-
-	cancel context.CancelFunc // ends supervision
-	done   chan struct{}      // closed when supervise has returned
-
-	mu       sync.Mutex
-	cur      supervisor.Process // the latest containerd; written by supervise only
-	restarts int
+	d      *supervisor.Daemon
 }
 
 // Start writes RootDir/containerd/config.toml and the registry hosts files
 // (RootDir/containerd/certs.d), replaces a containerd left
 // running by an earlier skiff run on the same root, starts containerd,
-// waits until its CRI socket answers a Version call (bounded by ctx and one
-// minute) and starts supervising it. ctx bounds only the start: containerd
+// waits until Config.Ready says its CRI socket serves (bounded by ctx and
+// one minute) and starts supervising it. ctx bounds only the start: containerd
 // keeps running (and is restarted) until Stop or skiff's exit. On error
 // nothing is left running.
 func Start(ctx context.Context, cfg Config) (*Managed, error) {
@@ -77,12 +55,12 @@ func Start(ctx context.Context, cfg Config) (*Managed, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := pathsFor(cfg.RootDir)
-	m := &Managed{
-		cfg: cfg, paths: p, logger: cfg.Logger.With("component", "containerd"),
-		clock: clock.RealClock{}, done: make(chan struct{}),
+	if cfg.Ready == nil {
+		return nil, errors.New("containerd config: Ready is required")
 	}
-	m.launch = m.launchChild
+	p := pathsFor(cfg.RootDir)
+	m := &Managed{cfg: cfg, paths: p, logger: cfg.Logger.With("component", "containerd")}
+	m.d = supervisor.NewDaemon(m.spec())
 	for _, dir := range []string{p.dir, p.root, p.state, cfg.CNIConfDir} {
 		if err := os.MkdirAll(dir, 0o711); err != nil {
 			return nil, fmt.Errorf("create containerd directories: %w", err)
@@ -94,7 +72,7 @@ func Start(ctx context.Context, cfg Config) (*Managed, error) {
 	if err := writeConfigFiles(cfg, p); err != nil {
 		return nil, err
 	}
-	if err := m.run(ctx); err != nil {
+	if err := m.d.Start(ctx); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -116,50 +94,19 @@ func writeConfigFiles(cfg Config, p paths) error {
 	return nil
 }
 
-// run launches the first containerd and starts the supervisor goroutine,
-// which m.cancel ends and m.done waits for. On error nothing runs.
-func (m *Managed) run(ctx context.Context) error {
-	first, err := m.launch(ctx, false)
-	if err != nil {
-		return err
+// spec is how the supervisor runs containerd: its config file marks a
+// containerd of this root; a stale socket is removed before every start;
+// it is ready when its CRI socket answers (Config.Ready).
+func (m *Managed) spec() supervisor.Spec {
+	return supervisor.Spec{
+		Name: "containerd", Note: "running containers are not affected",
+		Binary: m.cfg.Binary, Args: []string{"--config", m.paths.config}, LogFile: m.cfg.LogFile,
+		PidFile: m.paths.pidFile, Marker: m.paths.config,
+		StartedAttrs: []any{"config", m.paths.config},
+		Prepare:      m.removeStaleSocket,
+		Ready:        m.ready, Target: "CRI socket " + m.paths.socket,
+		Policy: restartPolicy, Logger: m.logger,
 	}
-	m.cur = first
-	sctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	go m.supervise(sctx, first)
-	return nil
-}
-
-// launchChild implements launch with a real child process.
-func (m *Managed) launchChild(ctx context.Context, restart bool) (_ supervisor.Process, retErr error) {
-	if restart {
-		if pid, ok := m.leftoverPid(); ok {
-			return nil, fmt.Errorf("%w (pid %d in %s)", supervisor.ErrReplaced, pid, m.paths.pidFile)
-		}
-	}
-	if err := m.removeStaleSocket(); err != nil {
-		return nil, err
-	}
-	c, err := supervisor.StartChild(m.cfg.Binary, []string{"--config", m.paths.config}, m.cfg.LogFile, m.paths.pidFile)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if retErr != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-			defer cancel()
-			_ = supervisor.Stop(ctx, c, "containerd", m.logger)
-		}
-	}()
-	pid := c.Pid()
-	m.logger.Info("started containerd", "pid", pid, "config", m.paths.config, "log", m.cfg.LogFile)
-	if err := atomicfile.Write(m.paths.pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("write containerd pid file: %w", err)
-	}
-	if err := m.waitReady(ctx, c); err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 // Endpoint is the CRI endpoint ("unix:///.../containerd.sock").
@@ -170,77 +117,36 @@ func (m *Managed) Address() string { return m.paths.socket }
 
 // Done is closed when supervision has ended: after Stop, or when another
 // skiff took over the root (its containerd replaced this one).
-func (m *Managed) Done() <-chan struct{} { return m.done }
+func (m *Managed) Done() <-chan struct{} { return m.d.Done() }
 
 // Pid is the process ID of the latest containerd (maybe exited).
-func (m *Managed) Pid() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.cur.Pid()
-}
+func (m *Managed) Pid() int { return m.d.Pid() }
 
 // Restarts is how often the supervisor has restarted containerd.
-func (m *Managed) Restarts() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.restarts
-}
+func (m *Managed) Restarts() int { return m.d.Restarts() }
 
 // Stop ends supervision (waiting for a restart in progress to finish or
 // roll back), then sends containerd SIGTERM and waits for it to exit; when
 // ctx ends first it sends SIGKILL, waits, and returns an error saying so.
 // Running containers are not affected. Idempotent; blocks until the
 // process is gone.
-func (m *Managed) Stop(ctx context.Context) error {
-	m.cancel()
-	<-m.done
-	m.mu.Lock()
-	p := m.cur
-	m.mu.Unlock()
-	return supervisor.Stop(ctx, p, "containerd", m.logger)
-}
+func (m *Managed) Stop(ctx context.Context) error { return m.d.Stop(ctx) }
 
-// waitReady polls the CRI socket until Version answers, the child exits,
-// or the bounded ctx ends.
-func (m *Managed) waitReady(ctx context.Context, p supervisor.Process) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	lastErr := errors.New("socket not created yet")
-	for {
-		if _, err := os.Stat(m.paths.socket); err == nil {
-			r, err := cri.New(ctx, m.Endpoint(), 2*time.Second)
-			if err == nil {
-				_ = r.Close()
-				return nil
-			}
-			lastErr = err
-		}
-		select {
-		case <-p.Exited():
-			return fmt.Errorf("containerd exited during start (%s); log %s ends with:\n%s",
-				supervisor.ExitStatus(p.ExitErr()), m.cfg.LogFile, supervisor.LogTail(m.cfg.LogFile, 15))
-		case <-ctx.Done():
-			return fmt.Errorf("containerd CRI socket %s not ready: %w (last error: %w); log %s ends with:\n%s",
-				m.paths.socket, ctx.Err(), lastErr, m.cfg.LogFile, supervisor.LogTail(m.cfg.LogFile, 15))
-		case <-tick.C:
-		}
+// ready is one readiness probe: the CRI socket exists and Config.Ready
+// says containerd serves CRI on it.
+func (m *Managed) ready(ctx context.Context) error {
+	if _, err := os.Stat(m.paths.socket); err != nil {
+		return errors.New("socket not created yet")
 	}
+	return m.cfg.Ready(ctx, m.Endpoint())
 }
 
 // takeOver stops a containerd that an earlier skiff run started on this
 // root (found through the pid file) and removes a stale socket (see
 // removeStaleSocket).
 func (m *Managed) takeOver(ctx context.Context) error {
-	if pid, ok := m.leftoverPid(); ok {
-		m.logger.Warn("stopping containerd left over from an earlier run", "pid", pid)
-		if err := supervisor.StopPid(ctx, pid); err != nil {
-			return fmt.Errorf("stop leftover containerd (pid %d): %w", pid, err)
-		}
-	}
-	if err := os.Remove(m.paths.pidFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove stale pid file: %w", err)
+	if err := m.d.StopLeftover(ctx); err != nil {
+		return err
 	}
 	return m.removeStaleSocket()
 }
@@ -261,10 +167,4 @@ func (m *Managed) removeStaleSocket() error {
 		}
 	}
 	return nil
-}
-
-// leftoverPid returns the pid from the pid file if that process is alive
-// and is a containerd running this root's config (pids get reused).
-func (m *Managed) leftoverPid() (int, bool) {
-	return supervisor.LeftoverPid(m.paths.pidFile, m.paths.config)
 }

@@ -49,6 +49,21 @@ func New(ctx context.Context, endpoint string, timeout time.Duration) (*Runtime,
 	return newRuntime(ctx, endpoint, timeout)
 }
 
+// pingTimeout bounds Ping's Version call.
+const pingTimeout = 2 * time.Second
+
+// Ping reports whether a CRI v1 runtime serves at endpoint: nil when a
+// fresh connection's Version call, bounded by ctx and two seconds, answers.
+// It is a readiness probe (the managed containerd's).
+func Ping(ctx context.Context, endpoint string) error {
+	r, err := New(ctx, endpoint, pingTimeout)
+	if err != nil {
+		return err
+	}
+	_ = r.Close()
+	return nil
+}
+
 // Reconnection to a runtime that went away (a restarting containerd):
 // gRPC dials again with exponential back-off, and its default grows to
 // 120 s, so after an outage of a minute or two the first calls would fail

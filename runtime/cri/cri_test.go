@@ -91,6 +91,32 @@ func TestNewChecksCRIv1(t *testing.T) {
 	})
 }
 
+// Ping is nil exactly when a CRI v1 runtime answers at the endpoint.
+func TestPing(t *testing.T) {
+	tests := []struct {
+		name     string
+		endpoint func(t *testing.T) string
+		ok       bool
+	}{
+		{"CRI v1", func(t *testing.T) string {
+			return serve(t, func(s *grpc.Server) { runtimeapi.RegisterRuntimeServiceServer(s, newFakeCRI()) })
+		}, true},
+		{"not CRI", func(t *testing.T) string {
+			return serve(t, func(s *grpc.Server) { runtimeapi.RegisterImageServiceServer(s, noCRI{}) })
+		}, false},
+		{"no server", func(t *testing.T) string { return "unix://" + t.TempDir() + "/none.sock" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := Ping(ctx, tt.endpoint(t)); (err == nil) != tt.ok {
+				t.Fatalf("Ping = %v, want ok %t", err, tt.ok)
+			}
+		})
+	}
+}
+
 func testSandboxSpec(hostNetwork bool) *runtime.SandboxSpec {
 	return &runtime.SandboxSpec{
 		Name: "web", Namespace: "ns", UID: "u1", Attempt: 2,
