@@ -3,9 +3,12 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -268,3 +271,89 @@ func (r *recordingRegisterer) names() []string {
 type noCounts struct{}
 
 func (noCounts) RuntimeCounts() agent.RuntimeCounts { return agent.RuntimeCounts{} }
+
+var (
+	// checklistID matches a cited checklist id or range: A.7, E.11-E.16, H.5-10.
+	checklistID = regexp.MustCompile(`(?:^|[^\w.])([A-J])\.(\d+)(?:\s*[-–]\s*(?:[A-J]\.)?(\d+))?\b`)
+	// checklistTestName matches the ids in a test name: TestX_A24, TestY_G1_G13_G15.
+	checklistTestName = regexp.MustCompile(`\bTest\w*?_([A-J]\d+(?:_[A-J]\d+)*)\b`)
+)
+
+// Every checklist id a Go file of the repository cites, in a comment or a
+// test name, is an entry of docs/checklist.md.
+func TestChecklistHasCitedIDs(t *testing.T) {
+	list, err := os.ReadFile(filepath.Join("..", "..", "docs", "checklist.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cited := map[string]string{}
+	err = filepath.WalkDir(filepath.Join("..", ".."), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "third_party" || d.Name() == "_output") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, id := range citedIDs(string(src)) {
+			cited[id] = path
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cited) < 50 {
+		t.Fatalf("found only %d cited ids", len(cited))
+	}
+	for id, path := range cited {
+		if !strings.Contains(string(list), "\n- "+id+" ") {
+			t.Errorf("%s cites %s, which docs/checklist.md does not have", path, id)
+		}
+	}
+}
+
+// citedIDs are the checklist ids src cites, ranges expanded.
+func citedIDs(src string) []string {
+	var out []string
+	for _, m := range checklistID.FindAllStringSubmatch(src, -1) {
+		from, _ := strconv.Atoi(m[2])
+		to := from
+		if m[3] != "" {
+			if n, _ := strconv.Atoi(m[3]); n > from && n-from <= 30 {
+				to = n
+			}
+		}
+		for n := from; n <= to; n++ {
+			out = append(out, m[1]+"."+strconv.Itoa(n))
+		}
+	}
+	for _, m := range checklistTestName.FindAllStringSubmatch(src, -1) {
+		for _, p := range strings.Split(m[1], "_") {
+			out = append(out, p[:1]+"."+p[1:])
+		}
+	}
+	return out
+}
+
+// citedIDs finds single ids, ranges and test-name ids, and ignores
+// versions and dotted paths.
+func TestCitedIDs(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"// A.7 [CONFLICT] and C.7.", "A.7 C.7"},
+		{"// (E.11-E.16)", "E.11 E.12 E.13 E.14 E.15 E.16"},
+		{"// H.5-10, v1.2, x.A.3", "H.5 H.6 H.7 H.8 H.9 H.10"},
+		{"func TestInit_A24(t", "A.24"},
+		{"func TestShapes_G1_G13_G15(t", "G.1 G.13 G.15"},
+	} {
+		if got := strings.Join(citedIDs(tc.src), " "); got != tc.want {
+			t.Errorf("citedIDs(%q) = %q, want %q", tc.src, got, tc.want)
+		}
+	}
+}
