@@ -357,3 +357,38 @@ func TestCitedIDs(t *testing.T) {
 		}
 	}
 }
+
+// markdownLink matches the target of an inline markdown link.
+var markdownLink = regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)\)`)
+
+// Every relative link of README.md, ARCHITECTURE.md and docs/ names a file
+// or directory of the repository.
+func TestDocLinksResolve(t *testing.T) {
+	repo := filepath.Join("..", "..")
+	pages := []string{filepath.Join(repo, "README.md"), filepath.Join(repo, "ARCHITECTURE.md")}
+	err := filepath.WalkDir(filepath.Join(repo, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			pages = append(pages, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range pages {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range markdownLink.FindAllStringSubmatch(string(data), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(page), filepath.FromSlash(target))); err != nil {
+				rel, _ := filepath.Rel(repo, page)
+				t.Errorf("%s links to %s, which does not exist", rel, m[1])
+			}
+		}
+	}
+}
