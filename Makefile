@@ -15,7 +15,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 # grpcnotrace keeps grpc from linking golang.org/x/net/trace, whose
 # html/template rendering would make the linker keep every exported method
 # of every reachable type: -6 MB of binary and of the agent's RSS
-# (ARCHITECTURE.md, "Built with grpcnotrace"; cmd/skiff/deadcode_test.go).
+# (docs/decisions/0073-built-grpcnotrace.md; cmd/skiff/deadcode_test.go).
 BUILD_TAGS := grpcnotrace
 
 .PHONY: all build build-apiserver install uninstall run-control-plane images node-image e2e-node-image setup setup-runtime unit integration e2e test test-v2 test-systemd test-fresh run lint bench bench-quick clean
@@ -77,8 +77,8 @@ images:
 
 # The node image (issue 18): skiff with its managed containerd, runc, the
 # CNI plugins and iptables, taken from this host (test/setup.sh installs
-# them), as a docker-archive for privileged CI containers (README, "Node
-# image"). Reproducible; rebuilt only when an input changed.
+# them), as a docker-archive for privileged CI containers
+# (docs/node-image.md). Reproducible; rebuilt only when an input changed.
 NODE_IMAGE := _output/node-image.tar
 NODE_IMAGE_VERSION ?= $(shell git describe --always --dirty --tags 2>/dev/null || echo dev)
 

@@ -14,11 +14,11 @@ import (
 )
 
 // Cpu usage is sampled only when the summary is read: nothing reads a
-// cgroup while nobody asks (see ARCHITECTURE.md, Decisions, "Stats on
-// demand"). The rate (usageNanoCores) of a read is measured from the
-// previous read, if that was at most statsBaseMaxAge ago; else (the first
-// read, or the first after a pause) the read takes a base sample, waits
-// statsWarmup and samples again.
+// cgroup while nobody asks (see docs/decisions/0039-stats-demand.md). The
+// rate (usageNanoCores) of a read is measured from the previous read, if
+// that was at most statsBaseMaxAge ago; else (the first read, or the first
+// after a pause) the read takes a base sample, waits statsWarmup and
+// samples again.
 const (
 	// statsBaseMaxAge is how old a previous read may be to serve as the
 	// base of the next read's rates: scrapers (metrics-server every 15 s

@@ -3,8 +3,8 @@
 // uses (core/v1, coordination/v1, authentication/v1, authorization/v1,
 // certificates/v1), with informers built from hand-written
 // ListWatch functions. Not the clientset: any typed client links all of
-// client-go's API groups (+24 MB RSS in skiff; ARCHITECTURE.md, "The API
-// client").
+// client-go's API groups (+24 MB RSS in skiff; see
+// docs/decisions/0056-api-client-client-gos-rest-layer.md).
 package apiclient
 
 import (
@@ -38,7 +38,7 @@ type Client struct {
 // Content types of requests (rest.Config.ContentType). JSON is skiff's
 // default: protobuf, the kubelet's, cost the agent about 1 MB more RSS at
 // 110 pods (the generated decoders' pages) for no measurable CPU saving
-// (ARCHITECTURE.md, "The API client runs at the kubelet's rate limits").
+// (docs/decisions/0059-api-client-runs-kubelets-rate-limits.md).
 const (
 	ContentTypeJSON     = runtime.ContentTypeJSON
 	ContentTypeProtobuf = runtime.ContentTypeProtobuf

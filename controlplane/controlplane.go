@@ -1,8 +1,9 @@
 // Package controlplane runs skiff's control-plane shim, skiff-apiserver,
 // as a supervised child of the agent (`skiff agent --control-plane`), the
 // way runtime/containerd runs the managed containerd: one command for the
-// user. The shim is a separate executable (see ARCHITECTURE.md, "the
-// shim"); this package only starts, watches and stops it, and copies its
+// user. The shim is a separate executable (see
+// docs/decisions/0061-shim-separate-executable-k8s-io-apiservers.md); this
+// package only starts, watches and stops it, and copies its
 // admin kubeconfig to where the user looks for it.
 package controlplane
 

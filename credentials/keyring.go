@@ -8,7 +8,9 @@ package credentials
 // are split by hand instead of with net/url, so that the glob grammar the
 // Kubernetes documentation gives (checklist E.14: '?', '[...]', '[^...]',
 // '\\') works in hosts where url.Parse rejects or mangles it (see
-// ARCHITECTURE.md, Decisions, E.14/E.15); empty entries are skipped; the
+// docs/decisions/0051-e-15-conflict-globs-match-one.md and
+// docs/decisions/0052-e-14-full-glob-grammar-works.md); empty entries are
+// skipped; the
 // entries of one file are added in sorted key order, so that equal keys
 // keep a stable order.
 

@@ -77,9 +77,9 @@ func kubeletDefaults() *v1beta1.KubeletConfiguration {
 	return c
 }
 
-// defaultEvictionHard is the kubelet's default evictionHard. skiff
-// enforces memory.available only (ARCHITECTURE.md, "Resources and
-// cgroups"); the other signals are accepted at these values and ignored.
+// defaultEvictionHard is the kubelet's default evictionHard. skiff enforces
+// memory.available only (docs/resources-cgroups.md); the other signals are
+// accepted at these values and ignored.
 func defaultEvictionHard() map[string]string {
 	return map[string]string{
 		"memory.available":   "100Mi",

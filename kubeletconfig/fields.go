@@ -33,7 +33,8 @@ type field struct {
 }
 
 // fields are the flag-bound fields skiff supports, in the order of the
-// README's table.
+// table in docs/config-file.md (docs/reference/config-file.md is generated
+// from them).
 func fields() []field {
 	return []field{
 		str("staticPodPath", "pod-manifest-path", func(c *config) *string { return &c.StaticPodPath }),

@@ -230,8 +230,8 @@ func (m *Manager) setUpVolume(pod *v1.Pod, v *v1.Volume) (Volume, error) {
 			return Volume{}, fmt.Errorf("emptyDir medium %q is not supported by skiff yet", src.EmptyDir.Medium)
 		}
 		if err == nil && created {
-			// Only a volume created now: see "Volume ownership" in
-			// ARCHITECTURE.md (the kubelet's ready file).
+			// Only a volume created now: see "Ownership by fsGroup" in
+			// docs/volumes.md (the kubelet's ready file).
 			fsGroup, policy := podFSGroup(pod)
 			err = m.setOwnership(dir, fsGroup, policy, false)
 		}

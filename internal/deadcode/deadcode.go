@@ -2,8 +2,8 @@
 // linker's method dead-code elimination: no function reachable from main
 // calls reflect's Method or MethodByName with a computed name (the
 // linker's <ReflectMethod> mark), which would make the linker keep every
-// exported method of every reachable type (ARCHITECTURE.md, "Built with
-// grpcnotrace"). cmd/skiff and cmd/skiff-apiserver use it.
+// exported method of every reachable type (see
+// docs/decisions/0073-built-grpcnotrace.md). cmd/skiff and cmd/skiff-apiserver use it.
 package deadcode
 
 import (

@@ -246,7 +246,8 @@ func dropManagedFields(obj any) (any, error) {
 // SelfSubjectReviews and SelfSubjectAccessReviews, as on a fresh kubeadm
 // cluster, and nothing else;
 // anonymous requests are refused (no anonymous authenticator: 401). RBAC
-// is not planned (ARCHITECTURE.md).
+// is not planned
+// (docs/decisions/0068-service-accounts-shim-get-what-fresh.md).
 func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle, pods nodeauthz.Pods,
 	sa serviceAccountTokens, saTokens authenticator.Token) error {
 	cert, err := dynamiccertificates.NewStaticCertKeyContent("serving-cert", b.ServingCert, b.ServingKey)

@@ -152,8 +152,8 @@ spec:
 	}
 }
 
-// TestConfigEnvExampleRuns: examples/manifests/config-env.yaml (the
-// README's example) runs and prints what its objects give it.
+// TestConfigEnvExampleRuns: examples/manifests/config-env.yaml (the example
+// of docs/static-pod-objects.md) runs and prints what its objects give it.
 func TestConfigEnvExampleRuns(t *testing.T) {
 	e := NewEnv(t)
 	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "manifests", "config-env.yaml"))

@@ -7,8 +7,8 @@ import (
 )
 
 // TestSystemdVMWatchdogRestartsHungAgent checks the watchdog of
-// contrib/systemd/skiff.service (issue 18; ARCHITECTURE.md "Running under
-// systemd"): a skiff whose sync loop hangs stops its WATCHDOG=1 pings,
+// contrib/systemd/skiff.service (issue 18;
+// docs/decisions/0001-running-under-systemd.md): a skiff whose sync loop hangs stops its WATCHDOG=1 pings,
 // systemd aborts it ("Watchdog timeout") and restarts it, and the pod's
 // shims and container process keep running throughout.
 //

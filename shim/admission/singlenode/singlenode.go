@@ -1,8 +1,8 @@
 // Package singlenode is the shim's stand-in for kube-scheduler: on a
 // one-node control plane every pod created without a node is placed on
 // that node at creation, so that `kubectl run` and a Deployment's pods run
-// without a scheduler (see ARCHITECTURE.md, "the shim places pods at
-// create").
+// without a scheduler (see
+// docs/decisions/0064-no-scheduler-shim-pods-placed-node.md).
 package singlenode
 
 import (

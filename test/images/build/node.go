@@ -9,7 +9,7 @@ import (
 	"github.com/skiffnode/skiff/test/vm"
 )
 
-// The node image's paths; README.md ("Node image") documents them.
+// The node image's paths; docs/node-image.md documents them.
 const (
 	nodeManifestDir = "/etc/skiff/manifests"
 	nodeRootDir     = "/var/lib/skiff"
