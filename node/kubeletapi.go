@@ -32,7 +32,7 @@ const DefaultKubeletPort = 10250
 // HTTPS port the API server reaches for logs, exec, attach, port-forward
 // and stats (issue 16, H.25); names are the kubelet's. The defaults are
 // the kubelet's configuration-file defaults, not its bare flags' (issue
-// 29, ARCHITECTURE.md "The kubelet API is shut by default"): no anonymous
+// 29, docs/decisions/0081-kubelet-api-shut-default.md): no anonymous
 // requests, and with an API server bearer tokens through TokenReview,
 // client certificates of its CA and Webhook authorization. Those that
 // depend on how the agent runs are set by resolve.

@@ -15,7 +15,7 @@ import (
 )
 
 // skiff agent as a systemd service (contrib/systemd/skiff.service,
-// ARCHITECTURE.md "Running under systemd"): sd_notify messages from the
+// docs/decisions/0001-running-under-systemd.md): sd_notify messages from the
 // agent's state, journald-friendly logs, and a test hook that hangs the
 // sync loop for the watchdog's VM test.
 

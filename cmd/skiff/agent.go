@@ -66,7 +66,7 @@ func (o *agentFlags) complete(f *pflag.FlagSet) error {
 	}
 	// The kubelet API serves a node of an API server (--kubeconfig, or its
 	// own with --control-plane); without one it listens only where --port
-	// asks for it (see ARCHITECTURE.md, "The kubelet API").
+	// asks for it (see docs/kubelet-api.md).
 	c := &o.node
 	joins := c.API.Kubeconfig != "" || c.ControlPlane.Enabled
 	resolveKubeletAPI(&c.KubeletAPI, f, joins, c.ControlPlane.Enabled)

@@ -16,7 +16,7 @@ type configOptions struct {
 }
 
 func addConfigFlags(f *pflag.FlagSet, o *configOptions) {
-	f.StringVar(&o.file, "config", "", "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1) to read settings from; flags given on the command line win (see README, \"Configuration file\")")
+	f.StringVar(&o.file, "config", "", "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1) to read settings from; flags given on the command line win (see docs/config-file.md)")
 	f.BoolVar(&o.write, "write-config", false, "print the effective configuration (flags and --config) as a KubeletConfiguration and exit")
 }
 

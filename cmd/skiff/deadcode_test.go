@@ -16,7 +16,7 @@ const buildTags = "grpcnotrace"
 // One such function (html/template's, through grpc's golang.org/x/net/trace
 // without the grpcnotrace tag) makes the linker keep every exported method
 // of every reachable type: +6 MB of binary, nearly all of it resident in
-// the agent (ARCHITECTURE.md, "Built with grpcnotrace"). The test prints
+// the agent (docs/decisions/0073-built-grpcnotrace.md). The test prints
 // the chain that reaches it.
 func TestLinkerKeepsDeadCodeElimination(t *testing.T) {
 	deadcode.Check(t, "../../Makefile", buildTags)
