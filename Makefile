@@ -135,10 +135,18 @@ test:
 V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52|TestVolumes_G1_G14|TestContainerSecurityContext_G15_G16|TestVolumeOwnershipFSGroup_G15
 E2E_TEST_BIN := _output/e2e.test
 VM_GUEST := /skiff
+# The cgroups package's tests, run as root in the VM too: their cgroup v2
+# branches (TestManagerLifecycle_D4's v2 files) run nowhere else.
+CGROUPS_TEST_BIN := _output/cgroups.test
 
-## test-v2: the VM's own smoke test (boot, cgroup v2 controllers, the guest watchdog), then the cgroup v2 e2e suite (V2_TESTS) inside a QEMU VM booting a cgroup v2 kernel (test/vm)
+## test-v2: the VM's own smoke test (boot, cgroup v2 controllers, the guest watchdog), then the cgroups package's root tests and the cgroup v2 e2e suite (V2_TESTS) inside a QEMU VM booting a cgroup v2 kernel (test/vm)
 test-v2: setup build images
 	SKIFF_VM=1 $(GO) test -count=1 -timeout 10m -run 'TestVMSmoke' ./test/vm
+	CGO_ENABLED=0 $(GO) test -c -o $(CGROUPS_TEST_BIN) ./cgroups
+	$(GO) run ./test/vm/cmd/vmrun -timeout 10m -log _output/vm/console-cgroups.log \
+		-require-cgroup2 cpu,memory,pids \
+		-add $(CGROUPS_TEST_BIN):$(VM_GUEST)/cgroups.test -env SKIFF_ROOT_TESTS=1 \
+		-- $(VM_GUEST)/cgroups.test -test.v -test.count=1 -test.timeout 8m
 	CGO_ENABLED=0 $(GO) test -c -o $(E2E_TEST_BIN) ./test/e2e
 	$(GO) run ./test/vm/cmd/vmrun -timeout 30m -log _output/vm/console.log \
 		-require-cgroup2 cpu,memory,pids \

@@ -14,8 +14,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/clock"
 
+	"github.com/skiffnode/skiff/internal/clocktest"
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
@@ -70,7 +71,7 @@ func gcPod(t *testing.T, rt *fake.Runtime, logs string, uid string, labels map[s
 	return ids
 }
 
-func gcAgent(t *testing.T, rt runtime.Runtime, clk *clocktesting.FakeClock, live ...types.UID) *Agent {
+func gcAgent(t *testing.T, rt runtime.Runtime, clk clock.WithTicker, live ...types.UID) *Agent {
 	t.Helper()
 	cfg := testConfig(t, rt)
 	policy := DefaultContainerGCPolicy()
@@ -191,7 +192,7 @@ func (failingLists) ListSandboxes(context.Context, map[string]string) ([]*runtim
 // TestContainerGCLoopEvent_F1: a pass runs every period and a failed one
 // records a ContainerGCFailed event on the node.
 func TestContainerGCLoopEvent_F1(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
+	clk := clocktest.New(time.Now())
 	a := gcAgent(t, failingLists{fake.New(clk.Now)}, clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -207,8 +208,12 @@ func TestContainerGCLoopEvent_F1(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	// Nothing the loop waits for is due before the period: stepping short
+	// of it can wake nothing (and nothing ran at the step).
+	if next, ok := clk.NextIn(); !ok || next != DefaultContainerGCPeriod {
+		t.Fatalf("the loop's next wake-up in %v (any: %t), want the period %v", next, ok, DefaultContainerGCPeriod)
+	}
 	clk.Step(DefaultContainerGCPeriod - time.Second)
-	time.Sleep(10 * time.Millisecond)
 	if evs := a.events.list(); len(evs) != 0 {
 		t.Fatalf("a pass before the period: %v", evs)
 	}

@@ -48,6 +48,9 @@ func TestTerminatePodFailsPodWithShutdownStatus_H17(t *testing.T) {
 	if !contains(sb, "StopSandbox") {
 		t.Errorf("sandbox not stopped: %v", sb)
 	}
+	// The channel closes once everything is stopped; the status that says
+	// so comes with the next sync's observation.
+	h.eventually("pod Failed", func() bool { return h.phase("uid1") == v1.PodFailed })
 	p := h.pod("uid1")
 	if p.Status.Phase != v1.PodFailed || p.Status.Reason != "Terminated" || p.Status.Message != shutdownMsg {
 		t.Errorf("status %s %q %q, want Failed Terminated %q", p.Status.Phase, p.Status.Reason, p.Status.Message, shutdownMsg)
@@ -116,9 +119,7 @@ func TestStaticPodRunsAgainAfterShutdownAndBoot_H17(t *testing.T) {
 			h.src.ch <- []*v1.Pod{pod}
 			h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
 			waitClosed(t, h.agent.TerminatePod("uid1", shutdownOptions(30)), "TerminatePod")
-			if h.phase("uid1") != v1.PodFailed {
-				t.Fatalf("phase %s after the shutdown kill, want Failed", h.phase("uid1"))
-			}
+			h.eventually("pod Failed after the shutdown kill", func() bool { return h.phase("uid1") == v1.PodFailed })
 			old, _ := rt.ContainerByName("uid1", "app")
 			h.stop() // the node powers off
 

@@ -182,7 +182,7 @@ func TestAgentStartsThroughTheGivenGate(t *testing.T) {
 	}
 	h := runTestAgent(t, cfg)
 	h.src.ch <- []*v1.Pod{testPod("Always", nil, "a")}
-	time.Sleep(100 * time.Millisecond)
+	waitQueued(t, cfg.Starts, prioSandbox, 1) // the sandbox creation waits at the gate
 	for _, c := range rt.Calls() {
 		if strings.HasPrefix(c, "RunSandbox") {
 			t.Fatalf("sandbox started while the given gate was full: %v", rt.Calls())

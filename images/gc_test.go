@@ -13,6 +13,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/skiffnode/skiff/internal/clocktest"
 	"github.com/skiffnode/skiff/runtime"
 )
 
@@ -283,7 +284,7 @@ func TestGCPolicyValidate_F3(t *testing.T) {
 // TestRunEventOnRepeatedFailure_F1: Run collects at once and then every
 // period, and records ImageGCFailed only for the second failure in a row.
 func TestRunEventOnRepeatedFailure_F1(t *testing.T) {
-	clk := clocktesting.NewFakeClock(gcT0)
+	clk := clocktest.New(gcT0)
 	rt := &gcFakeImages{fsErr: errors.New("no fs")}
 	var mu sync.Mutex
 	var events []event
@@ -311,8 +312,12 @@ func TestRunEventOnRepeatedFailure_F1(t *testing.T) {
 		t.Errorf("events after one failure: %v", events)
 	}
 	mu.Unlock()
+	// Nothing the loop waits for is due before the period: stepping short
+	// of it can wake nothing (and nothing ran at the step).
+	if next, ok := clk.NextIn(); !ok || next != DefaultGCPeriod {
+		t.Fatalf("the loop's next wake-up in %v (any: %t), want the period %v", next, ok, DefaultGCPeriod)
+	}
 	clk.Step(DefaultGCPeriod - time.Second)
-	time.Sleep(10 * time.Millisecond) // nothing may happen before the period
 	if n := rt.callCount(); n != 1 {
 		t.Fatalf("%d runs before the period passed", n)
 	}

@@ -14,6 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/skiffnode/skiff/internal/clocktest"
 )
 
 // fakeLogind is a Logind in memory: one lock at most, signals sent by the
@@ -142,7 +144,7 @@ type mgrHarness struct {
 	m      *Manager
 	l      *fakeLogind
 	pods   *fakePods
-	clock  *clocktesting.FakeClock
+	clock  *clocktest.Clock
 	logs   *bytes.Buffer
 	events []string
 	times  int
@@ -152,7 +154,7 @@ type mgrHarness struct {
 
 func startManager(t *testing.T, c Config, l *fakeLogind, pods *fakePods, connectErr error) *mgrHarness {
 	t.Helper()
-	h := &mgrHarness{t: t, l: l, pods: pods, clock: clocktesting.NewFakeClock(time.Unix(1000, 0)), logs: &bytes.Buffer{}, done: make(chan error, 1)}
+	h := &mgrHarness{t: t, l: l, pods: pods, clock: clocktest.New(time.Unix(1000, 0)), logs: &bytes.Buffer{}, done: make(chan error, 1)}
 	var mu sync.Mutex
 	h.m = New(Options{
 		Config: c,
@@ -285,9 +287,13 @@ func TestManagerGroupBudgetRunsOut_H18(t *testing.T) {
 	h.eventually("lock taken", func() bool { return l.held() == 1 })
 	l.events <- true
 	h.eventually("regular pod stopped", func() bool { return pods.called() == "uid-stuck" })
+	// The manager waits for the regular budget and nothing sooner: a
+	// step short of it can wake nothing (and nothing ran at the step).
 	h.eventually("budget timer", h.clock.HasWaiters)
+	if next, ok := h.clock.NextIn(); !ok || next != 20*time.Second {
+		t.Fatalf("the manager's next wake-up in %v (any: %t), want the regular budget 20s", next, ok)
+	}
 	h.clock.Step(19 * time.Second)
-	time.Sleep(20 * time.Millisecond)
 	if got := pods.called(); got != "uid-stuck" {
 		t.Fatalf("calls %q before the regular budget (20s) ran out", got)
 	}

@@ -52,9 +52,13 @@ func TestCheckpoint_ReadinessAndStartupSurviveRestart(t *testing.T) {
 	if !old.m.Ready("p1", "app") {
 		t.Fatal("old agent: container not ready")
 	}
-	// The write comes checkpointDelay after the change, not earlier.
+	// The write comes checkpointDelay after the change, not earlier:
+	// nothing the manager waits for is due sooner, so a step short of it
+	// can wake nothing (and nothing was written at the step).
+	if next, ok := old.clock.NextIn(); !ok || next != checkpointDelay {
+		t.Fatalf("the manager's next wake-up in %v (any: %t), want the checkpoint delay %v", next, ok, checkpointDelay)
+	}
 	old.clock.Step(checkpointDelay - time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
 	readCheckpoint(t, path, started)
 	old.clock.Step(time.Millisecond)
 	readCheckpoint(t, path, map[string]checkpointEntry{"c1": {PodUID: "p1", Container: "app", Ready: true, Started: true}})

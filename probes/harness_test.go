@@ -6,7 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/skiffnode/skiff/internal/clocktest"
 )
 
 // harness drives a Manager on a fake clock with a fake Execer. Each worker
@@ -15,7 +16,7 @@ import (
 // sleeps for real except noRound's short wait.
 type harness struct {
 	t        *testing.T
-	clock    *clocktesting.FakeClock
+	clock    *clocktest.Clock
 	exec     *fakeExec
 	events   *eventLog
 	m        *Manager

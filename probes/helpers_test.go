@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/skiffnode/skiff/internal/clocktest"
 	"github.com/skiffnode/skiff/runtime"
 )
 
@@ -161,7 +161,7 @@ func (l *eventLog) all() []string {
 }
 
 // newFakeClock returns a fake clock at t0.
-func newFakeClock() *clocktesting.FakeClock { return clocktesting.NewFakeClock(t0) }
+func newFakeClock() *clocktest.Clock { return clocktest.New(t0) }
 
 // waitClosed fails the test unless ch is closed within waitLimit.
 func waitClosed(t *testing.T, ch <-chan struct{}, what string) {

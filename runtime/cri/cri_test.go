@@ -465,3 +465,51 @@ func TestImages(t *testing.T) {
 		t.Fatalf("after remove: %v", err)
 	}
 }
+
+// TestStopContainerDeadline: StopContainer asks the runtime for the grace
+// period in whole seconds (rounded up) and gives the call the per-call
+// timeout plus that period, so a container that uses all its grace is not
+// cut off (and a hung runtime is given up on). The fake CRI server records
+// the deadline gRPC handed it: it lies between the client's clock before
+// and after the call plus the budget, however slow the machine.
+func TestStopContainerDeadline(t *testing.T) {
+	const callTimeout = time.Second
+	tests := []struct {
+		grace    time.Duration
+		wantSecs int64
+	}{
+		{0, 0},
+		{time.Second, 1},
+		{1500 * time.Millisecond, 2},
+		{5 * time.Second, 5},
+		{45 * time.Second, 45},
+	}
+	f := newFakeCRI()
+	f.containers["c1"] = &runtimeapi.ContainerStatus{Id: "c1"}
+	r := newTestRuntime(t, f, callTimeout)
+	for _, tt := range tests {
+		t.Run(tt.grace.String(), func(t *testing.T) {
+			before := time.Now()
+			if err := r.StopContainer(context.Background(), "c1", tt.grace); err != nil {
+				t.Fatal(err)
+			}
+			after := time.Now()
+			f.mu.Lock()
+			secs, dl := f.lastStop.Timeout, f.stopDeadline
+			f.mu.Unlock()
+			if secs != tt.wantSecs {
+				t.Errorf("request timeout %ds, want %ds", secs, tt.wantSecs)
+			}
+			budget := callTimeout + time.Duration(tt.wantSecs)*time.Second
+			// gRPC sends the time left at microsecond precision: allow 1ms.
+			lo, hi := before.Add(budget-time.Millisecond), after.Add(budget+after.Sub(before)+time.Millisecond)
+			if dl.IsZero() {
+				t.Fatalf("StopContainer reached the server without a deadline, want %v", budget)
+			}
+			if dl.Before(lo) || dl.After(hi) {
+				t.Errorf("server deadline %v after the call began, want %v (call timeout + grace) within [%v, %v]",
+					dl.Sub(before), budget, lo.Sub(before), hi.Sub(before))
+			}
+		})
+	}
+}

@@ -41,6 +41,9 @@ type fakeCRI struct {
 	lastStream  *runtimeapi.ExecRequest
 	lastAttach  *runtimeapi.AttachRequest
 	lastForward *runtimeapi.PortForwardRequest
+	// stopDeadline is the deadline of the last StopContainer's context
+	// as the server saw it (zero: none).
+	stopDeadline time.Time
 }
 
 func newFakeCRI() *fakeCRI {
@@ -179,9 +182,10 @@ func (f *fakeCRI) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	return &runtimeapi.StartContainerResponse{}, f.lookupContainer(req.ContainerId)
 }
 
-func (f *fakeCRI) StopContainer(_ context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+func (f *fakeCRI) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	f.mu.Lock()
 	f.lastStop = req
+	f.stopDeadline, _ = ctx.Deadline()
 	f.mu.Unlock()
 	return &runtimeapi.StopContainerResponse{}, f.lookupContainer(req.ContainerId)
 }

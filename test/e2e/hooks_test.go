@@ -129,13 +129,14 @@ func TestPostStartHookFailure_C9_C10_A14(t *testing.T) {
 	}
 }
 
-// stopWatch is what watchStop saw of one container after its pod's
-// manifest was removed.
+// stopWatch is what watchStops saw of one container after its pod's
+// manifest was removed, and what containerd and the container's log said.
 type stopWatch struct {
-	id, logPath  string
+	id           string
+	log          *os.File  // the container's log, held open (openLog)
 	lastRunning  time.Time // last poll that saw it running
-	end          time.Time // finishedAt if seen exited, else first poll that missed it
-	exitCode     *int32
+	end          time.Time // when containerd saw it exit
+	exitCode     uint32    // as containerd reported it
 	sigterm      time.Time // log time of the test server's SIGTERM line
 	sigtermFound bool
 }
@@ -148,6 +149,7 @@ type stopWatch struct {
 func TestPreStopSleepThenSIGTERMWithinGrace_A42_A44_A45_C4_C8_C13(t *testing.T) {
 	e := NewEnv(t)
 	e.StartAgent(t, AgentOptions{})
+	exits := e.watchExits(t)
 	preStop := `lifecycle: {preStop: {sleep: {seconds: 3}}}`
 	grace := []string{"terminationGracePeriodSeconds: 10"}
 	e.WriteManifest(t, "polite.yaml", podSpec("polite", grace, nil, []string{
@@ -161,17 +163,17 @@ func TestPreStopSleepThenSIGTERMWithinGrace_A42_A44_A45_C4_C8_C13(t *testing.T) 
 	for _, pod := range []string{"polite", "stubborn", "hung"} {
 		e.WaitForPod(t, PodName(pod), runningAndReady, podStartTimeout)
 		c := e.PodContainer(t, PodName(pod), "app")
-		watches[pod] = &stopWatch{id: c.ID, logPath: c.LogPath}
+		watches[pod] = &stopWatch{id: c.ID, log: openLog(t, c.LogPath)}
 	}
 
 	removed := time.Now()
 	e.RemoveManifest(t, "polite.yaml")
 	e.RemoveManifest(t, "stubborn.yaml")
 	e.RemoveManifest(t, "hung.yaml")
-	e.watchStops(t, watches)
+	e.watchStops(t, watches, exits)
 	for pod, w := range watches {
-		t.Logf("%s: SIGTERM logged at +%s (found %t), last running +%s, ended +%s, exit %s", pod,
-			w.sigterm.Sub(removed), w.sigtermFound, w.lastRunning.Sub(removed), w.end.Sub(removed), fmtExit(w.exitCode))
+		t.Logf("%s: SIGTERM logged at +%s (found %t), last running +%s, ended +%s, exit %d", pod,
+			w.sigterm.Sub(removed), w.sigtermFound, w.lastRunning.Sub(removed), w.end.Sub(removed), w.exitCode)
 	}
 
 	// polite: preStop sleeps 3s, then SIGTERM stops it at once.
@@ -179,16 +181,16 @@ func TestPreStopSleepThenSIGTERMWithinGrace_A42_A44_A45_C4_C8_C13(t *testing.T) 
 	if alive := polite.lastRunning.Sub(removed); alive < 2500*time.Millisecond {
 		t.Errorf("polite: stopped %s after deletion; the 3s preStop sleep must run before SIGTERM", alive)
 	}
-	if polite.sigtermFound {
-		if d := polite.sigterm.Sub(removed); d < 2500*time.Millisecond || d > 7*time.Second {
-			t.Errorf("polite: SIGTERM %s after deletion, want ~3s (after the preStop sleep)", d)
-		}
+	if !polite.sigtermFound {
+		t.Errorf("polite: the test server never logged SIGTERM")
+	} else if d := polite.sigterm.Sub(removed); d < 2500*time.Millisecond || d > 7*time.Second {
+		t.Errorf("polite: SIGTERM %s after deletion, want ~3s (after the preStop sleep)", d)
 	}
 	if d := polite.end.Sub(removed); d > 8*time.Second {
 		t.Errorf("polite: ended %s after deletion, want soon after the 3s preStop sleep", d)
 	}
-	if polite.exitCode != nil && *polite.exitCode != 0 {
-		t.Errorf("polite: exit code %d, want 0 (SIGTERM handled)", *polite.exitCode)
+	if polite.exitCode != 0 {
+		t.Errorf("polite: exit code %d, want 0 (SIGTERM handled)", polite.exitCode)
 	}
 
 	// stubborn: SIGTERM after the preStop at ~3s, SIGKILL when the shared
@@ -202,8 +204,8 @@ func TestPreStopSleepThenSIGTERMWithinGrace_A42_A44_A45_C4_C8_C13(t *testing.T) 
 	if d := stubborn.end.Sub(removed); d < 9*time.Second || d > 16*time.Second {
 		t.Errorf("stubborn: killed %s after deletion, want ~10s (grace shared with the preStop hook)", d)
 	}
-	if stubborn.exitCode != nil && *stubborn.exitCode != 137 {
-		t.Errorf("stubborn: exit code %d, want 137 (SIGKILL)", *stubborn.exitCode)
+	if stubborn.exitCode != 137 {
+		t.Errorf("stubborn: exit code %d, want 137 (SIGKILL)", stubborn.exitCode)
 	}
 
 	// hung: the preStop hook is abandoned when the 3s grace is spent, then
@@ -217,46 +219,47 @@ func TestPreStopSleepThenSIGTERMWithinGrace_A42_A44_A45_C4_C8_C13(t *testing.T) 
 	if d := hung.end.Sub(removed); d < 4500*time.Millisecond || d > 11*time.Second {
 		t.Errorf("hung: killed %s after deletion, want ~5s (3s grace + 2s extension)", d)
 	}
-	if hung.exitCode != nil && *hung.exitCode != 137 {
-		t.Errorf("hung: exit code %d, want 137 (SIGKILL)", *hung.exitCode)
+	if hung.exitCode != 137 {
+		t.Errorf("hung: exit code %d, want 137 (SIGKILL)", hung.exitCode)
 	}
 }
 
 // watchStops polls the containers every 50 ms until all have exited or
-// are gone, reading their logs while they exist.
-func (e *Env) watchStops(t *testing.T, ws map[string]*stopWatch) {
+// are gone, noting when each was last seen running; then it fills in
+// each one's exit from exits and its SIGTERM line from its held log (if
+// any). Every exit and log line is seen, however soon the agent removes
+// the container and its log: a check on them is never skipped.
+func (e *Env) watchStops(t *testing.T, ws map[string]*stopWatch, exits *exitLog) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
+	ended := map[string]bool{}
 	for {
 		open := 0
-		for _, w := range ws {
-			if !w.end.IsZero() {
+		for pod, w := range ws {
+			if ended[pod] {
 				continue
 			}
-			if !w.sigtermFound {
-				if _, err := os.Stat(w.logPath); err == nil {
-					w.sigterm, w.sigtermFound = logLineTime(t, w.logPath, "received SIGTERM")
-				}
-			}
 			st := e.ContainerStatus(t, w.id)
-			now := time.Now()
-			switch {
-			case st == nil:
-				w.end = now
-			case st.State == runtime.ContainerExited:
-				code := st.ExitCode
-				w.end, w.exitCode = st.FinishedAt, &code
-			default:
-				w.lastRunning = now
+			if st != nil && st.State != runtime.ContainerExited {
+				w.lastRunning = time.Now()
 				open++
+				continue
 			}
+			ended[pod] = true
 		}
 		if open == 0 {
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("containers still running a minute after deletion: %s", dump(ws))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	for _, w := range ws {
+		exit := exits.wait(t, w.id, time.Minute)
+		w.end, w.exitCode = exit.at, exit.code
+		if w.log != nil {
+			w.sigterm, w.sigtermFound = heldLogLineTime(t, w.log, "received SIGTERM")
+		}
 	}
 }

@@ -130,6 +130,11 @@ func logEntries(t *testing.T, path string) []podlogs.Entry {
 	if err != nil {
 		t.Fatalf("read container log: %v", err)
 	}
+	return parseLogEntries(data)
+}
+
+// parseLogEntries parses the lines of a CRI log file.
+func parseLogEntries(data []byte) []podlogs.Entry {
 	var out []podlogs.Entry
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
@@ -145,7 +150,16 @@ func logEntries(t *testing.T, path string) []podlogs.Entry {
 // part, and whether there is one.
 func logLineTime(t *testing.T, path, part string) (time.Time, bool) {
 	t.Helper()
-	for _, ent := range logEntries(t, path) {
+	return firstLineTime(logEntries(t, path), part)
+}
+
+// lineTime is logLineTime over the contents of a CRI log file.
+func lineTime(data []byte, part string) (time.Time, bool) {
+	return firstLineTime(parseLogEntries(data), part)
+}
+
+func firstLineTime(entries []podlogs.Entry, part string) (time.Time, bool) {
+	for _, ent := range entries {
 		if strings.Contains(string(ent.Content), part) {
 			return ent.Time, true
 		}

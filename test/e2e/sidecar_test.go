@@ -16,6 +16,7 @@ import (
 func TestSidecarRunsThroughInitAndStopsAfterApp_A37_A24_A42(t *testing.T) {
 	e := NewEnv(t)
 	e.StartAgent(t, AgentOptions{})
+	exits := e.watchExits(t)
 	e.WriteManifest(t, "sidecar.yaml", podSpec("sidecar", []string{"terminationGracePeriodSeconds: 10"},
 		[]string{
 			container("sidecar", busyboxImage, []string{"sh", "-c",
@@ -55,17 +56,17 @@ func TestSidecarRunsThroughInitAndStopsAfterApp_A37_A24_A42(t *testing.T) {
 	}
 
 	ws := map[string]*stopWatch{
-		"sidecar": {id: sidecar.ID, logPath: sidecar.LogPath},
-		"app":     {id: app.ID, logPath: app.LogPath},
+		"sidecar": {id: sidecar.ID},
+		"app":     {id: app.ID},
 	}
 	removed := time.Now()
 	e.RemoveManifest(t, "sidecar.yaml")
-	e.watchStops(t, ws)
+	e.watchStops(t, ws, exits)
 	sc, ap := ws["sidecar"], ws["app"]
 	t.Logf("after deletion: app ended +%s, sidecar last running +%s, ended +%s",
 		ap.end.Sub(removed), sc.lastRunning.Sub(removed), sc.end.Sub(removed))
-	if ap.exitCode == nil || *ap.exitCode != 0 {
-		t.Errorf("app exit code %s, want 0 (its TERM trap)", fmtExit(ap.exitCode))
+	if ap.exitCode != 0 {
+		t.Errorf("app exit code %d, want 0 (its TERM trap)", ap.exitCode)
 	}
 	if !sc.end.After(ap.end) || !sc.lastRunning.After(ap.end) {
 		t.Errorf("sidecar last seen running at +%s and ended at +%s, app ended at +%s: the sidecar must stop after the app",

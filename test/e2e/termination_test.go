@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -55,16 +54,20 @@ func TestManifestDeleteRemovesPodWithinGracePeriod_A42(t *testing.T) {
 func TestGracePeriodEndsWithSIGKILL_A42_A43(t *testing.T) {
 	e := NewEnv(t)
 	e.StartAgent(t, AgentOptions{})
+	exits := e.watchExits(t)
 	e.WriteManifest(t, "stubborn.yaml", testserverPod("stubborn", 3, "--ignore-sigterm"))
 	pod := PodName("stubborn")
 	e.WaitForPod(t, pod, phaseIs(v1.PodRunning), podStartTimeout)
 	app := e.PodContainer(t, pod, "app")
+	log := openLog(t, app.LogPath)
 
 	removed := time.Now()
 	e.RemoveManifest(t, "stubborn.yaml")
-	w := e.watchTermination(t, app, removed)
-	t.Logf("after the manifest was removed: last seen running at +%s, finished at +%s, exit code %v, SIGTERM logged %t",
-		w.lastRunning.Sub(removed), w.end.Sub(removed), fmtExit(w.exitCode), w.sawSIGTERM)
+	ws := map[string]*stopWatch{"app": {id: app.ID, log: log}}
+	e.watchStops(t, ws, exits)
+	w := ws["app"]
+	t.Logf("after the manifest was removed: last seen running at +%s, exited at +%s, exit code %d, SIGTERM logged %t",
+		w.lastRunning.Sub(removed), w.end.Sub(removed), w.exitCode, w.sigtermFound)
 
 	if alive := w.lastRunning.Sub(removed); alive < 2500*time.Millisecond {
 		t.Errorf("container stopped %s after the manifest was removed; with SIGTERM ignored it must live until the 3s grace period ends", alive)
@@ -72,56 +75,11 @@ func TestGracePeriodEndsWithSIGKILL_A42_A43(t *testing.T) {
 	if took := w.end.Sub(removed); took > 20*time.Second {
 		t.Errorf("container ran %s after removal; SIGKILL was due after the 3s grace period", took)
 	}
-	if !w.sawSIGTERM {
+	if !w.sigtermFound {
 		t.Errorf("the container never logged receiving SIGTERM before it was killed")
 	}
-	if w.exitCode != nil && *w.exitCode != 137 {
-		t.Errorf("exit code %d, want 137 (SIGKILL)", *w.exitCode)
-	}
-}
-
-func fmtExit(code *int32) string {
-	if code == nil {
-		return "unseen"
-	}
-	return fmt.Sprint(*code)
-}
-
-// termination is what watchTermination observed.
-type termination struct {
-	lastRunning, end time.Time
-	exitCode         *int32 // nil when the container was removed unseen
-	sawSIGTERM       bool
-}
-
-// watchTermination polls a container every 50 ms until it has exited or is
-// gone, noting when it was last seen running and whether its log shows the
-// test server receiving SIGTERM.
-func (e *Env) watchTermination(t *testing.T, c *runtime.ContainerStatus, since time.Time) termination {
-	t.Helper()
-	var w termination
-	deadline := since.Add(time.Minute)
-	for {
-		st := e.ContainerStatus(t, c.ID)
-		now := time.Now()
-		if !w.sawSIGTERM {
-			log, _ := os.ReadFile(c.LogPath)
-			w.sawSIGTERM = strings.Contains(string(log), "received SIGTERM")
-		}
-		switch {
-		case st == nil:
-			w.end = now
-			return w
-		case st.State == runtime.ContainerExited:
-			w.end, w.exitCode = st.FinishedAt, &st.ExitCode
-			return w
-		case st.State == runtime.ContainerRunning:
-			w.lastRunning = now
-		}
-		if now.After(deadline) {
-			t.Fatalf("container %s still %s a minute after its pod was deleted", c.ID, st.State)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if w.exitCode != 137 {
+		t.Errorf("exit code %d, want 137 (SIGKILL)", w.exitCode)
 	}
 }
 
