@@ -12,6 +12,7 @@ import (
 	"github.com/skiffnode/skiff/agent"
 	"github.com/skiffnode/skiff/credentials"
 	"github.com/skiffnode/skiff/images"
+	imageservice "github.com/skiffnode/skiff/images/service"
 	"github.com/skiffnode/skiff/nodeshutdown"
 	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/probes"
@@ -178,7 +179,7 @@ func (n *Node) newAgent(ctx context.Context) error {
 	n.ag = p
 	if importer := rt.deps.importer; importer != nil {
 		n.loopNoErr("image archive directory", func(ctx context.Context) {
-			watchImageDir(ctx, filepath.Join(o.RootDir, "images"), importer, a.WakeAll, n.log)
+			imageservice.WatchArchiveDir(ctx, filepath.Join(o.RootDir, "images"), importer, a.WakeAll, n.log)
 		})
 	}
 	n.loopNoErr("image GC and log rotation", runGC)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/skiffnode/skiff/apiclient"
+	imageservice "github.com/skiffnode/skiff/images/service"
 	"github.com/skiffnode/skiff/server"
 )
 
@@ -29,8 +30,8 @@ func (n *Node) newServing(context.Context) error {
 	local.Exec = a
 	withStreaming(&local, rt.rt)
 	// Image pulls and removals, like /run, only on the unix socket.
-	local.Images = newAgentImages(rt.rt, rt.deps.importer, agentImagesDeps{
-		puller: rt.puller, creds: n.stor.creds, records: n.ag.imageGC.Records, keep: n.ag.keep, wake: a.WakeAll,
+	local.Images = imageservice.New(rt.rt, rt.deps.importer, imageservice.Deps{
+		Puller: rt.puller, Creds: n.stor.creds, Records: n.ag.imageGC.Records, Keep: n.ag.keep, Wake: a.WakeAll,
 	})
 	local.Profiling = true
 	var client *apiclient.Client

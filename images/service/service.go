@@ -1,4 +1,7 @@
-package node
+// Package service is the node's image service: the server.Images port of
+// the local API (`skiff images ls`, `pull`, `rm`) over the runtime, with the
+// agent's puller, credentials and image GC records.
+package service
 
 import (
 	"context"
@@ -20,11 +23,11 @@ import (
 // fallback without it.
 type pullFunc func(ctx context.Context, ref string, auths []runtime.AuthConfig) (server.PullResult, error)
 
-// agentImages implements server.Images for `skiff images` over the agent's
+// Service implements server.Images for `skiff images` over the agent's
 // API: the runtime's images with the agent's use records, pulls with the
 // node's credentials through the agent's puller, removals that refuse
 // images in use. Safe for concurrent use.
-type agentImages struct {
+type Service struct {
 	rt runtime.Runtime
 	// pull pulls an image (required).
 	pull pullFunc
@@ -44,36 +47,36 @@ type agentImages struct {
 	wake func()
 }
 
-var _ server.Images = (*agentImages)(nil)
+var _ server.Images = (*Service)(nil)
 
-// agentImagesDeps are the agent's own parts that `skiff images` shares;
+// Deps are the agent's own parts that `skiff images` shares;
 // each may be nil (tests): pulls then go straight to the runtime
 // anonymously and use is not tracked.
-type agentImagesDeps struct {
+type Deps struct {
 	// puller is the pods' puller, so that an API pull queues with theirs
 	// and shares a pull of the same image.
-	puller *images.Puller
+	Puller *images.Puller
 	// creds are the agent's credentials; the API pull is no pod's, so it
 	// gets the node's only.
-	creds agent.PullCredentials
+	Creds agent.PullCredentials
 	// records are the image GC's use records.
-	records func() map[string]images.Record
-	// keep are the images never removed (see agentImages.keep).
-	keep []string
+	Records func() map[string]images.Record
+	// keep are the images never removed (see Service.keep).
+	Keep []string
 	// wake is called after every successful pull (Agent.WakeAll).
-	wake func()
+	Wake func()
 }
 
-// newAgentImages wires the agent's image API; importer (nil with an
+// New wires the agent's image API; importer (nil with an
 // external runtime) counts downloaded bytes.
-func newAgentImages(rt runtime.Runtime, importer runtime.ImageImporter, deps agentImagesDeps) *agentImages {
-	a := &agentImages{rt: rt, pull: directPull(rt, clock.RealClock{}), creds: deps.creds, records: deps.records, wake: deps.wake}
-	a.keep = make(map[string]bool, len(deps.keep))
-	for _, ref := range deps.keep {
+func New(rt runtime.Runtime, importer runtime.ImageImporter, deps Deps) *Service {
+	a := &Service{rt: rt, pull: directPull(rt, clock.RealClock{}), creds: deps.Creds, records: deps.Records, wake: deps.Wake}
+	a.keep = make(map[string]bool, len(deps.Keep))
+	for _, ref := range deps.Keep {
 		a.keep[ref] = true
 	}
-	if deps.puller != nil {
-		a.pull = pullerPull(deps.puller)
+	if deps.Puller != nil {
+		a.pull = pullerPull(deps.Puller)
 	}
 	if dc, ok := importer.(downloadCounter); ok {
 		a.progress = dc.DownloadCounter
@@ -102,7 +105,7 @@ type downloadCounter interface {
 
 // List returns every image of the runtime with its last use (from the
 // records) and whether a container uses it now.
-func (a *agentImages) List(ctx context.Context) ([]server.Image, error) {
+func (a *Service) List(ctx context.Context) ([]server.Image, error) {
 	imgs, err := a.rt.ListImages(ctx)
 	if err != nil {
 		return nil, err
@@ -132,7 +135,7 @@ func (a *agentImages) List(ctx context.Context) ([]server.Image, error) {
 
 // Pull pulls ref with the node's credentials for it (the credentials of no
 // pod: node credentials only), then wakes the pod workers.
-func (a *agentImages) Pull(ctx context.Context, ref string) (server.PullResult, error) {
+func (a *Service) Pull(ctx context.Context, ref string) (server.PullResult, error) {
 	var auths []runtime.AuthConfig
 	if a.creds != nil {
 		auths, _, _ = a.creds.ForPod(&v1.Pod{}, ref)
@@ -147,7 +150,7 @@ func (a *agentImages) Pull(ctx context.Context, ref string) (server.PullResult, 
 // Remove removes the image ref names, with all its tags, unless the
 // runtime pins it, the node keeps it (the sandbox image) or a container
 // (running or not) uses it.
-func (a *agentImages) Remove(ctx context.Context, ref string) error {
+func (a *Service) Remove(ctx context.Context, ref string) error {
 	img, err := a.rt.ImageStatus(ctx, ref)
 	if err != nil {
 		return err
@@ -169,7 +172,7 @@ func (a *agentImages) Remove(ctx context.Context, ref string) error {
 }
 
 // Progress implements server.Images.
-func (a *agentImages) Progress(ctx context.Context) func() (int64, error) {
+func (a *Service) Progress(ctx context.Context) func() (int64, error) {
 	if a.progress == nil {
 		return nil
 	}
@@ -179,7 +182,7 @@ func (a *agentImages) Progress(ctx context.Context) func() (int64, error) {
 
 // imagesInUse maps the image names and IDs the runtime's containers use to
 // a description of one such container.
-func (a *agentImages) imagesInUse(ctx context.Context) (map[string]string, error) {
+func (a *Service) imagesInUse(ctx context.Context) (map[string]string, error) {
 	cs, err := a.rt.ListContainers(ctx, runtime.ContainerFilter{})
 	if err != nil {
 		return nil, err

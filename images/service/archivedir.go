@@ -1,4 +1,4 @@
-package node
+package service
 
 import (
 	"context"
@@ -11,16 +11,16 @@ import (
 	"github.com/skiffnode/skiff/runtime"
 )
 
-// dirImporter is what watchImageDir needs of the importer.
+// dirImporter is what WatchArchiveDir needs of the importer.
 type dirImporter interface {
 	runtime.ImageImporter
 	ImportDir(ctx context.Context, dir string) ([]string, error)
 }
 
-// watchImageDir imports archives added to dir (like k3s's agent/images) and
+// WatchArchiveDir imports archives added to dir (like k3s's agent/images) and
 // calls changed afterwards so pods waiting for an image retry. A quiet
 // period lets a copy finish before the import. Blocks until ctx is done.
-func watchImageDir(ctx context.Context, dir string, imp runtime.ImageImporter, changed func(), log *slog.Logger) {
+func WatchArchiveDir(ctx context.Context, dir string, imp runtime.ImageImporter, changed func(), log *slog.Logger) {
 	di, ok := imp.(dirImporter)
 	if !ok {
 		return

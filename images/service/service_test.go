@@ -1,4 +1,4 @@
-package node
+package service
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func testImagesRuntime() *imagesRuntime {
 func TestAgentImagesList(t *testing.T) {
 	rt := testImagesRuntime()
 	last := imagesNow.Add(-time.Hour)
-	a := newAgentImages(rt, nil, agentImagesDeps{keep: []string{"skiff.local/pause:1"}, records: func() map[string]images.Record {
+	a := New(rt, nil, Deps{Keep: []string{"skiff.local/pause:1"}, Records: func() map[string]images.Record {
 		return map[string]images.Record{"sha256:free": {LastUsed: last}, "sha256:pause": {FirstDetected: last}}
 	}})
 	got, err := a.List(context.Background())
@@ -114,7 +114,7 @@ func TestAgentImagesList(t *testing.T) {
 
 func TestAgentImagesRemove(t *testing.T) {
 	rt := testImagesRuntime()
-	a := newAgentImages(rt, nil, agentImagesDeps{keep: []string{"skiff.local/pause:1"}})
+	a := New(rt, nil, Deps{Keep: []string{"skiff.local/pause:1"}})
 	ctx := context.Background()
 	for ref, want := range map[string]error{
 		"busybox:1": server.ErrImageInUse, "pause:1": server.ErrImageInUse, "sha256:old": server.ErrImageInUse,
@@ -162,7 +162,7 @@ func TestAgentImagesPull_E16(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return newAgentImages(nil, nil, agentImagesDeps{puller: p}).pull
+			return New(nil, nil, Deps{Puller: p}).pull
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +171,7 @@ func TestAgentImagesPull_E16(t *testing.T) {
 			clk := testingclock.NewFakePassiveClock(imagesNow)
 			creds := &fakeCreds{}
 			woke := 0
-			a := &agentImages{rt: rt, creds: creds, pull: tc.pull(rt, clk), wake: func() { woke++ }}
+			a := &Service{rt: rt, creds: creds, pull: tc.pull(rt, clk), wake: func() { woke++ }}
 			res, err := a.Pull(context.Background(), "reg/app:1")
 			if err != nil {
 				t.Fatal(err)
