@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/manifests"
+	"github.com/skiffnode/skiff/podspec/qos"
 	"github.com/skiffnode/skiff/shim/printers"
 	"github.com/skiffnode/skiff/shim/registry/generic"
 )
@@ -88,7 +88,7 @@ func copyImages(dst, src []corev1.Container) {
 // strategy cleared the one sent).
 func prepareForCreate(obj runtime.Object) {
 	pod := obj.(*corev1.Pod)
-	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: cgroups.QoSClass(pod)}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qos.Class(pod)}
 	pod.Generation = 1
 }
 
