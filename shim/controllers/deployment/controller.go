@@ -10,7 +10,6 @@ package deployment
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +23,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/shim/controllers/worker"
@@ -55,7 +53,7 @@ type Controller struct {
 	synced   []cache.InformerSynced
 	recorder record.EventRecorder
 	clock    clock.WithTicker
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *worker.Queue
 }
 
 // New builds the controller and registers its handlers on the shared
@@ -74,15 +72,14 @@ func New(cfg Config) (*Controller, error) {
 			cfg.ReplicaSets.Informer().HasSynced, cfg.Pods.Informer().HasSynced},
 		recorder: cfg.Recorder,
 		clock:    clk,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployment", Clock: clk}),
+		queue:    worker.NewQueue("deployment", clk),
 	}
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandlerFuncs
 	}{
-		{cfg.Deployments.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.enqueue,
-			UpdateFunc: func(_, cur any) { c.enqueue(cur) }, DeleteFunc: c.enqueue}},
+		{cfg.Deployments.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.queue.Enqueue,
+			UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) }, DeleteFunc: c.queue.Enqueue}},
 		{cfg.ReplicaSets.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.replicaSetChanged,
 			UpdateFunc: c.updateReplicaSet, DeleteFunc: c.replicaSetChanged}},
 		{cfg.Pods.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.deletePod}},
@@ -97,44 +94,25 @@ func New(cfg Config) (*Controller, error) {
 
 // Run waits for the informers' sync and runs n workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, n int) {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		c.queue.ShutDown()
-		return
-	}
-	worker.Run(ctx, c.queue, n, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		slog.Warn("deployment controller: no key", "err", err)
-		return
-	}
-	c.queue.Add(key)
+	c.queue.RunSynced(ctx, c.synced, n, c.sync)
 }
 
 // replicaSetChanged wakes the ReplicaSet's controller, or for an orphan
 // every Deployment that may adopt it (upstream's addReplicaSet and
 // deleteReplicaSet).
 func (c *Controller) replicaSetChanged(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := worker.Object[*appsv1.ReplicaSet](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if rs, ok = tomb.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
+		return
 	}
 	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 		if d := c.resolve(rs.Namespace, ref); d != nil {
-			c.enqueue(d)
+			c.queue.Enqueue(d)
 		}
 		return
 	}
 	for _, d := range c.selecting(rs) {
-		c.enqueue(d)
+		c.queue.Enqueue(d)
 	}
 }
 
@@ -147,7 +125,7 @@ func (c *Controller) updateReplicaSet(oldObj, curObj any) {
 	if ref := metav1.GetControllerOfNoCopy(old); ref != nil {
 		if curRef := metav1.GetControllerOfNoCopy(cur); curRef == nil || curRef.UID != ref.UID {
 			if d := c.resolve(old.Namespace, ref); d != nil {
-				c.enqueue(d)
+				c.queue.Enqueue(d)
 			}
 		}
 	}
@@ -156,15 +134,9 @@ func (c *Controller) updateReplicaSet(oldObj, curObj any) {
 
 // deletePod wakes a Recreate Deployment waiting for its old pods to go.
 func (c *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := worker.Object[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil || ref.Kind != "ReplicaSet" {
@@ -176,7 +148,7 @@ func (c *Controller) deletePod(obj any) {
 	}
 	if dref := metav1.GetControllerOfNoCopy(rs); dref != nil {
 		if d := c.resolve(rs.Namespace, dref); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-			c.enqueue(d)
+			c.queue.Enqueue(d)
 		}
 	}
 }

@@ -9,7 +9,6 @@ package replicaset
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +21,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/shim/controllers/worker"
@@ -52,7 +50,7 @@ type Controller struct {
 	recorder     record.EventRecorder
 	clock        clock.WithTicker
 	expectations *expectations
-	queue        workqueue.TypedRateLimitingInterface[string]
+	queue        *worker.Queue
 }
 
 // New builds the controller and registers its handlers on the shared
@@ -70,12 +68,11 @@ func New(cfg Config) (*Controller, error) {
 		recorder:     cfg.Recorder,
 		clock:        clk,
 		expectations: newExpectations(clk),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "replicaset", Clock: clk}),
+		queue:        worker.NewQueue("replicaset", clk),
 	}
 	if _, err := cfg.ReplicaSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+		AddFunc:    c.queue.Enqueue,
+		UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) },
 		DeleteFunc: c.deleteReplicaSet,
 	}); err != nil {
 		return nil, fmt.Errorf("replicaset controller: %w", err)
@@ -92,27 +89,14 @@ func New(cfg Config) (*Controller, error) {
 
 // Run waits for the informers' sync and runs n workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, n int) {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		c.queue.ShutDown()
-		return
-	}
-	worker.Run(ctx, c.queue, n, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		slog.Warn("replicaset controller: no key", "err", err)
-		return
-	}
-	c.queue.Add(key)
+	c.queue.RunSynced(ctx, c.synced, n, c.sync)
 }
 
 func (c *Controller) deleteReplicaSet(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		c.expectations.forget(key)
 	}
-	c.enqueue(obj)
+	c.queue.Enqueue(obj)
 }
 
 // addPod counts a creation for the pod's controller, or wakes every
@@ -175,15 +159,9 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 
 // deletePod marks the pod's deletion as seen by its controller.
 func (c *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := worker.Object[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
