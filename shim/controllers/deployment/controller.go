@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/skiffnode/skiff/shim/controllers/controllerref"
 	"github.com/skiffnode/skiff/shim/controllers/worker"
 )
 
@@ -156,14 +157,7 @@ func (c *Controller) deletePod(obj any) {
 // resolve returns the cached Deployment ref names, nil if it is not one
 // or has another UID.
 func (c *Controller) resolve(ns string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref.Kind != controllerKind.Kind || ref.APIVersion != controllerKind.GroupVersion().String() {
-		return nil
-	}
-	d, err := c.dLister.Deployments(ns).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
-	return d
+	return controllerref.Resolve(ref, controllerKind, c.dLister.Deployments(ns).Get)
 }
 
 // selecting returns the Deployments whose selector matches rs's labels.
@@ -172,14 +166,8 @@ func (c *Controller) selecting(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.Deployment
-	for _, d := range all {
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
-			out = append(out, d)
-		}
-	}
-	return out
+	return controllerref.Selecting(all, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector },
+		labels.Set(rs.Labels))
 }
 
 // updateStatus writes d's status (and annotations, which the status

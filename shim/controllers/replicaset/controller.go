@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/skiffnode/skiff/shim/controllers/controllerref"
 	"github.com/skiffnode/skiff/shim/controllers/worker"
 )
 
@@ -179,14 +180,7 @@ func (c *Controller) deletePod(obj any) {
 // resolve returns the cached ReplicaSet ref names, nil if it is not one
 // or has another UID.
 func (c *Controller) resolve(ns string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != controllerKind.Kind || ref.APIVersion != controllerKind.GroupVersion().String() {
-		return nil
-	}
-	rs, err := c.rsLister.ReplicaSets(ns).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
-	return rs
+	return controllerref.Resolve(ref, controllerKind, c.rsLister.ReplicaSets(ns).Get)
 }
 
 // enqueueSelecting queues every ReplicaSet whose selector matches pod.
@@ -202,15 +196,8 @@ func (c *Controller) selecting(pod *corev1.Pod) []*appsv1.ReplicaSet {
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.ReplicaSet
-	for _, rs := range all {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		out = append(out, rs)
-	}
-	return out
+	return controllerref.Selecting(all, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector },
+		labels.Set(pod.Labels))
 }
 
 func rsKey(rs *appsv1.ReplicaSet) string { return rs.Namespace + "/" + rs.Name }
