@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/cgroups"
+	"github.com/skiffnode/skiff/podspec/qos"
 	"github.com/skiffnode/skiff/runtime"
 )
 
@@ -33,7 +34,7 @@ type PodCgroups interface {
 }
 
 // qosClass is the pod's QoS class as upstream computes it (D.6).
-func qosClass(pod *v1.Pod) v1.PodQOSClass { return cgroups.QoSClass(pod) }
+func qosClass(pod *v1.Pod) v1.PodQOSClass { return qos.Class(pod) }
 
 // ensurePodCgroup creates the pod's cgroup before its sandbox (D.4).
 func (w *podWorker) ensurePodCgroup(ctx context.Context) error {

@@ -11,7 +11,8 @@
 // controller) and v2 (the unified hierarchy); the writing of limits is left
 // to github.com/opencontainers/cgroups, the library runc uses.
 //
-// The pure computations (QoS class, effective pod requests and limits, cpu
-// shares/weight/quota conversions) live in qos.go and resources.go and need
-// no cgroup filesystem.
+// The pure computations (effective pod requests and limits, cpu
+// shares/weight/quota conversions) live in resources.go and need no cgroup
+// filesystem; the QoS class comes from the neutral podspec/qos, which the
+// API server uses too.
 package cgroups

@@ -15,6 +15,8 @@ import (
 	"github.com/opencontainers/cgroups/systemd"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/skiffnode/skiff/podspec/qos"
 )
 
 // Config configures a Manager.
@@ -109,7 +111,7 @@ func (m *Manager) PodName(uid types.UID, qos v1.PodQOSClass) Name {
 // CgroupParent is what the CRI runtime gets as the sandbox's
 // CgroupParent: the cgroupfs path, or the pod's slice name for systemd.
 func (m *Manager) CgroupParent(pod *v1.Pod) string {
-	n := m.PodName(pod.UID, QoSClass(pod))
+	n := m.PodName(pod.UID, qos.Class(pod))
 	if m.driver == DriverSystemd {
 		return path.Base(n.ToSystemd())
 	}
@@ -228,7 +230,7 @@ func (m *Manager) UpdateQoS(_ context.Context, pods []*v1.Pod) error {
 // limits (ForPod). Call before the sandbox is created. Idempotent.
 func (m *Manager) EnsurePod(_ context.Context, pod *v1.Pod) error {
 	res := ForPod(pod, m.cfg.PodMaxPids)
-	if err := m.ensure(m.PodName(pod.UID, QoSClass(pod)), &res); err != nil {
+	if err := m.ensure(m.PodName(pod.UID, qos.Class(pod)), &res); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil

@@ -3,6 +3,8 @@ package cgroups
 import (
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/skiffnode/skiff/podspec/qos"
 )
 
 // Limits of the cpu controller, as the kubelet uses them.
@@ -94,16 +96,16 @@ func ForPod(pod *v1.Pod, podMaxPids int64) PodResources {
 	if podMaxPids > 0 {
 		out.PidsLimit = podMaxPids
 	}
-	qos := QoSClass(pod)
-	if qos == v1.PodQOSBestEffort {
+	class := qos.Class(pod)
+	if class == v1.PodQOSBestEffort {
 		return out
 	}
 	out.CPUShares = MilliCPUToShares(reqs.Cpu().MilliValue())
-	if cpuLimited || qos == v1.PodQOSGuaranteed {
+	if cpuLimited || class == v1.PodQOSGuaranteed {
 		out.CPUPeriod = QuotaPeriod
 		out.CPUQuota = MilliCPUToQuota(limits.Cpu().MilliValue(), QuotaPeriod)
 	}
-	if memLimited || qos == v1.PodQOSGuaranteed {
+	if memLimited || class == v1.PodQOSGuaranteed {
 		out.Memory = limits.Memory().Value()
 	}
 	return out
@@ -115,7 +117,7 @@ func ForPod(pod *v1.Pod, podMaxPids int64) PodResources {
 func BurstableShares(pods []*v1.Pod) uint64 {
 	var milli int64
 	for _, p := range pods {
-		if QoSClass(p) == v1.PodQOSBurstable {
+		if qos.Class(p) == v1.PodQOSBurstable {
 			reqs := EffectiveRequests(p)
 			milli += reqs.Cpu().MilliValue()
 		}

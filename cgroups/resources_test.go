@@ -33,30 +33,6 @@ func podOf(init []v1.Container, apps ...v1.Container) *v1.Pod {
 		Spec: v1.PodSpec{InitContainers: init, Containers: apps}}
 }
 
-func TestQoSClass_D6(t *testing.T) {
-	tests := []struct {
-		name string
-		pod  *v1.Pod
-		want v1.PodQOSClass
-	}{
-		{"nothing set", podOf(nil, ctr("a", "", "", "", "")), v1.PodQOSBestEffort},
-		{"requests equal limits", podOf(nil, ctr("a", "1", "1Gi", "1", "1Gi")), v1.PodQOSGuaranteed},
-		{"limits only (requests default to them)", podOf(nil, ctr("a", "", "", "500m", "64Mi")), v1.PodQOSGuaranteed},
-		{"request below limit", podOf(nil, ctr("a", "100m", "1Gi", "1", "1Gi")), v1.PodQOSBurstable},
-		{"cpu limit only", podOf(nil, ctr("a", "", "", "1", "")), v1.PodQOSBurstable},
-		{"one container unlimited", podOf(nil, ctr("a", "1", "1Gi", "1", "1Gi"), ctr("b", "", "", "", "")), v1.PodQOSBurstable},
-		{"init container counts", podOf([]v1.Container{ctr("i", "100m", "", "", "")}, ctr("a", "", "", "", "")), v1.PodQOSBurstable},
-		{"guaranteed with guaranteed init", podOf([]v1.Container{ctr("i", "1", "1Gi", "1", "1Gi")}, ctr("a", "2", "1Gi", "2", "1Gi")), v1.PodQOSGuaranteed},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := QoSClass(tt.pod); got != tt.want {
-				t.Errorf("QoSClass = %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestCPUConversions_D13(t *testing.T) {
 	shares := []struct {
 		milli int64

@@ -10,6 +10,8 @@ import (
 	"github.com/opencontainers/cgroups/fs2"
 	"github.com/opencontainers/cgroups/fscommon"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiffnode/skiff/podspec/qos"
 )
 
 // Usage is one sample of a cgroup's cpu and memory accounting.
@@ -29,7 +31,7 @@ type Usage struct {
 // the runtime puts it under the pod cgroup, named by the container ID
 // (cgroupfs) or as the scope cri-containerd-<id>.scope (systemd).
 func (m *Manager) containerRel(pod *v1.Pod, containerID string) string {
-	podRel := m.relPath(m.PodName(pod.UID, QoSClass(pod)))
+	podRel := m.relPath(m.PodName(pod.UID, qos.Class(pod)))
 	if m.driver == DriverSystemd {
 		return path.Join(podRel, "cri-containerd-"+containerID+".scope")
 	}
@@ -44,7 +46,7 @@ func (m *Manager) ContainerDir(pod *v1.Pod, containerID, controller string) stri
 
 // PodUsage samples the pod cgroup. Read-only.
 func (m *Manager) PodUsage(pod *v1.Pod) (*Usage, error) {
-	return m.usage(m.relPath(m.PodName(pod.UID, QoSClass(pod))))
+	return m.usage(m.relPath(m.PodName(pod.UID, qos.Class(pod))))
 }
 
 // ContainerUsage samples a container's cgroup; it fails once the runtime

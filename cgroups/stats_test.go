@@ -8,6 +8,8 @@ import (
 	libcg "github.com/opencontainers/cgroups"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiffnode/skiff/podspec/qos"
 )
 
 // writeCgroupFiles writes name -> content into dir.
@@ -38,7 +40,7 @@ func TestUsageReadsEachVersion(t *testing.T) {
 	want := Usage{CPUUsageNanoSeconds: 1_500_000, MemoryUsageBytes: 10 << 20, WorkingSetBytes: 7 << 20, RSSBytes: 4 << 20}
 	t.Run("v2", func(t *testing.T) {
 		m := &Manager{mode: V2, driver: DriverCgroupfs, kubepods: parseRoot("/", DriverCgroupfs).Child("kubepods"), unified: t.TempDir()}
-		writeCgroupFiles(t, m.Dir(m.PodName(pod.UID, QoSClass(pod)), ""), map[string]string{
+		writeCgroupFiles(t, m.Dir(m.PodName(pod.UID, qos.Class(pod)), ""), map[string]string{
 			"cpu.stat":       "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n",
 			"memory.current": "10485760\n",
 			"memory.stat":    "anon 4194304\nfile 5242880\ninactive_file 3145728\n",
@@ -52,7 +54,7 @@ func TestUsageReadsEachVersion(t *testing.T) {
 		root := t.TempDir()
 		m := &Manager{mode: V1, driver: DriverCgroupfs, kubepods: parseRoot("/", DriverCgroupfs).Child("kubepods"),
 			mounts: map[string]string{"cpuacct": filepath.Join(root, "cpuacct"), "memory": filepath.Join(root, "memory")}}
-		name := m.PodName(pod.UID, QoSClass(pod))
+		name := m.PodName(pod.UID, qos.Class(pod))
 		writeCgroupFiles(t, m.Dir(name, "cpuacct"), map[string]string{"cpuacct.usage": "1500000\n"})
 		writeCgroupFiles(t, m.Dir(name, "memory"), map[string]string{
 			"memory.usage_in_bytes": "10485760\n",

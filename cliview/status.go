@@ -2,6 +2,11 @@
 // the `kubectl get pods` table (STATUS, READY, RESTARTS and AGE computed as
 // kubectl's printPod computes them) and -o json|yaml output. It holds pure
 // functions over k8s.io/api types and does no I/O beyond the given writer.
+//
+// The package is neutral: it imports only k8s.io libraries, so both the
+// skiff CLI and skiff-apiserver's table printers (shim/printers) use it;
+// it may not import node-side or shim packages (the depguard rules in
+// .golangci.yml).
 package cliview
 
 import (

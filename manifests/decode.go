@@ -1,11 +1,11 @@
-// Package manifests turns Pod manifests (YAML or JSON) into k8s.io/api
-// core/v1 Pods for a node agent: strict decoding (Decode), the defaults the
-// API server and kubelet apply (SetDefaults) and validation with field paths
-// (Validate), including the rejection of every field skiff does not
-// implement yet (see supportedFieldPaths).
+// Package manifests turns manifest files (YAML or JSON) into k8s.io/api
+// core/v1 objects for the node agent's static pods: strict decoding of Pods
+// (Decode) and of the Pods, ConfigMaps and Secrets of a manifest directory
+// (DecodeManifest). Defaulting and validation are the neutral podspec's,
+// which the API server applies too.
 //
-// The usual pipeline is Decode, then SetDefaults, then Validate. All
-// functions are pure and safe for concurrent use on distinct pods.
+// The usual pipeline is Decode, then podspec.SetDefaults, then
+// podspec.Validate. All functions are pure and safe for concurrent use.
 package manifests
 
 import (
@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,7 +36,8 @@ import (
 // trailing data is an error. A document's status is dropped, as the
 // kubelet ignores it. In multi-document input an error names the document
 // ("document 2: ..."), counting from 1. Decode sets no defaults and does not
-// validate; see SetDefaults and Validate. Any error means no pods.
+// validate; see podspec.SetDefaults and podspec.Validate. Any error means
+// no pods.
 //
 // YAML aliases are expanded with the limits of the YAML library, so
 // "billion laughs" input fails instead of exhausting memory.
@@ -200,7 +202,7 @@ func badBase64Field(js []byte, kind string) string {
 		if (kind == "Secret") != (f.name == "data") {
 			continue
 		}
-		for _, k := range sortedKeys(f.m) {
+		for _, k := range slices.Sorted(maps.Keys(f.m)) {
 			if s, ok := f.m[k].(string); ok {
 				if _, err := base64.StdEncoding.DecodeString(s); err != nil {
 					return fmt.Sprintf("%s[%s]", f.name, k)

@@ -5,10 +5,13 @@ import (
 	"testing"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/skiffnode/skiff/podspec"
 )
 
-// FuzzDecode: Decode, SetDefaults and Validate never panic; SetDefaults is
-// idempotent; Validate is deterministic and does not modify the pod.
+// FuzzDecode: Decode and podspec's SetDefaults and Validate never panic;
+// SetDefaults is idempotent; Validate is deterministic and does not modify
+// the pod.
 // Run with: go test ./manifests/ -run '^$' -fuzz FuzzDecode -fuzztime 60s
 func FuzzDecode(f *testing.F) {
 	if full, err := os.ReadFile("testdata/full.yaml"); err == nil {
@@ -34,15 +37,15 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		for _, pod := range pods {
-			SetDefaults(pod)
+			podspec.SetDefaults(pod)
 			again := pod.DeepCopy()
-			SetDefaults(again)
+			podspec.SetDefaults(again)
 			if !apiequality.Semantic.DeepEqual(pod, again) {
 				t.Fatalf("SetDefaults is not idempotent")
 			}
 			before := pod.DeepCopy()
-			first := Validate(pod).ToAggregate()
-			second := Validate(pod).ToAggregate()
+			first := podspec.Validate(pod).ToAggregate()
+			second := podspec.Validate(pod).ToAggregate()
 			if errString(first) != errString(second) {
 				t.Fatalf("Validate is not deterministic:\n%v\n%v", first, second)
 			}
@@ -85,14 +88,14 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 		for _, cm := range m.ConfigMaps {
 			cm.Namespace = "default"
-			if a, b := errString(ValidateConfigMap(cm).ToAggregate()), errString(ValidateConfigMap(cm).ToAggregate()); a != b {
+			if a, b := errString(podspec.ValidateConfigMap(cm).ToAggregate()), errString(podspec.ValidateConfigMap(cm).ToAggregate()); a != b {
 				t.Fatalf("ValidateConfigMap is not deterministic:\n%v\n%v", a, b)
 			}
 		}
 		for _, s := range m.Secrets {
 			s.Namespace = "default"
-			SetSecretDefaults(s)
-			if a, b := errString(ValidateSecret(s).ToAggregate()), errString(ValidateSecret(s).ToAggregate()); a != b {
+			podspec.SetSecretDefaults(s)
+			if a, b := errString(podspec.ValidateSecret(s).ToAggregate()), errString(podspec.ValidateSecret(s).ToAggregate()); a != b {
 				t.Fatalf("ValidateSecret is not deterministic:\n%v\n%v", a, b)
 			}
 		}

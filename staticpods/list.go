@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiffnode/skiff/manifests"
+	"github.com/skiffnode/skiff/podspec"
 )
 
 // maxManifestSize bounds how much of one file is read; larger files are an
@@ -132,8 +133,8 @@ func (s *Source) parsePods(path string, pods []*v1.Pod) ([]*v1.Pod, error) {
 		if err := applyStaticDefaults(pod, s.cfg.NodeName, path, seen); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		manifests.SetDefaults(pod)
-		if errs := manifests.Validate(pod); len(errs) > 0 {
+		podspec.SetDefaults(pod)
+		if errs := podspec.Validate(pod); len(errs) > 0 {
 			return nil, fmt.Errorf("%s: %w", where, errs.ToAggregate())
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/manifests"
+	"github.com/skiffnode/skiff/podspec"
 )
 
 // Static objects: ConfigMap and Secret documents in the manifest directory
@@ -22,14 +23,14 @@ import (
 func parseObjects(nodeName, path string, m *manifests.Manifest) error {
 	for _, cm := range m.ConfigMaps {
 		applyObjectDefaults(&cm.ObjectMeta, nodeName, path, "ConfigMap")
-		if errs := manifests.ValidateConfigMap(cm); len(errs) > 0 {
+		if errs := podspec.ValidateConfigMap(cm); len(errs) > 0 {
 			return fmt.Errorf("%s: configmap %q: %w", path, cm.Namespace+"/"+cm.Name, errs.ToAggregate())
 		}
 	}
 	for _, s := range m.Secrets {
 		applyObjectDefaults(&s.ObjectMeta, nodeName, path, "Secret")
-		manifests.SetSecretDefaults(s)
-		if errs := manifests.ValidateSecret(s); len(errs) > 0 {
+		podspec.SetSecretDefaults(s)
+		if errs := podspec.ValidateSecret(s); len(errs) > 0 {
 			return fmt.Errorf("%s: secret %q: %w", path, s.Namespace+"/"+s.Name, errs.ToAggregate())
 		}
 	}

@@ -1,8 +1,12 @@
 // Package downward computes the values of the downward API (checklist
 // G.6-G.9) as the kubelet does: pod fields (fieldRef) and container
 // resources (resourceFieldRef), for container env (agent) and for
-// downwardAPI volumes (volumes) alike. Pure functions, safe for concurrent
-// use.
+// downwardAPI volumes (volumes) alike, and the field paths pod validation
+// (podspec) accepts. Pure functions, safe for concurrent use.
+//
+// The package is neutral: it imports only k8s.io libraries, so podspec,
+// which skiff-apiserver uses too, may import it; it may not import
+// node-side or shim packages (the depguard rules in .golangci.yml).
 package downward
 
 import (

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/skiffnode/skiff/manifests"
+	"github.com/skiffnode/skiff/podspec"
 )
 
 // addAppsDefaults registers upstream's apps/v1 defaulting
@@ -72,11 +72,11 @@ func DefaultReplicaSet(rs *appsv1.ReplicaSet) {
 	DefaultPodTemplate(&rs.Spec.Template)
 }
 
-// DefaultPodTemplate applies the pod defaults (manifests.SetDefaults) to a
+// DefaultPodTemplate applies the pod defaults (podspec.SetDefaults) to a
 // template, keeping its namespace and enableServiceLinks as they were.
 func DefaultPodTemplate(t *corev1.PodTemplateSpec) {
 	pod := &corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
-	manifests.SetDefaults(pod)
+	podspec.SetDefaults(pod)
 	links := t.Spec.EnableServiceLinks
 	t.Spec = pod.Spec
 	t.Spec.EnableServiceLinks = links

@@ -6,18 +6,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
-	"github.com/skiffnode/skiff/manifests"
+	"github.com/skiffnode/skiff/podspec"
 )
 
 // addDefaults registers the defaulting the decoders apply to every object
 // they read (requests and storage). k8s.io/api has no defaulting functions
 // (they are generated in k8s.io/kubernetes pkg/apis/core/v1), so the shim
-// reuses skiff's own: manifests.SetDefaults is the kube-apiserver's pod
+// reuses skiff's own: podspec.SetDefaults is the kube-apiserver's pod
 // defaulting for the fields skiff supports (restartPolicy, dnsPolicy,
 // terminationGracePeriodSeconds, schedulerName, securityContext,
 // enableServiceLinks, containers' terminationMessagePath/Policy,
 // imagePullPolicy, ports' protocol, probes, volumes), and
-// manifests.SetSecretDefaults sets a Secret's type to Opaque.
+// podspec.SetSecretDefaults sets a Secret's type to Opaque.
 func addDefaults(s *runtime.Scheme) error {
 	s.AddTypeDefaultingFunc(&corev1.Pod{}, func(obj any) { defaultPod(obj.(*corev1.Pod)) })
 	s.AddTypeDefaultingFunc(&corev1.PodList{}, func(obj any) {
@@ -29,7 +29,7 @@ func addDefaults(s *runtime.Scheme) error {
 	s.AddTypeDefaultingFunc(&corev1.Secret{}, func(obj any) {
 		sec := obj.(*corev1.Secret)
 		mergeStringData(sec)
-		manifests.SetSecretDefaults(sec)
+		podspec.SetSecretDefaults(sec)
 	})
 	s.AddTypeDefaultingFunc(&corev1.Namespace{}, func(obj any) {
 		ns := obj.(*corev1.Namespace)
@@ -56,13 +56,13 @@ func addDefaults(s *runtime.Scheme) error {
 	return nil
 }
 
-// defaultPod applies manifests.SetDefaults but keeps the namespace as
+// defaultPod applies podspec.SetDefaults but keeps the namespace as
 // decoded: the kubelet defaults a manifest's namespace to "default", the
 // API server takes it from the request path after decoding, and an object
 // namespace that differs from the path's is refused.
 func defaultPod(pod *corev1.Pod) {
 	ns := pod.Namespace
-	manifests.SetDefaults(pod)
+	podspec.SetDefaults(pod)
 	pod.Namespace = ns
 }
 

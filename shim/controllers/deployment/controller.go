@@ -10,7 +10,6 @@ package deployment
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,9 +23,9 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/skiffnode/skiff/shim/controllers/controllerref"
 	"github.com/skiffnode/skiff/shim/controllers/worker"
 )
 
@@ -55,7 +54,7 @@ type Controller struct {
 	synced   []cache.InformerSynced
 	recorder record.EventRecorder
 	clock    clock.WithTicker
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *worker.Queue
 }
 
 // New builds the controller and registers its handlers on the shared
@@ -74,15 +73,14 @@ func New(cfg Config) (*Controller, error) {
 			cfg.ReplicaSets.Informer().HasSynced, cfg.Pods.Informer().HasSynced},
 		recorder: cfg.Recorder,
 		clock:    clk,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "deployment", Clock: clk}),
+		queue:    worker.NewQueue("deployment", clk),
 	}
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandlerFuncs
 	}{
-		{cfg.Deployments.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.enqueue,
-			UpdateFunc: func(_, cur any) { c.enqueue(cur) }, DeleteFunc: c.enqueue}},
+		{cfg.Deployments.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.queue.Enqueue,
+			UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) }, DeleteFunc: c.queue.Enqueue}},
 		{cfg.ReplicaSets.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: c.replicaSetChanged,
 			UpdateFunc: c.updateReplicaSet, DeleteFunc: c.replicaSetChanged}},
 		{cfg.Pods.Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.deletePod}},
@@ -97,44 +95,25 @@ func New(cfg Config) (*Controller, error) {
 
 // Run waits for the informers' sync and runs n workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, n int) {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		c.queue.ShutDown()
-		return
-	}
-	worker.Run(ctx, c.queue, n, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		slog.Warn("deployment controller: no key", "err", err)
-		return
-	}
-	c.queue.Add(key)
+	c.queue.RunSynced(ctx, c.synced, n, c.sync)
 }
 
 // replicaSetChanged wakes the ReplicaSet's controller, or for an orphan
 // every Deployment that may adopt it (upstream's addReplicaSet and
 // deleteReplicaSet).
 func (c *Controller) replicaSetChanged(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := worker.Object[*appsv1.ReplicaSet](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if rs, ok = tomb.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
+		return
 	}
 	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 		if d := c.resolve(rs.Namespace, ref); d != nil {
-			c.enqueue(d)
+			c.queue.Enqueue(d)
 		}
 		return
 	}
 	for _, d := range c.selecting(rs) {
-		c.enqueue(d)
+		c.queue.Enqueue(d)
 	}
 }
 
@@ -147,7 +126,7 @@ func (c *Controller) updateReplicaSet(oldObj, curObj any) {
 	if ref := metav1.GetControllerOfNoCopy(old); ref != nil {
 		if curRef := metav1.GetControllerOfNoCopy(cur); curRef == nil || curRef.UID != ref.UID {
 			if d := c.resolve(old.Namespace, ref); d != nil {
-				c.enqueue(d)
+				c.queue.Enqueue(d)
 			}
 		}
 	}
@@ -156,15 +135,9 @@ func (c *Controller) updateReplicaSet(oldObj, curObj any) {
 
 // deletePod wakes a Recreate Deployment waiting for its old pods to go.
 func (c *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := worker.Object[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil || ref.Kind != "ReplicaSet" {
@@ -176,7 +149,7 @@ func (c *Controller) deletePod(obj any) {
 	}
 	if dref := metav1.GetControllerOfNoCopy(rs); dref != nil {
 		if d := c.resolve(rs.Namespace, dref); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-			c.enqueue(d)
+			c.queue.Enqueue(d)
 		}
 	}
 }
@@ -184,14 +157,7 @@ func (c *Controller) deletePod(obj any) {
 // resolve returns the cached Deployment ref names, nil if it is not one
 // or has another UID.
 func (c *Controller) resolve(ns string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref.Kind != controllerKind.Kind || ref.APIVersion != controllerKind.GroupVersion().String() {
-		return nil
-	}
-	d, err := c.dLister.Deployments(ns).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
-	return d
+	return controllerref.Resolve(ref, controllerKind, c.dLister.Deployments(ns).Get)
 }
 
 // selecting returns the Deployments whose selector matches rs's labels.
@@ -200,14 +166,8 @@ func (c *Controller) selecting(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.Deployment
-	for _, d := range all {
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
-			out = append(out, d)
-		}
-	}
-	return out
+	return controllerref.Selecting(all, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector },
+		labels.Set(rs.Labels))
 }
 
 // updateStatus writes d's status (and annotations, which the status

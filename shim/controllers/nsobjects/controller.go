@@ -19,7 +19,6 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/shim/controllers/worker"
@@ -43,7 +42,7 @@ type Controller struct {
 	spec     Spec
 	nsLister corelisters.NamespaceLister
 	nsSynced cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *worker.Queue
 }
 
 // New returns a controller of spec fed by the shared namespace informer;
@@ -56,8 +55,7 @@ func New(spec Spec, namespaces coreinformers.NamespaceInformer, clk clock.WithTi
 		spec:     spec,
 		nsLister: namespaces.Lister(),
 		nsSynced: namespaces.Informer().HasSynced,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: spec.Name, Clock: clk}),
+		queue:    worker.NewQueue(spec.Name, clk),
 	}
 	_, err := namespaces.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueNamespace,

@@ -9,7 +9,6 @@ package replicaset
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,9 +21,9 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/skiffnode/skiff/shim/controllers/controllerref"
 	"github.com/skiffnode/skiff/shim/controllers/worker"
 )
 
@@ -52,7 +51,7 @@ type Controller struct {
 	recorder     record.EventRecorder
 	clock        clock.WithTicker
 	expectations *expectations
-	queue        workqueue.TypedRateLimitingInterface[string]
+	queue        *worker.Queue
 }
 
 // New builds the controller and registers its handlers on the shared
@@ -70,12 +69,11 @@ func New(cfg Config) (*Controller, error) {
 		recorder:     cfg.Recorder,
 		clock:        clk,
 		expectations: newExpectations(clk),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "replicaset", Clock: clk}),
+		queue:        worker.NewQueue("replicaset", clk),
 	}
 	if _, err := cfg.ReplicaSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, cur any) { c.enqueue(cur) },
+		AddFunc:    c.queue.Enqueue,
+		UpdateFunc: func(_, cur any) { c.queue.Enqueue(cur) },
 		DeleteFunc: c.deleteReplicaSet,
 	}); err != nil {
 		return nil, fmt.Errorf("replicaset controller: %w", err)
@@ -92,27 +90,14 @@ func New(cfg Config) (*Controller, error) {
 
 // Run waits for the informers' sync and runs n workers until ctx ends.
 func (c *Controller) Run(ctx context.Context, n int) {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		c.queue.ShutDown()
-		return
-	}
-	worker.Run(ctx, c.queue, n, c.sync)
-}
-
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		slog.Warn("replicaset controller: no key", "err", err)
-		return
-	}
-	c.queue.Add(key)
+	c.queue.RunSynced(ctx, c.synced, n, c.sync)
 }
 
 func (c *Controller) deleteReplicaSet(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		c.expectations.forget(key)
 	}
-	c.enqueue(obj)
+	c.queue.Enqueue(obj)
 }
 
 // addPod counts a creation for the pod's controller, or wakes every
@@ -175,15 +160,9 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 
 // deletePod marks the pod's deletion as seen by its controller.
 func (c *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := worker.Object[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
@@ -201,14 +180,7 @@ func (c *Controller) deletePod(obj any) {
 // resolve returns the cached ReplicaSet ref names, nil if it is not one
 // or has another UID.
 func (c *Controller) resolve(ns string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != controllerKind.Kind || ref.APIVersion != controllerKind.GroupVersion().String() {
-		return nil
-	}
-	rs, err := c.rsLister.ReplicaSets(ns).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
-	return rs
+	return controllerref.Resolve(ref, controllerKind, c.rsLister.ReplicaSets(ns).Get)
 }
 
 // enqueueSelecting queues every ReplicaSet whose selector matches pod.
@@ -224,15 +196,8 @@ func (c *Controller) selecting(pod *corev1.Pod) []*appsv1.ReplicaSet {
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.ReplicaSet
-	for _, rs := range all {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		out = append(out, rs)
-	}
-	return out
+	return controllerref.Selecting(all, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector },
+		labels.Set(pod.Labels))
 }
 
 func rsKey(rs *appsv1.ReplicaSet) string { return rs.Namespace + "/" + rs.Name }

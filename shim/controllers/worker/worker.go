@@ -1,7 +1,10 @@
 // Package worker runs a controller's work queue: a few workers take keys
 // off a rate-limited queue and call the controller's sync function, the
 // loop client-go's sample controller and kube-controller-manager's
-// controllers share.
+// controllers share (Run). Queue adds the skeleton around it that the
+// Deployment and ReplicaSet controllers share: the queue's construction,
+// enqueueing an informer's object by key, and waiting for the informers'
+// caches before the workers start (RunSynced).
 package worker
 
 import (

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/skiffnode/skiff/manifests"
+	"github.com/skiffnode/skiff/podspec"
 	"github.com/skiffnode/skiff/shim/printers"
 	"github.com/skiffnode/skiff/shim/registry/generic"
 )
@@ -33,7 +33,7 @@ var Nodes = &generic.Kind{
 	},
 }
 
-// ConfigMaps, validated by skiff's manifests.ValidateConfigMap.
+// ConfigMaps, validated by skiff's podspec.ValidateConfigMap.
 var ConfigMaps = &generic.Kind{
 	Table:   printers.ConfigMaps(),
 	Version: "v1", Resource: "configmaps", Singular: "configmap", Namespaced: true,
@@ -41,7 +41,7 @@ var ConfigMaps = &generic.Kind{
 	NewList:    func() runtime.Object { return &corev1.ConfigMapList{} },
 	ShortNames: []string{"cm"},
 	Validate: func(obj runtime.Object) field.ErrorList {
-		return withoutMetadata(manifests.ValidateConfigMap(obj.(*corev1.ConfigMap)))
+		return withoutMetadata(podspec.ValidateConfigMap(obj.(*corev1.ConfigMap)))
 	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		return immutableData(obj.(*corev1.ConfigMap).Immutable, old.(*corev1.ConfigMap).Immutable,
@@ -52,14 +52,14 @@ var ConfigMaps = &generic.Kind{
 	},
 }
 
-// Secrets, defaulted (type Opaque) and validated by skiff's manifests.
+// Secrets, defaulted (type Opaque) and validated by skiff's podspec.
 var Secrets = &generic.Kind{
 	Table:   printers.Secrets(),
 	Version: "v1", Resource: "secrets", Singular: "secret", Namespaced: true,
 	New:     func() runtime.Object { return &corev1.Secret{} },
 	NewList: func() runtime.Object { return &corev1.SecretList{} },
 	Validate: func(obj runtime.Object) field.ErrorList {
-		return withoutMetadata(manifests.ValidateSecret(obj.(*corev1.Secret)))
+		return withoutMetadata(podspec.ValidateSecret(obj.(*corev1.Secret)))
 	},
 	ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 		n, o := obj.(*corev1.Secret), old.(*corev1.Secret)

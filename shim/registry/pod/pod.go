@@ -1,5 +1,5 @@
 // Package pod is the shim's Pod kind: skiff's own pod validation
-// (manifests.Validate), the status set at creation, the fields a pod
+// (podspec.Validate), the status set at creation, the fields a pod
 // update may change, graceful deletion and the field selectors the kubelet
 // and kubectl use.
 package pod
@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/skiffnode/skiff/cgroups"
-	"github.com/skiffnode/skiff/manifests"
+	"github.com/skiffnode/skiff/podspec"
+	"github.com/skiffnode/skiff/podspec/qos"
 	"github.com/skiffnode/skiff/shim/printers"
 	"github.com/skiffnode/skiff/shim/registry/generic"
 )
@@ -47,7 +47,7 @@ var Kind = &generic.Kind{
 // strategy checks that the same way for every kind).
 func validate(obj runtime.Object) field.ErrorList {
 	var errs field.ErrorList
-	for _, e := range manifests.Validate(obj.(*corev1.Pod)) {
+	for _, e := range podspec.Validate(obj.(*corev1.Pod)) {
 		if !strings.HasPrefix(e.Field, "metadata") {
 			errs = append(errs, e)
 		}
@@ -88,7 +88,7 @@ func copyImages(dst, src []corev1.Container) {
 // strategy cleared the one sent).
 func prepareForCreate(obj runtime.Object) {
 	pod := obj.(*corev1.Pod)
-	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: cgroups.QoSClass(pod)}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qos.Class(pod)}
 	pod.Generation = 1
 }
 

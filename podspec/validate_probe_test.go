@@ -1,4 +1,4 @@
-package manifests
+package podspec
 
 import (
 	"reflect"
@@ -160,36 +160,5 @@ func TestValidate_Probes(t *testing.T) {
 				t.Errorf("Validate() =\n%q\nwant\n%q", got, tt.want)
 			}
 		})
-	}
-}
-
-// TestValidate_B13_B15_DefaultedProbesFromYAML: probes written with only
-// their handler pass once SetDefaults filled in the timing fields.
-func TestValidate_B13_B15_DefaultedProbesFromYAML(t *testing.T) {
-	in := `apiVersion: v1
-kind: Pod
-metadata: {name: web}
-spec:
-  containers:
-  - name: app
-    image: skiff.test/testserver:1
-    ports: [{name: http, containerPort: 8080}]
-    startupProbe: {exec: {command: [cat, /tmp/started]}}
-    readinessProbe: {httpGet: {port: http}}
-    livenessProbe: {tcpSocket: {port: 8080}, terminationGracePeriodSeconds: 3}
-  - name: rpc
-    image: skiff.test/testserver:1
-    livenessProbe: {grpc: {port: 9090, service: health}}
-`
-	pods, err := Decode([]byte(in))
-	if err != nil {
-		t.Fatalf("Decode() error = %v", err)
-	}
-	SetDefaults(pods[0])
-	if errs := Validate(pods[0]); len(errs) != 0 {
-		t.Errorf("Validate() = %s", errorStrings(errs))
-	}
-	if p := pods[0].Spec.Containers[0].ReadinessProbe; p.PeriodSeconds != 10 || p.HTTPGet.Path != "/" || p.HTTPGet.Scheme != v1.URISchemeHTTP {
-		t.Errorf("readiness probe not defaulted: %+v", p)
 	}
 }

@@ -1,4 +1,4 @@
-package manifests
+package podspec
 
 import (
 	"encoding/json"
@@ -14,43 +14,6 @@ import (
 // MaxObjectSize is the API server's bound on the total size of a ConfigMap's
 // or Secret's values (core.MaxSecretSize: 1 MiB).
 const MaxObjectSize = 1 << 20
-
-// Manifest is the content of one manifest file: its Pods, ConfigMaps and
-// Secrets, each list in document order.
-type Manifest struct {
-	Pods       []*v1.Pod
-	ConfigMaps []*v1.ConfigMap
-	Secrets    []*v1.Secret
-}
-
-// manifestKinds are the kinds DecodeManifest accepts.
-var manifestKinds = []string{"Pod", "ConfigMap", "Secret"}
-
-// DecodeManifest is Decode for a manifest directory that also holds the
-// objects static pods may reference: each document is a Pod, a ConfigMap or
-// a Secret (apiVersion v1). Decoding is as strict as Decode's and errors
-// name the document and field path the same way; Secret data and ConfigMap
-// binaryData are base64 in the manifest, as in the API. It sets no
-// defaults and does not validate (see SetSecretDefaults, ValidateConfigMap,
-// ValidateSecret). Any error means no objects. Pure and safe for
-// concurrent use.
-func DecodeManifest(data []byte) (*Manifest, error) {
-	m := &Manifest{}
-	err := decodeStream(data, manifestKinds, func(obj any) {
-		switch o := obj.(type) {
-		case *v1.Pod:
-			m.Pods = append(m.Pods, o)
-		case *v1.ConfigMap:
-			m.ConfigMaps = append(m.ConfigMaps, o)
-		case *v1.Secret:
-			m.Secrets = append(m.Secrets, o)
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
-}
 
 // SetSecretDefaults does to a decoded Secret what the API server does before
 // validation: stringData is merged into data (a key in both takes the

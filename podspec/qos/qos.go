@@ -1,17 +1,24 @@
-package cgroups
+// Package qos computes a pod's Quality of Service class, which the API
+// server records in status.qosClass and the node agent uses to place the
+// pod's cgroup. It is neutral: it imports only k8s.io/api and
+// k8s.io/apimachinery, so both sides of skiff (the node agent and
+// skiff-apiserver) may use it. No upstream library at the k8s.io versions
+// skiff uses exports this computation outside k8s.io/kubernetes and
+// k8s.io/kubectl, which skiff does not import.
+package qos
 
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// QoSClass computes a pod's QoS class as upstream (GetPodQOS) does, from the
+// Class computes a pod's QoS class as upstream (GetPodQOS) does, from the
 // cpu and memory requests and limits of all its containers, init
 // containers included: BestEffort when none is set; Guaranteed when every
 // container limits both cpu and memory and the summed requests equal the
 // summed limits (an unset request defaults to the limit); else Burstable.
 // Pure.
-func QoSClass(pod *v1.Pod) v1.PodQOSClass {
+func Class(pod *v1.Pod) v1.PodQOSClass {
 	requests := v1.ResourceList{}
 	limits := v1.ResourceList{}
 	guaranteed := true

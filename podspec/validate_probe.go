@@ -1,4 +1,4 @@
-package manifests
+package podspec
 
 import (
 	v1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package manifests
+package podspec
 
 import (
 	"testing"

@@ -1,7 +1,6 @@
-package manifests
+package podspec
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -58,18 +57,6 @@ func checkValidate(t *testing.T, pod *v1.Pod, want []string) {
 func TestValidateAcceptsValidPods(t *testing.T) {
 	if errs := Validate(validPod()); len(errs) != 0 {
 		t.Errorf("Validate(validPod) = %s", errorStrings(errs))
-	}
-	data, err := os.ReadFile("testdata/full.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, err := Decode(data)
-	if err != nil {
-		t.Fatalf("Decode(full.yaml) error = %v", err)
-	}
-	SetDefaults(pods[0])
-	if errs := Validate(pods[0]); len(errs) != 0 {
-		t.Errorf("Validate(full.yaml) = %s", errorStrings(errs))
 	}
 }
 
@@ -240,36 +227,6 @@ func TestValidate(t *testing.T) {
 			tt.mutate(pod)
 			checkValidate(t, pod, tt.want)
 		})
-	}
-}
-
-// TestValidateAcceptsGeneratedBoilerplate: the empty fields kubectl and
-// kubeadm emit ("creationTimestamp: null", "resources: {}", "status: {}")
-// are not "unsupported fields".
-func TestValidateAcceptsGeneratedBoilerplate(t *testing.T) {
-	in := `apiVersion: v1
-kind: Pod
-metadata:
-  creationTimestamp: null
-  name: etcd
-  namespace: kube-system
-spec:
-  containers:
-  - name: etcd
-    image: registry.k8s.io/etcd:3.5.15-0
-    resources: {}
-    securityContext: {}
-  hostNetwork: true
-  priorityClassName: system-node-critical
-status: {}
-`
-	pods, err := Decode([]byte(in))
-	if err != nil {
-		t.Fatalf("Decode() error = %v", err)
-	}
-	SetDefaults(pods[0])
-	if errs := Validate(pods[0]); len(errs) != 0 {
-		t.Errorf("Validate() = %s", errorStrings(errs))
 	}
 }
 

@@ -1,4 +1,4 @@
-package manifests
+package podspec
 
 import (
 	"reflect"
@@ -28,7 +28,8 @@ func supportedFieldPaths() []string {
 		"apiVersion", "kind",
 		"metadata.name", "metadata.namespace", "metadata.uid",
 		"metadata.labels", "metadata.annotations",
-		// status is not input: Decode drops it and the kubelet ignores it.
+		// status is not input: manifests.Decode drops it and the kubelet
+		// ignores it.
 		"status",
 		"spec.restartPolicy", "spec.terminationGracePeriodSeconds",
 		"spec.activeDeadlineSeconds",
