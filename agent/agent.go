@@ -26,8 +26,8 @@ import (
 
 	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/images"
-	"github.com/skiffnode/skiff/objects"
-	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/internal/objects"
+	"github.com/skiffnode/skiff/internal/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 )
 

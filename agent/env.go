@@ -10,7 +10,7 @@ import (
 
 	"github.com/skiffnode/skiff/internal/downward"
 	"github.com/skiffnode/skiff/internal/expansion"
-	"github.com/skiffnode/skiff/objects"
+	"github.com/skiffnode/skiff/internal/objects"
 	"github.com/skiffnode/skiff/runtime"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/internal/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 )
 

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/skiffnode/skiff/objects"
+	"github.com/skiffnode/skiff/internal/objects"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/volumes"
 )

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/skiffnode/skiff/objects"
-	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/internal/objects"
+	"github.com/skiffnode/skiff/internal/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 )
 

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 
-	"github.com/skiffnode/skiff/nodestatus"
+	"github.com/skiffnode/skiff/internal/nodestatus"
 )
 
 // LeaseAPI is the API server as the lease manager uses it.

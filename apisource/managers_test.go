@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/skiffnode/skiff/nodestatus"
+	"github.com/skiffnode/skiff/internal/nodestatus"
 )
 
 func apiPod(name string, uid types.UID, rv string) *v1.Pod {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/skiffnode/skiff/objects"
+	"github.com/skiffnode/skiff/internal/objects"
 )
 
 // TestReferencedObjects_G13: every way a pod reads a ConfigMap or Secret

@@ -18,7 +18,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/skiffnode/skiff/supervisor"
+	"github.com/skiffnode/skiff/internal/supervisor"
 )
 
 // restartPolicy: 1 s doubling to 30 s, forgotten after a minute of running.

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiffnode/skiff/internal/atomicfile"
-	"github.com/skiffnode/skiff/supervisor"
+	"github.com/skiffnode/skiff/internal/supervisor"
 )
 
 // spec is how the supervisor runs the shim: --data-dir marks a shim of

@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiffnode/skiff/agent"
-	"github.com/skiffnode/skiff/apiclient"
 	"github.com/skiffnode/skiff/apisource"
-	"github.com/skiffnode/skiff/nodestatus"
+	"github.com/skiffnode/skiff/internal/apiclient"
+	"github.com/skiffnode/skiff/internal/nodestatus"
 	"github.com/skiffnode/skiff/runtime"
 )
 

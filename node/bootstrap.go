@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/skiffnode/skiff/apiclient"
 	"github.com/skiffnode/skiff/apisource"
+	"github.com/skiffnode/skiff/internal/apiclient"
 	"github.com/skiffnode/skiff/internal/atomicfile"
 )
 

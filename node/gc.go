@@ -9,7 +9,7 @@ import (
 
 	"github.com/skiffnode/skiff/agent"
 	"github.com/skiffnode/skiff/images"
-	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/internal/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 )
 

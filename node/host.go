@@ -11,8 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiffnode/skiff/cgroups"
+	"github.com/skiffnode/skiff/internal/nodestatus"
 	"github.com/skiffnode/skiff/network"
-	"github.com/skiffnode/skiff/nodestatus"
 	"github.com/skiffnode/skiff/runtime"
 )
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubelettypes "k8s.io/kubelet/pkg/types"
 
-	"github.com/skiffnode/skiff/apiclient"
+	"github.com/skiffnode/skiff/internal/apiclient"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/server"
 )

@@ -18,7 +18,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/skiffnode/skiff/apiclient"
+	"github.com/skiffnode/skiff/internal/apiclient"
 	"github.com/skiffnode/skiff/server"
 )
 

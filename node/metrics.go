@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skiffnode/skiff/agent"
-	"github.com/skiffnode/skiff/metrics"
+	"github.com/skiffnode/skiff/internal/metrics"
 )
 
 // agentMetrics are the agent's /metrics: a registry of its own (nothing

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/agent"
+	"github.com/skiffnode/skiff/internal/nodestatus"
 	"github.com/skiffnode/skiff/nodeshutdown"
-	"github.com/skiffnode/skiff/nodestatus"
 )
 
 // shutdownOptions are the graceful node shutdown settings (H.17-H.21):

@@ -11,8 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/skiffnode/skiff/internal/nodestatus"
 	"github.com/skiffnode/skiff/nodeshutdown"
-	"github.com/skiffnode/skiff/nodestatus"
 )
 
 func TestShutdownByPriorityFlag_H20(t *testing.T) {

@@ -10,11 +10,11 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/agent"
-	"github.com/skiffnode/skiff/credentials"
 	"github.com/skiffnode/skiff/images"
 	imageservice "github.com/skiffnode/skiff/images/service"
+	"github.com/skiffnode/skiff/internal/credentials"
+	"github.com/skiffnode/skiff/internal/objects"
 	"github.com/skiffnode/skiff/nodeshutdown"
-	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/probes"
 	"github.com/skiffnode/skiff/staticpods"
 	"github.com/skiffnode/skiff/volumes"

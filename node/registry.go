@@ -10,9 +10,9 @@ import (
 	"sort"
 
 	"github.com/skiffnode/skiff/agent"
-	"github.com/skiffnode/skiff/credentials"
-	"github.com/skiffnode/skiff/objects"
-	"github.com/skiffnode/skiff/registries"
+	"github.com/skiffnode/skiff/internal/credentials"
+	"github.com/skiffnode/skiff/internal/objects"
+	"github.com/skiffnode/skiff/internal/registries"
 	"github.com/skiffnode/skiff/runtime/containerd"
 )
 

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/skiffnode/skiff/apiclient"
 	imageservice "github.com/skiffnode/skiff/images/service"
+	"github.com/skiffnode/skiff/internal/apiclient"
 	"github.com/skiffnode/skiff/server"
 )
 

@@ -12,7 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/internal/podlogs"
 )
 
 // fakePods is a PodProvider whose pods a test can replace.

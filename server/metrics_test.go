@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/skiffnode/skiff/metrics"
+	"github.com/skiffnode/skiff/internal/metrics"
 )
 
 // TestMetricsStub checks that /metrics exists without Config.Metrics, as

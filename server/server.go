@@ -35,7 +35,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/internal/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 )
 

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/skiffnode/skiff/objects"
+	"github.com/skiffnode/skiff/internal/objects"
 )
 
 // TestShapesAreValid: skiff accepts every real-world pod shape of

@@ -24,7 +24,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/skiffnode/skiff/objects"
+	"github.com/skiffnode/skiff/internal/objects"
 )
 
 // The kubelet's plugin directory names.

@@ -6,7 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/skiffnode/skiff/objects"
+	"github.com/skiffnode/skiff/internal/objects"
 )
 
 // defaultFileMode is the mode of projected files when the volume sets no

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skiffnode/skiff/agent"
+	"github.com/skiffnode/skiff/internal/podlogs"
 	"github.com/skiffnode/skiff/internal/systemd"
 	"github.com/skiffnode/skiff/node"
-	"github.com/skiffnode/skiff/podlogs"
 )
 
 // agentFlags are `skiff agent`'s flags: the node's configuration and the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/skiffnode/skiff/kubeletconfig"
+	"github.com/skiffnode/skiff/internal/kubeletconfig"
 )
 
 // configOptions are --config and --write-config (see kubeletconfig).

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/skiffnode/skiff/kubeletconfig"
+	"github.com/skiffnode/skiff/internal/kubeletconfig"
 )
 
 const configHeader = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"

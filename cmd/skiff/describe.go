@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/skiffnode/skiff/cliview"
+	"github.com/skiffnode/skiff/internal/cliview"
 	"github.com/skiffnode/skiff/server"
 )
 

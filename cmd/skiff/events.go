@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/skiffnode/skiff/cliview"
+	"github.com/skiffnode/skiff/internal/cliview"
 )
 
 // eventsOptions are the flags of `skiff events`.

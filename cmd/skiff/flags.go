@@ -4,12 +4,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skiffnode/skiff/agent"
-	"github.com/skiffnode/skiff/apiclient"
 	"github.com/skiffnode/skiff/apisource"
 	"github.com/skiffnode/skiff/images"
+	"github.com/skiffnode/skiff/internal/apiclient"
+	"github.com/skiffnode/skiff/internal/nodestatus"
+	"github.com/skiffnode/skiff/internal/podlogs"
 	"github.com/skiffnode/skiff/node"
-	"github.com/skiffnode/skiff/nodestatus"
-	"github.com/skiffnode/skiff/podlogs"
 )
 
 // The flags of `skiff agent` bind into node.Config; names and defaults are

@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skiffnode/skiff/agent"
-	"github.com/skiffnode/skiff/kubeletconfig"
-	"github.com/skiffnode/skiff/metrics"
+	"github.com/skiffnode/skiff/internal/kubeletconfig"
+	"github.com/skiffnode/skiff/internal/metrics"
 	"github.com/skiffnode/skiff/nodeshutdown"
 )
 
@@ -134,7 +134,7 @@ func renderConfigPage(root *cobra.Command, bindings []kubeletconfig.Binding) (st
 	b.WriteString("# skiff configuration file fields\n\n" + generatedNote + "\n")
 	b.WriteString("Every `KubeletConfiguration` (`kubelet.config.k8s.io/v1beta1`) field\n" +
 		"`skiff agent --config` reads, in the order of the binding table\n" +
-		"(`kubeletconfig/fields.go`), with the flag a value goes through. How the\n" +
+		"(`internal/kubeletconfig/fields.go`), with the flag a value goes through. How the\n" +
 		"file is read and where a left-out field differs from the kubelet's:\n" +
 		"[../config-file.md](../config-file.md).\n\n")
 	b.WriteString("| field | flag | type | flag default |\n|---|---|---|---|\n")

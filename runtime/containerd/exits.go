@@ -18,7 +18,7 @@ import (
 
 	"github.com/skiffnode/skiff/runtime"
 
-	"github.com/skiffnode/skiff/supervisor"
+	"github.com/skiffnode/skiff/internal/supervisor"
 )
 
 var _ runtime.ExitWatcher = (*ExitWatcher)(nil)

@@ -21,10 +21,10 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/skiffnode/skiff/internal/imagebuild"
+	"github.com/skiffnode/skiff/internal/supervisor"
 	"github.com/skiffnode/skiff/network"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/cri"
-	"github.com/skiffnode/skiff/supervisor"
 )
 
 // requireRoot skips unless SKIFF_ROOT_TESTS=1 (set by make integration,

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/skiffnode/skiff/internal/atomicfile"
-	"github.com/skiffnode/skiff/supervisor"
+	"github.com/skiffnode/skiff/internal/supervisor"
 )
 
 // restartPolicy is the managed containerd's restart back-off: 1 s doubling

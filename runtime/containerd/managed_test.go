@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skiffnode/skiff/supervisor"
+	"github.com/skiffnode/skiff/internal/supervisor"
 )
 
 // newTestManaged is a Managed on root that has not started.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/skiffnode/skiff/cliview"
+	"github.com/skiffnode/skiff/internal/cliview"
 )
 
 var humanDuration = duration.HumanDuration

@@ -11,7 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/skiffnode/skiff/podlogs"
+	"github.com/skiffnode/skiff/internal/podlogs"
 )
 
 func TestCLIPodsAndLogs_A34_A35(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/distribution/reference"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/skiffnode/skiff/objects"
+	"github.com/skiffnode/skiff/internal/objects"
 	"github.com/skiffnode/skiff/runtime"
 )
 

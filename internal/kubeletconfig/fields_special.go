@@ -11,7 +11,7 @@ import (
 	"k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 
-	"github.com/skiffnode/skiff/nodestatus"
+	"github.com/skiffnode/skiff/internal/nodestatus"
 )
 
 // The fields whose file and flag forms differ, or whose defaults depend
