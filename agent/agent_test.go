@@ -89,6 +89,15 @@ func (h *harness) eventually(what string, cond func() bool) {
 	}
 }
 
+// settle waits until the agent listed the runtime n more times (relists
+// and pod syncs), so that a check that nothing happened comes after the
+// agent had n chances to act, however slow the machine.
+func (h *harness) settle(n int) {
+	h.t.Helper()
+	want := h.rt.Listings() + n
+	h.eventually(fmt.Sprintf("%d more listings of the runtime", n), func() bool { return h.rt.Listings() >= want })
+}
+
 func (h *harness) pod(uid string) *v1.Pod {
 	for _, p := range h.agent.Pods() {
 		if string(p.UID) == uid {
@@ -148,7 +157,7 @@ func TestAgentRestartAdoptsContainers(t *testing.T) {
 	h2 := startAgent(t, rt)
 	h2.src.ch <- []*v1.Pod{pod}
 	h2.eventually("pod Running after restart", func() bool { return h2.phase("uid1") == v1.PodRunning })
-	time.Sleep(50 * time.Millisecond) // a few relists and resyncs
+	h2.settle(10) // a few relists and resyncs
 	for _, c := range rt.Calls()[before:] {
 		if !strings.HasPrefix(c, "ExecSync") {
 			t.Errorf("agent restart changed the runtime: %s", c)

@@ -39,7 +39,7 @@ func TestAgentDeletedPodUsesDeletionGrace_A43_A46(t *testing.T) {
 	if d, _ := rt.StopTimeout("app"); d != 7*time.Second {
 		t.Errorf("StopContainer timeout %s, want the deletion's 7s", d)
 	}
-	time.Sleep(50 * time.Millisecond) // relists and reconciles
+	h.settle(10) // relists and reconciles
 	if _, ok := rt.ContainerByName("uid1", "app"); ok {
 		t.Error("a deleted pod was started again")
 	}
@@ -63,7 +63,7 @@ func TestAgentNeverStartsFinishedPods_A46(t *testing.T) {
 	done.UID, done.Name, done.Status.Phase = "uid2", "done", v1.PodSucceeded
 	h.src.ch <- []*v1.Pod{del, done}
 	h.eventually("both terminated", func() bool { return h.agent.Terminated("uid1") && h.agent.Terminated("uid2") })
-	time.Sleep(50 * time.Millisecond)
+	h.settle(10)
 	for _, c := range rt.Calls() {
 		if c != "Version" && !strings.HasPrefix(c, "List") {
 			t.Errorf("runtime call %q for a finished pod", c)

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -282,7 +281,7 @@ func TestAdmissionRejectsWithoutDisturbing_D15(t *testing.T) {
 	if p.Status.Reason != "OutOfcpu" || !strings.Contains(p.Status.Message, "cpu, requested: 1500, used: 1000, capacity: 2000") {
 		t.Errorf("status reason %q message %q", p.Status.Reason, p.Status.Message)
 	}
-	time.Sleep(50 * time.Millisecond)
+	h.settle(10)
 	for _, c := range rt.Calls() {
 		if strings.HasPrefix(c, "RunSandbox big") {
 			t.Errorf("rejected pod got a sandbox: %s", c)

@@ -67,7 +67,7 @@ func TestTerminatePodFailsPodWithShutdownStatus_H17(t *testing.T) {
 	if got := h.agent.ActivePods(); len(got) != 0 {
 		t.Errorf("ActivePods after the shutdown kill = %d pods, want none", len(got))
 	}
-	time.Sleep(100 * time.Millisecond) // resyncs
+	h.settle(10) // relists and resyncs
 	if c, _ := rt.ContainerByName("uid1", "app"); c.State == runtime.ContainerRunning {
 		t.Error("the pod was restarted after its shutdown kill")
 	}

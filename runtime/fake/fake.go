@@ -33,6 +33,8 @@ type Runtime struct {
 	errs map[string]error
 	// PodIP is given to every non-host-network sandbox.
 	PodIP string
+	// listings counts ListSandboxes calls (each relist and pod sync lists).
+	listings int
 	// stopTimeouts is the last StopContainer timeout per container name.
 	stopTimeouts map[string]time.Duration
 	// execFn, if set, answers ExecSync.
@@ -91,6 +93,15 @@ func (r *Runtime) Calls() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.calls...)
+}
+
+// Listings is how many times ListSandboxes was called: a test that checks
+// that nothing happens waits for listings (relists, pod syncs) rather
+// than for wall-clock time.
+func (r *Runtime) Listings() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.listings
 }
 
 // Exit makes a running container exit with code, and reports the exit to
@@ -267,6 +278,7 @@ func (r *Runtime) SandboxStatus(_ context.Context, id string) (*runtime.SandboxS
 func (r *Runtime) ListSandboxes(_ context.Context, labels map[string]string) ([]*runtime.Sandbox, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.listings++
 	var out []*runtime.Sandbox
 	for _, s := range r.sandboxes {
 		if matches(s.st.Labels, labels) {

@@ -126,7 +126,7 @@ func openLog(t *testing.T, path string) *os.File {
 	return f
 }
 
-// heldLogLineTime is logLineTime over a log held open by openLog: all the
+// heldLogLineTime is lineTime over a log held open by openLog: all the
 // container wrote, even once its file was removed.
 func heldLogLineTime(t *testing.T, f *os.File, part string) (time.Time, bool) {
 	t.Helper()

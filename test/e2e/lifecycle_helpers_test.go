@@ -146,20 +146,10 @@ func parseLogEntries(data []byte) []podlogs.Entry {
 	return out
 }
 
-// logLineTime returns the time of the first log line of path containing
-// part, and whether there is one.
-func logLineTime(t *testing.T, path, part string) (time.Time, bool) {
-	t.Helper()
-	return firstLineTime(logEntries(t, path), part)
-}
-
-// lineTime is logLineTime over the contents of a CRI log file.
+// lineTime returns the time of the first line of a CRI log file's
+// contents data containing part, and whether there is one.
 func lineTime(data []byte, part string) (time.Time, bool) {
-	return firstLineTime(parseLogEntries(data), part)
-}
-
-func firstLineTime(entries []podlogs.Entry, part string) (time.Time, bool) {
-	for _, ent := range entries {
+	for _, ent := range parseLogEntries(data) {
 		if strings.Contains(string(ent.Content), part) {
 			return ent.Time, true
 		}

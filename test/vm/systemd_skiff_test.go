@@ -173,3 +173,43 @@ systemd-inhibit --list --no-pager
 		t.Errorf("second boot: marker missing; console:\n%s", console)
 	}
 }
+
+// TestSystemdVMCgroupDriverSystemd runs skiff with --cgroup-driver=systemd
+// (and so its containerd with SystemdCgroup) and a Burstable pod: the
+// container's process lives in a cri-containerd scope under the pod's
+// kubepods-burstable-pod<uid>.slice, a unit systemd knows (active, with the
+// pod's memory limit as MemoryMax), and the slice's cgroup has the limits.
+// With the driver ignored the process would be in /kubepods/burstable/pod<uid>/.
+func TestSystemdVMCgroupDriverSystemd(t *testing.T) {
+	requireSystemdVM(t)
+	adds := append(skiffGuest(t, "testdata/skiff-simple.service", "testdata/vm-limited.yaml"),
+		Add{Host: "testdata/skiff-systemd-driver.env", Guest: skiffGuestEnv})
+	runSystemdVM(t, SystemdOptions{
+		Adds: adds, Timeout: 12 * time.Minute,
+		Command: []string{"sh", "-c", guestShellLib + `
+systemctl start skiff.service || fail "systemctl start skiff.service"
+wait_pod_running vm-limited-skiff-vm 300
+# "[l]": the pattern must not match this script's own command line.
+pid=$(pgrep -f 'echo [l]imited' | head -n 1)
+[ -n "$pid" ] || fail "no container process"
+cg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
+echo "container cgroup: $cg"
+case "$cg" in
+/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod*.slice/cri-containerd-*.scope) ;;
+*) fail "container cgroup $cg, want a cri-containerd scope in the pod's kubepods-burstable slice" ;;
+esac
+pod=${cg%/*}
+slice=${pod##*/}
+for u in kubepods.slice kubepods-burstable.slice "$slice" "${cg##*/}"; do
+	[ "$(systemctl show -P ActiveState "$u")" = active ] || fail "systemd unit $u is $(systemctl show -P ActiveState "$u")"
+done
+mem=$(systemctl show -P MemoryMax "$slice")
+echo "$slice: MemoryMax=$mem CPUQuotaPerSecUSec=$(systemctl show -P CPUQuotaPerSecUSec "$slice")"
+[ "$mem" = 67108864 ] || fail "$slice MemoryMax=$mem, want 67108864 (64Mi)"
+[ "$(cat "/sys/fs/cgroup$pod/memory.max")" = 67108864 ] || fail "memory.max $(cat "/sys/fs/cgroup$pod/memory.max")"
+[ "$(cat "/sys/fs/cgroup$pod/cpu.max")" = "50000 100000" ] || fail "cpu.max $(cat "/sys/fs/cgroup$pod/cpu.max")"
+[ ! -e /sys/fs/cgroup/kubepods ] || fail "a cgroupfs /kubepods exists beside the slices"
+echo "pod in $slice with its limits"
+`},
+	})
+}
