@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/cgroups"
+	"github.com/skiffnode/skiff/events"
 	"github.com/skiffnode/skiff/images"
 	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/podlogs"
@@ -80,7 +81,7 @@ type Config struct {
 	Starts *StartGate
 	// Events keeps the events of the node's pods (shared with the prober);
 	// nil: a recorder of its own.
-	Events *EventRecorder
+	Events EventRecorder
 	// MaxParallelStarts bounds concurrent sandbox teardowns, and starts
 	// where Starts is nil: see NewStartGate (0: adaptive up to 4*CPUs
 	// within [16, 64]; N > 0: adaptive up to N), each gate with its own
@@ -155,7 +156,7 @@ type Agent struct {
 	// teardowns bounds concurrent sandbox teardowns (see killAll).
 	teardowns *StartGate
 	updated   chan struct{}
-	events    *EventRecorder
+	events    EventRecorder
 	hooks     *hookRunner
 	prober    Prober
 	// deps are what the pod workers get.
@@ -221,7 +222,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Starts = NewStartGate(cfg.MaxParallelStarts)
 	}
 	if cfg.Events == nil {
-		cfg.Events = NewEventRecorder(cfg.Clock, cfg.NodeName)
+		cfg.Events = events.NewRecorder(cfg.Clock, cfg.NodeName)
 	}
 	if cfg.Prober == nil {
 		cfg.Prober = noProber{}
@@ -588,7 +589,7 @@ func (a *Agent) Pods() []*v1.Pod {
 
 // Events returns the recent events of this node's pods, oldest first
 // (copies). Safe for concurrent use.
-func (a *Agent) Events() []v1.Event { return a.events.list() }
+func (a *Agent) Events() []v1.Event { return a.events.List() }
 
 // Exec runs cmd in a running container of the pod namespace/name and waits
 // for it, at most timeout (0: no limit). container may be empty when the pod

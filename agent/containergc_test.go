@@ -214,7 +214,7 @@ func TestContainerGCLoopEvent_F1(t *testing.T) {
 		t.Fatalf("the loop's next wake-up in %v (any: %t), want the period %v", next, ok, DefaultContainerGCPeriod)
 	}
 	clk.Step(DefaultContainerGCPeriod - time.Second)
-	if evs := a.events.list(); len(evs) != 0 {
+	if evs := a.events.List(); len(evs) != 0 {
 		t.Fatalf("a pass before the period: %v", evs)
 	}
 	clk.Step(time.Second)
@@ -224,7 +224,7 @@ func TestContainerGCLoopEvent_F1(t *testing.T) {
 			t.Fatal("no event after a failed pass")
 		}
 		time.Sleep(time.Millisecond)
-		evs = a.events.list()
+		evs = a.events.List()
 	}
 	ev := evs[0]
 	if ev.Reason != EventContainerGCFailed || ev.Type != v1.EventTypeWarning || ev.InvolvedObject.Kind != "Node" ||

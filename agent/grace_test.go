@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiffnode/skiff/events"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
 )
@@ -29,7 +30,7 @@ func graceWorker(t *testing.T, pod *v1.Pod, hookTakes time.Duration) (*podWorker
 	}
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(1), teardowns: NewStartGate(1), events: NewEventRecorder(clk, "node"),
+		starts: NewStartGate(1), teardowns: NewStartGate(1), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(exec), podLogsDir: t.TempDir(), resync: time.Hour, owner: &fakeOwner{},
 	}
 	return newPodWorker(d, pod, nil), rt, &hooksRun

@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/skiffnode/skiff/events"
 	"github.com/skiffnode/skiff/images"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
@@ -117,7 +118,7 @@ func newPullWorker(t *testing.T, pod *v1.Pod, creds PullCredentials) *pullWorker
 	sc := &statusCounting{Runtime: rt}
 	d := &workerDeps{
 		rt: sc, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(1), teardowns: NewStartGate(1), events: NewEventRecorder(clk, "node"),
+		starts: NewStartGate(1), teardowns: NewStartGate(1), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: &fakeOwner{},
 		puller: p, credentials: creds,
 	}
@@ -143,7 +144,7 @@ func (pw *pullWorker) syncAt(at time.Duration) time.Duration {
 // first; container events are prefixed with the container's field path.
 func (pw *pullWorker) events() []string {
 	var out []string
-	for _, ev := range pw.w.d.events.list() {
+	for _, ev := range pw.w.d.events.List() {
 		s := fmt.Sprintf("%s %s: %s", ev.Type, ev.Reason, ev.Message)
 		if ev.InvolvedObject.FieldPath == "" {
 			s = "pod " + s
@@ -155,7 +156,7 @@ func (pw *pullWorker) events() []string {
 
 // eventCount is the count of the event with reason and message.
 func (pw *pullWorker) eventCount(reason, msg string) int32 {
-	for _, ev := range pw.w.d.events.list() {
+	for _, ev := range pw.w.d.events.List() {
 		if ev.Reason == reason && ev.Message == msg {
 			return ev.Count
 		}

@@ -12,6 +12,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/skiffnode/skiff/events"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
 )
@@ -82,7 +83,7 @@ func TestWorkerSkipsQuietResyncs(t *testing.T) {
 	var relisted atomic.Uint64
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(2), teardowns: NewStartGate(2), events: NewEventRecorder(clk, "node"),
+		starts: NewStartGate(2), teardowns: NewStartGate(2), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Minute,
 		relisted: &relisted, owner: owner,
 	}
@@ -239,7 +240,7 @@ func TestWorkerNeverSkipsResyncWithDeadline_A9(t *testing.T) {
 	var relisted atomic.Uint64
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(2), teardowns: NewStartGate(2), events: NewEventRecorder(clk, "node"),
+		starts: NewStartGate(2), teardowns: NewStartGate(2), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Minute,
 		relisted: &relisted, owner: owner,
 	}

@@ -123,7 +123,7 @@ type workerDeps struct {
 	// starts gates sandbox and container starts, teardowns sandbox
 	// teardowns (see killAll).
 	starts, teardowns *StartGate
-	events            *EventRecorder
+	events            EventRecorder
 	hooks             *hookRunner
 	// cgroups: nil, no pod cgroups.
 	cgroups    PodCgroups
@@ -200,11 +200,11 @@ func (w *podWorker) event(name, typ, reason, msg string) {
 	if w.orphan {
 		return
 	}
-	fp := ""
-	if name != "" {
-		fp = containerFieldPath(w.pod, name)
+	if name == "" {
+		w.d.events.PodEvent(w.pod, typ, reason, msg)
+		return
 	}
-	w.d.events.record(w.pod, fp, typ, reason, msg)
+	w.d.events.ContainerEvent(w.pod, name, typ, reason, msg)
 }
 
 // wake asks the worker to sync soon. Non-blocking, safe for concurrent use.

@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/skiffnode/skiff/events"
 	"github.com/skiffnode/skiff/internal/clocktest"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
@@ -67,7 +68,7 @@ func TestWorkerWithFakeOwnerAndClock_A13(t *testing.T) {
 	owner := &fakeOwner{}
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(2), teardowns: NewStartGate(2), events: NewEventRecorder(clk, "node"),
+		starts: NewStartGate(2), teardowns: NewStartGate(2), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner,
 	}
 	pod := testPod("Always", nil, "a")

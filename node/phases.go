@@ -11,6 +11,7 @@ import (
 
 	"github.com/skiffnode/skiff/agent"
 	"github.com/skiffnode/skiff/credentials"
+	"github.com/skiffnode/skiff/events"
 	"github.com/skiffnode/skiff/images"
 	"github.com/skiffnode/skiff/nodeshutdown"
 	"github.com/skiffnode/skiff/objects"
@@ -27,7 +28,7 @@ type apiPhase struct {
 	// store holds the ConfigMaps and Secrets beside static pods; the
 	// static-pod source fills it.
 	store    *objects.Store
-	events   *agent.EventRecorder
+	events   *events.Recorder
 	shutdown *nodeshutdown.Manager
 	// source is the API source (--kubeconfig); nil without an API server.
 	source *apiSource
@@ -44,7 +45,7 @@ func (n *Node) newAPI(ctx context.Context) error {
 		hostIPs: nodeIPs(n.log),
 		starts:  agent.NewStartGate(n.cfg.MaxParallelStarts),
 		store:   objects.NewStore(),
-		events:  agent.NewEventRecorder(clock.RealClock{}, n.name),
+		events:  events.NewRecorder(clock.RealClock{}, n.name),
 		pods:    &lateBoundPods{},
 	}
 	n.api = p
