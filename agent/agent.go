@@ -30,6 +30,7 @@ import (
 	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/startgate"
 )
 
 // Source delivers the complete set of desired pods of one origin (the
@@ -78,12 +79,12 @@ type Config struct {
 	ProbeChanges <-chan types.UID
 	// Starts bounds concurrent sandbox and container starts (shared with
 	// the prober, which yields to starts); nil: a gate of MaxParallelStarts.
-	Starts *StartGate
+	Starts *startgate.Gate
 	// Events keeps the events of the node's pods (shared with the prober);
 	// nil: a recorder of its own.
 	Events EventRecorder
 	// MaxParallelStarts bounds concurrent sandbox teardowns, and starts
-	// where Starts is nil: see NewStartGate (0: adaptive up to 4*CPUs
+	// where Starts is nil: see startgate.New (0: adaptive up to 4*CPUs
 	// within [16, 64]; N > 0: adaptive up to N), each gate with its own
 	// controller.
 	MaxParallelStarts int
@@ -152,9 +153,9 @@ type Agent struct {
 	cfg    Config
 	log    *slog.Logger
 	clock  clock.WithTicker
-	starts *StartGate
+	starts *startgate.Gate
 	// teardowns bounds concurrent sandbox teardowns (see killAll).
-	teardowns *StartGate
+	teardowns *startgate.Gate
 	updated   chan struct{}
 	events    EventRecorder
 	hooks     *hookRunner
@@ -219,7 +220,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.ContainerGCPeriod = DefaultContainerGCPeriod
 	}
 	if cfg.Starts == nil {
-		cfg.Starts = NewStartGate(cfg.MaxParallelStarts)
+		cfg.Starts = startgate.New(cfg.MaxParallelStarts)
 	}
 	if cfg.Events == nil {
 		cfg.Events = events.NewRecorder(cfg.Clock, cfg.NodeName)
@@ -246,7 +247,7 @@ func New(cfg Config) (*Agent, error) {
 		log:       cfg.Logger,
 		clock:     cfg.Clock,
 		starts:    cfg.Starts,
-		teardowns: NewStartGate(cfg.MaxParallelStarts),
+		teardowns: startgate.New(cfg.MaxParallelStarts),
 		updated:   make(chan struct{}, 1),
 		ready:     make(chan struct{}),
 		events:    cfg.Events,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/startgate"
 )
 
 // cleanupTimeout bounds rollbacks that run after the caller's ctx ended.
@@ -113,8 +114,8 @@ func soonest(a, b time.Duration) time.Duration {
 func (w *podWorker) retryDelay() time.Duration { return 5 * time.Second }
 
 // acquireStart takes a start slot of priority p; release it when done.
-func (w *podWorker) acquireStart(ctx context.Context, p startPriority) (release func(), err error) {
-	return w.d.starts.acquire(ctx, p)
+func (w *podWorker) acquireStart(ctx context.Context, p startgate.Priority) (release func(), err error) {
+	return w.d.starts.Acquire(ctx, p)
 }
 
 // createSandbox kills whatever the pod still has, then runs a new sandbox.
@@ -132,7 +133,7 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 	if err := w.ensurePodCgroup(ctx); err != nil {
 		return err
 	}
-	release, err := w.acquireStart(ctx, prioSandbox)
+	release, err := w.acquireStart(ctx, startgate.Sandbox)
 	if err != nil {
 		return err
 	}
@@ -230,7 +231,7 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err := w.addEtcHostsMount(c, spec, sb); err != nil {
 		return "", err
 	}
-	release, err := w.acquireStart(ctx, prioContainer)
+	release, err := w.acquireStart(ctx, startgate.Container)
 	if err != nil {
 		return "", err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/skiffnode/skiff/events"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
+	"github.com/skiffnode/skiff/startgate"
 )
 
 // graceWorker is a pod worker for pod on a fake runtime and a fake clock
@@ -30,7 +31,7 @@ func graceWorker(t *testing.T, pod *v1.Pod, hookTakes time.Duration) (*podWorker
 	}
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(1), teardowns: NewStartGate(1), events: events.NewRecorder(clk, "node"),
+		starts: startgate.New(1), teardowns: startgate.New(1), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(exec), podLogsDir: t.TempDir(), resync: time.Hour, owner: &fakeOwner{},
 	}
 	return newPodWorker(d, pod, nil), rt, &hooksRun

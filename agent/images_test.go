@@ -19,6 +19,7 @@ import (
 	"github.com/skiffnode/skiff/images"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
+	"github.com/skiffnode/skiff/startgate"
 )
 
 // scriptPuller is an ImagePuller whose pulls fail while fail is set, and
@@ -118,7 +119,7 @@ func newPullWorker(t *testing.T, pod *v1.Pod, creds PullCredentials) *pullWorker
 	sc := &statusCounting{Runtime: rt}
 	d := &workerDeps{
 		rt: sc, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(1), teardowns: NewStartGate(1), events: events.NewRecorder(clk, "node"),
+		starts: startgate.New(1), teardowns: startgate.New(1), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: &fakeOwner{},
 		puller: p, credentials: creds,
 	}
@@ -406,7 +407,7 @@ func TestKillCancelsImagePull(t *testing.T) {
 		t.Fatal("no pull started")
 	}
 	actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
-	release, err := pw.w.d.starts.acquire(actx, prioContainer)
+	release, err := pw.w.d.starts.Acquire(actx, startgate.Container)
 	acancel()
 	if err != nil {
 		t.Fatalf("start slot held during the pull: %v", err)

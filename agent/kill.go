@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/startgate"
 )
 
 // minKillGrace is the kubelet's minimum shutdown window: a container always
@@ -162,8 +163,8 @@ func sidecarIndex(pod *v1.Pod, name string) int {
 // goes before removing anything, so when many pods go at once every pod is
 // down (its network torn down) before the records are cleaned up.
 const (
-	prioStopSandbox = prioContainer
-	prioRemove      = prioSandbox
+	prioStopSandbox = startgate.Container
+	prioRemove      = startgate.Sandbox
 )
 
 // killAll stops every container of the pod with the grace period, then
@@ -211,8 +212,8 @@ func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Durati
 }
 
 // teardownStep runs fn holding a slot of the teardown gate.
-func (w *podWorker) teardownStep(ctx context.Context, p startPriority, fn func() error) error {
-	release, err := w.d.teardowns.acquire(ctx, p)
+func (w *podWorker) teardownStep(ctx context.Context, p startgate.Priority, fn func() error) error {
+	release, err := w.d.teardowns.Acquire(ctx, p)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/skiffnode/skiff/events"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
+	"github.com/skiffnode/skiff/startgate"
 )
 
 func TestCanSkipResync(t *testing.T) {
@@ -83,7 +84,7 @@ func TestWorkerSkipsQuietResyncs(t *testing.T) {
 	var relisted atomic.Uint64
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(2), teardowns: NewStartGate(2), events: events.NewRecorder(clk, "node"),
+		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Minute,
 		relisted: &relisted, owner: owner,
 	}
@@ -240,7 +241,7 @@ func TestWorkerNeverSkipsResyncWithDeadline_A9(t *testing.T) {
 	var relisted atomic.Uint64
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(2), teardowns: NewStartGate(2), events: events.NewRecorder(clk, "node"),
+		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Minute,
 		relisted: &relisted, owner: owner,
 	}

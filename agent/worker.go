@@ -18,6 +18,7 @@ import (
 	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/startgate"
 )
 
 // podWorker owns one pod: only its goroutine changes the pod's containers.
@@ -122,7 +123,7 @@ type workerDeps struct {
 	prober Prober
 	// starts gates sandbox and container starts, teardowns sandbox
 	// teardowns (see killAll).
-	starts, teardowns *StartGate
+	starts, teardowns *startgate.Gate
 	events            EventRecorder
 	hooks             *hookRunner
 	// cgroups: nil, no pod cgroups.

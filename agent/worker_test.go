@@ -15,6 +15,7 @@ import (
 	"github.com/skiffnode/skiff/internal/clocktest"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
+	"github.com/skiffnode/skiff/startgate"
 )
 
 // fakeOwner is a workerOwner that records what its worker tells it.
@@ -68,7 +69,7 @@ func TestWorkerWithFakeOwnerAndClock_A13(t *testing.T) {
 	owner := &fakeOwner{}
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(2), teardowns: NewStartGate(2), events: events.NewRecorder(clk, "node"),
+		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner,
 	}
 	pod := testPod("Always", nil, "a")

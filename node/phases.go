@@ -16,6 +16,7 @@ import (
 	"github.com/skiffnode/skiff/nodeshutdown"
 	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/probes"
+	"github.com/skiffnode/skiff/startgate"
 	"github.com/skiffnode/skiff/staticpods"
 	"github.com/skiffnode/skiff/volumes"
 )
@@ -24,7 +25,7 @@ import (
 type apiPhase struct {
 	hostIPs []string
 	// starts is the start gate the agent's workers and the prober share.
-	starts *agent.StartGate
+	starts *startgate.Gate
 	// store holds the ConfigMaps and Secrets beside static pods; the
 	// static-pod source fills it.
 	store    *objects.Store
@@ -43,7 +44,7 @@ type apiPhase struct {
 func (n *Node) newAPI(ctx context.Context) error {
 	p := &apiPhase{
 		hostIPs: nodeIPs(n.log),
-		starts:  agent.NewStartGate(n.cfg.MaxParallelStarts),
+		starts:  startgate.New(n.cfg.MaxParallelStarts),
 		store:   objects.NewStore(),
 		events:  events.NewRecorder(clock.RealClock{}, n.name),
 		pods:    &lateBoundPods{},
