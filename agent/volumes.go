@@ -8,19 +8,21 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/volumes"
 )
 
-// VolumeManager is the agent's port to the pod volume manager
-// (volumes.Manager). All methods are safe for concurrent use and block on
-// file system calls.
+// VolumeManager is the agent's port to the pod volume manager (the node
+// adapts a volumes.Manager). All methods are safe for concurrent use and
+// block on file system calls.
 type VolumeManager interface {
 	// SetUp makes pod's volumes ready and returns them by name; idempotent
-	// and cheap once done. Errors are *volumes.SetUpError for a volume.
-	SetUp(ctx context.Context, pod *v1.Pod) (map[string]volumes.Volume, error)
+	// and cheap once done. The error of a volume that could not be set up
+	// is a *VolumeSetUpError; the returned map must not be modified.
+	SetUp(ctx context.Context, pod *v1.Pod) (map[string]PodVolume, error)
 	// TearDown unmounts and removes the pod's volumes; idempotent.
 	TearDown(ctx context.Context, uid types.UID) error
 	// CleanOrphans removes the pod directories of UIDs not in keep.
@@ -29,7 +31,41 @@ type VolumeManager interface {
 	Refresh(ctx context.Context) error
 	// CheckSizeLimits returns a disk emptyDir of pod over its sizeLimit,
 	// or nil.
-	CheckSizeLimits(pod *v1.Pod) (*volumes.SizeViolation, error)
+	CheckSizeLimits(pod *v1.Pod) (*SizeLimitExceeded, error)
+}
+
+// PodVolume is a set-up volume of a pod as its containers mount it.
+type PodVolume struct {
+	// HostPath is what containers bind-mount.
+	HostPath string
+	// ReadOnly: the volume type is read-only for containers whatever the
+	// mount says (configMap, secret, downwardAPI, projected).
+	ReadOnly bool
+}
+
+// VolumeSetUpError is a volume that could not be set up; its message is
+// the kubelet's FailedMount event message.
+type VolumeSetUpError struct {
+	Volume string
+	Err    error
+}
+
+func (e *VolumeSetUpError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
+func (e *VolumeSetUpError) Unwrap() error { return e.Err }
+
+// SizeLimitExceeded is a disk emptyDir whose usage exceeds its sizeLimit.
+type SizeLimitExceeded struct {
+	Volume string
+	Limit  resource.Quantity
+	Used   int64
+}
+
+// Message is the kubelet's eviction message for it.
+func (v *SizeLimitExceeded) Message() string {
+	return fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", v.Volume, v.Limit.String())
 }
 
 // EventFailedMount is the kubelet's event for a volume that failed to set up.
@@ -86,7 +122,7 @@ func (w *podWorker) setUpVolumes(ctx context.Context) (ok bool, retry time.Durat
 		return false, time.Second
 	}
 	msg := err.Error()
-	var se *volumes.SetUpError
+	var se *VolumeSetUpError
 	if !errors.As(err, &se) {
 		msg = "MountVolume.SetUp failed : " + msg
 	}
@@ -132,7 +168,7 @@ func (w *podWorker) addVolumeMounts(ctx context.Context, c *v1.Container, spec *
 // set-up vols, as the kubelet's makeMounts does: subPathExpr expanded from
 // env, subPath created inside the volume, read-only if the mount or the
 // volume type says so, propagation translated.
-func containerMounts(c *v1.Container, vols map[string]volumes.Volume, env []runtime.KeyValue, privileged bool) ([]runtime.Mount, error) {
+func containerMounts(c *v1.Container, vols map[string]PodVolume, env []runtime.KeyValue, privileged bool) ([]runtime.Mount, error) {
 	var envMap map[string]string
 	out := make([]runtime.Mount, 0, len(c.VolumeMounts))
 	for _, vm := range c.VolumeMounts {

@@ -232,7 +232,7 @@ func (n *Node) buildAgent(prober *probes.Manager, changes chan types.UID) (*agen
 		Allocatable:       n.allocatable,
 		Objects:           stor.objs,
 		Services:          services,
-		Volumes:           stor.vols,
+		Volumes:           agentVolumes{stor.vols},
 		ObjectChanges:     stor.changes,
 		Security:          o.Security.config(o.RootDir),
 		ClusterDomain:     o.ClusterDomain,
