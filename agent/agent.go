@@ -135,8 +135,8 @@ type Config struct {
 	// PodChanged, when set, is told the UID of every pod whose published
 	// state (see Pod) was replaced, and of every pod the agent forgot
 	// (terminated and gone from the runtime). It is called with the
-	// agent's lock held: it must return at once and never call into the
-	// Agent (e.g. record the UID and signal a goroutine of its own).
+	// agent's status lock held: it must return at once and never call into
+	// the Agent (e.g. record the UID and signal a goroutine of its own).
 	PodChanged func(types.UID)
 	// Metrics receives the agent's measurements (e.g. a *metrics.Kubelet);
 	// nil: none are taken. See also Agent.RuntimeCounts.
@@ -160,6 +160,8 @@ type Agent struct {
 	events    EventRecorder
 	hooks     *hookRunner
 	prober    Prober
+	// status keeps the pods as published (see Pod).
+	status *statusManager
 	// deps are what the pod workers get.
 	deps *workerDeps
 	// ownPuller: the puller New made (Config.Puller nil), waited for by Run.
@@ -177,7 +179,6 @@ type Agent struct {
 	// heartbeat: see Heartbeat.
 	heartbeat time.Time
 	workers   map[types.UID]*podWorker
-	published map[types.UID]*v1.Pod
 	runCtx    context.Context
 	wg        sync.WaitGroup
 	// running: pod UIDs that had a sandbox when Run started (a restarted
@@ -253,7 +254,7 @@ func New(cfg Config) (*Agent, error) {
 		events:    cfg.Events,
 		sources:   map[string][]*v1.Pod{},
 		workers:   map[types.UID]*podWorker{},
-		published: map[types.UID]*v1.Pod{},
+		status:    newStatusManager(cfg.PodChanged),
 		hooks:     newHookRunner(execOutput(cfg.Runtime)),
 		prober:    cfg.Prober,
 		ownPuller: ownPuller,
@@ -263,7 +264,7 @@ func New(cfg Config) (*Agent, error) {
 		starts: a.starts, teardowns: a.teardowns, events: a.events, hooks: a.hooks,
 		cgroups: cfg.Cgroups, dns: cfg.DNS, hostIPs: cfg.HostIPs,
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
-		relisted: &a.relisted, owner: a, objects: cfg.Objects,
+		relisted: &a.relisted, owner: a, status: a.status, objects: cfg.Objects,
 		volumes: cfg.Volumes, objectsChanged: &a.objectsChanged,
 		security:    security,
 		allocatable: cfg.Allocatable, clusterDomain: cfg.ClusterDomain,
@@ -469,6 +470,7 @@ func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool)
 		w.kill(nil)
 	}
 	a.workers[pod.UID] = w
+	a.status.track(pod.UID)
 	switch {
 	case orphan:
 	case a.running[pod.UID]:
@@ -476,7 +478,7 @@ func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool)
 		// be observed, the placeholder): see podWorker.placeholderDue.
 		w.placeholderDue = true
 	default:
-		a.publishLocked(w.pendingPod())
+		a.status.publish(w.pendingPod())
 	}
 	delete(a.running, pod.UID)
 	a.wg.Add(1)
@@ -508,8 +510,7 @@ func (a *Agent) workerDone(w *podWorker) {
 	defer a.mu.Unlock()
 	if a.workers[w.uid] == w {
 		delete(a.workers, w.uid)
-		delete(a.published, w.uid)
-		a.changedLocked(w.uid)
+		a.status.forget(w.uid)
 		// A source still wants the pod under this UID (its manifest came
 		// back while it terminated): the reconcile below starts it again.
 		if p := a.wantedLocked(w.uid); p != nil && !finished(p) {
@@ -522,35 +523,10 @@ func (a *Agent) workerDone(w *podWorker) {
 	}
 }
 
-func (a *Agent) publish(p *v1.Pod) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, ok := a.workers[p.UID]; ok {
-		a.publishLocked(p)
-	}
-}
-
-func (a *Agent) publishLocked(p *v1.Pod) {
-	a.published[p.UID] = p
-	a.changedLocked(p.UID)
-}
-
-func (a *Agent) changedLocked(uid types.UID) {
-	if a.cfg.PodChanged != nil {
-		a.cfg.PodChanged(uid)
-	}
-}
-
 // Pod returns a copy of the pod uid as published (spec and status), and
 // whether the agent has it. Safe for concurrent use.
 func (a *Agent) Pod(uid types.UID) (*v1.Pod, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	p, ok := a.published[uid]
-	if !ok {
-		return nil, false
-	}
-	return p.DeepCopy(), true
+	return a.status.pod(uid)
 }
 
 // Terminated reports whether nothing of pod uid is left on the node: every
@@ -570,22 +546,7 @@ func (a *Agent) Terminated(uid types.UID) bool {
 // Pods returns the pods this node runs, with status, sorted by namespace and
 // name. The returned objects are copies. Safe for concurrent use.
 func (a *Agent) Pods() []*v1.Pod {
-	a.mu.Lock()
-	out := make([]*v1.Pod, 0, len(a.published))
-	for _, p := range a.published {
-		out = append(out, p.DeepCopy())
-	}
-	a.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		if out[i].Name != out[j].Name {
-			return out[i].Name < out[j].Name
-		}
-		return out[i].UID < out[j].UID
-	})
-	return out
+	return a.status.pods()
 }
 
 // Events returns the recent events of this node's pods, oldest first
@@ -598,44 +559,11 @@ func (a *Agent) Events() []v1.Event { return a.events.List() }
 // container is an error wrapping runtime.ErrNotFound. Safe for concurrent
 // use; blocking.
 func (a *Agent) Exec(ctx context.Context, namespace, name, container string, cmd []string, timeout time.Duration) (*runtime.ExecResult, error) {
-	id, err := a.runningContainerID(namespace, name, container)
+	id, err := a.status.runningContainerID(namespace, name, container)
 	if err != nil {
 		return nil, err
 	}
 	return a.cfg.Runtime.ExecSync(ctx, id, cmd, timeout)
-}
-
-// runningContainerID finds a running container by pod and container name
-// in the published status.
-func (a *Agent) runningContainerID(namespace, name, container string) (string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var pod *v1.Pod
-	for _, p := range a.published {
-		if p.Namespace == namespace && p.Name == name && p.DeletionTimestamp == nil {
-			pod = p
-		}
-	}
-	if pod == nil {
-		return "", fmt.Errorf("pod %s/%s: %w", namespace, name, runtime.ErrNotFound)
-	}
-	if container == "" {
-		if len(pod.Spec.Containers) != 1 {
-			return "", fmt.Errorf("pod %s/%s has %d containers: a container name is required", namespace, name, len(pod.Spec.Containers))
-		}
-		container = pod.Spec.Containers[0].Name
-	}
-	all := append(append(append([]v1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...), pod.Status.EphemeralContainerStatuses...)
-	for _, cs := range all {
-		if cs.Name != container {
-			continue
-		}
-		if cs.State.Running == nil {
-			return "", fmt.Errorf("container %q of pod %s/%s is not running", container, namespace, name)
-		}
-		return containerIDFromStatus(cs.ContainerID), nil
-	}
-	return "", fmt.Errorf("container %q in pod %s/%s: %w", container, namespace, name, runtime.ErrNotFound)
 }
 
 // containerIDFromStatus is the runtime's ID of a status's containerID

@@ -29,10 +29,11 @@ func graceWorker(t *testing.T, pod *v1.Pod, hookTakes time.Duration) (*podWorker
 		clk.Step(hookTakes)
 		return nil, nil
 	}
+	owner := &fakeOwner{}
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
 		starts: startgate.New(1), teardowns: startgate.New(1), events: events.NewRecorder(clk, "node"),
-		hooks: newHookRunner(exec), podLogsDir: t.TempDir(), resync: time.Hour, owner: &fakeOwner{},
+		hooks: newHookRunner(exec), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner, status: owner,
 	}
 	return newPodWorker(d, pod, nil), rt, &hooksRun
 }

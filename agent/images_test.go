@@ -117,10 +117,11 @@ func newPullWorker(t *testing.T, pod *v1.Pod, creds PullCredentials) *pullWorker
 	rt := fake.New(clk.Now)
 	p := &scriptPuller{rt: rt, entered: make(chan struct{}, 1)}
 	sc := &statusCounting{Runtime: rt}
+	owner := &fakeOwner{}
 	d := &workerDeps{
 		rt: sc, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
 		starts: startgate.New(1), teardowns: startgate.New(1), events: events.NewRecorder(clk, "node"),
-		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: &fakeOwner{},
+		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner, status: owner,
 		puller: p, credentials: creds,
 	}
 	return &pullWorker{w: newPodWorker(d, pod, nil), rt: rt, status: sc, clk: clk, puller: p}

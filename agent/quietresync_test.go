@@ -86,7 +86,7 @@ func TestWorkerSkipsQuietResyncs(t *testing.T) {
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
 		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Minute,
-		relisted: &relisted, owner: owner,
+		relisted: &relisted, owner: owner, status: owner,
 	}
 	w := newPodWorker(d, testPod("Always", nil, "a"), nil)
 	runWorker(t, w)
@@ -243,7 +243,7 @@ func TestWorkerNeverSkipsResyncWithDeadline_A9(t *testing.T) {
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
 		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Minute,
-		relisted: &relisted, owner: owner,
+		relisted: &relisted, owner: owner, status: owner,
 	}
 	pod := testPod("Always", nil, "a")
 	ads := int64(90)

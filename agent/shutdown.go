@@ -43,7 +43,7 @@ func (a *Agent) ActivePods() []*v1.Pod {
 		if w.orphan || w.rejected || w.stopped.Load() {
 			continue
 		}
-		p := a.published[uid]
+		p := a.status.get(uid)
 		if p == nil {
 			p = w.initial
 		}

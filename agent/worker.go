@@ -141,6 +141,8 @@ type workerDeps struct {
 	// by Agent.Run before any worker starts.
 	runtimeName string
 	owner       workerOwner
+	// status: where the worker publishes the pod's status.
+	status statusPublisher
 	// objects: the ConfigMaps and Secrets pods may reference; nil: none.
 	objects objects.Getter
 	// volumes: nil, no volume manager (see Config.Volumes).
@@ -164,12 +166,9 @@ type workerDeps struct {
 	metricsPort Metrics
 }
 
-// workerOwner is what a pod worker tells its owner (the Agent). Both
-// methods are safe for concurrent use and return quickly.
+// workerOwner is what a pod worker tells its owner (the Agent). Safe for
+// concurrent use; returns quickly.
 type workerOwner interface {
-	// publish records p (with its status) as the pod's published state;
-	// ignored once the worker was forgotten.
-	publish(p *v1.Pod)
 	// workerDone forgets w: its pod is gone from the runtime.
 	workerDone(w *podWorker)
 }
@@ -346,7 +345,7 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 		w.log.Warn("cannot observe pod", "err", err)
 		if w.placeholderDue {
 			w.placeholderDue = false
-			w.d.owner.publish(w.pendingPod())
+			w.d.status.publish(w.pendingPod())
 		}
 		return 2 * time.Second
 	}
@@ -468,7 +467,7 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 		p.DeletionTimestamp = &t
 		p.DeletionGracePeriodSeconds = w.graceSeconds(nil)
 	}
-	w.d.owner.publish(p)
+	w.d.status.publish(p)
 }
 
 // pendingPod is the pod as first published, before any sync.

@@ -70,7 +70,7 @@ func TestWorkerWithFakeOwnerAndClock_A13(t *testing.T) {
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
 		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
-		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner,
+		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner, status: owner,
 	}
 	pod := testPod("Always", nil, "a")
 	w := newPodWorker(d, pod, nil)
