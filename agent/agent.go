@@ -162,6 +162,8 @@ type Agent struct {
 	prober    Prober
 	// status keeps the pods as published (see Pod).
 	status *statusManager
+	// gc is the container GC; nil without Config.ContainerGC.
+	gc *containerGC
 	// deps are what the pod workers get.
 	deps *workerDeps
 	// ownPuller: the puller New made (Config.Puller nil), waited for by Run.
@@ -271,6 +273,12 @@ func New(cfg Config) (*Agent, error) {
 		puller: cfg.Puller, credentials: cfg.Credentials, services: cfg.Services,
 		metricsPort: cfg.Metrics,
 	}
+	if cfg.ContainerGC != nil {
+		a.gc = &containerGC{
+			rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, events: a.events, policy: *cfg.ContainerGC,
+			period: cfg.ContainerGCPeriod, podLogsDir: cfg.PodLogsDir, pods: a,
+		}
+	}
 	return a, nil
 }
 
@@ -302,37 +310,11 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 			}
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.relistLoop(ctx)
-	}()
-	if a.cfg.ProbeChanges != nil {
+	for _, l := range a.loops() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.drainProbeChanges(ctx)
-		}()
-	}
-	if a.cfg.Volumes != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.sizeLimitLoop(ctx)
-		}()
-	}
-	if a.cfg.ObjectChanges != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.refreshVolumes(ctx)
-		}()
-	}
-	if a.cfg.ContainerGC != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.containerGCLoop(ctx)
+			l.run(ctx)
 		}()
 	}
 	for {
@@ -591,27 +573,6 @@ func (a *Agent) WakeAll() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, w := range a.workers {
-		w.wake()
-	}
-}
-
-// drainProbeChanges wakes the worker of each pod whose probe result
-// changed, until ctx is done.
-func (a *Agent) drainProbeChanges(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case uid := <-a.cfg.ProbeChanges:
-			a.wakeUID(uid)
-		}
-	}
-}
-
-func (a *Agent) wakeUID(uid types.UID) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if w, ok := a.workers[uid]; ok {
 		w.wake()
 	}
 }
