@@ -162,6 +162,8 @@ type Agent struct {
 	prober    Prober
 	// status keeps the pods as published (see Pod).
 	status *statusManager
+	// volumes runs the volume loops.
+	volumes *volumeLoops
 	// gc is the container GC; nil without Config.ContainerGC.
 	gc *containerGC
 	// deps are what the pod workers get.
@@ -192,9 +194,7 @@ type Agent struct {
 	// orphanVolumesCleaned: the one-off cleanup of orphaned pod
 	// directories ran (see maybeCleanOrphanVolumes).
 	orphanVolumesCleaned bool
-	// objectsChanged counts ObjectChanges (shared with the workers).
-	objectsChanged atomic.Uint64
-	samples        cpuSamples
+	samples              cpuSamples
 	// counts are the latest relist's (see RuntimeCounts).
 	counts runtimeCounters
 }
@@ -261,13 +261,14 @@ func New(cfg Config) (*Agent, error) {
 		prober:    cfg.Prober,
 		ownPuller: ownPuller,
 	}
+	a.volumes = &volumeLoops{vm: cfg.Volumes, clock: cfg.Clock, log: cfg.Logger, changes: cfg.ObjectChanges, pods: a}
 	a.deps = &workerDeps{
 		rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, prober: a.prober,
 		starts: a.starts, teardowns: a.teardowns, events: a.events, hooks: a.hooks,
 		cgroups: cfg.Cgroups, dns: cfg.DNS, hostIPs: cfg.HostIPs,
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
 		relisted: &a.relisted, owner: a, status: a.status, objects: cfg.Objects,
-		volumes: cfg.Volumes, objectsChanged: &a.objectsChanged,
+		volumes: cfg.Volumes, objectsChanged: &a.volumes.objectsChanged,
 		security:    security,
 		allocatable: cfg.Allocatable, clusterDomain: cfg.ClusterDomain,
 		puller: cfg.Puller, credentials: cfg.Credentials, services: cfg.Services,

@@ -23,10 +23,10 @@ func (a *Agent) loops() []loop {
 		ls = append(ls, loop{"probe changes", a.drainProbeChanges})
 	}
 	if a.cfg.Volumes != nil {
-		ls = append(ls, loop{"emptyDir size limits", a.sizeLimitLoop})
+		ls = append(ls, loop{"emptyDir size limits", a.volumes.sizeLimitLoop})
 	}
 	if a.cfg.ObjectChanges != nil {
-		ls = append(ls, loop{"volume refresh", a.refreshVolumes})
+		ls = append(ls, loop{"volume refresh", a.volumes.refreshVolumes})
 	}
 	if a.gc != nil {
 		ls = append(ls, loop{"container GC", a.gc.run})

@@ -265,74 +265,8 @@ func (a *Agent) maybeCleanOrphanVolumes(ctx context.Context, withSandbox map[typ
 	}()
 }
 
-// refreshVolumes rewrites object-backed volumes (if there is a volume
-// manager) each time the ConfigMaps and Secrets change, and then wakes
-// every worker, until ctx is done: a pod waiting for a missing object
-// (FailedMount, or CreateContainerConfigError for env) retries at once
-// rather than at its next back-off. Object edits are rare (a file
-// written), so waking all workers is cheap.
-func (a *Agent) refreshVolumes(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.cfg.ObjectChanges:
-		}
-		a.objectsChanged.Add(1)
-		if a.cfg.Volumes != nil {
-			if err := a.cfg.Volumes.Refresh(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("refreshing volumes", "err", err)
-			}
-		}
-		a.WakeAll()
-	}
-}
-
 // EventEvicted is the kubelet's event for an evicted pod.
 const EventEvicted = "Evicted"
-
-// sizeLimitPeriod is how often emptyDir usage is measured (the kubelet's
-// eviction manager's monitoring period).
-const sizeLimitPeriod = 10 * time.Second
-
-// sizeLimitLoop evicts, every sizeLimitPeriod, the pods whose disk
-// emptyDir uses more than its sizeLimit, as the kubelet's eviction manager
-// does, until ctx is done. The measuring (a directory walk) runs here, off
-// the pod workers.
-func (a *Agent) sizeLimitLoop(ctx context.Context) {
-	t := a.clock.NewTicker(sizeLimitPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			a.checkSizeLimits()
-		}
-	}
-}
-
-// checkSizeLimits measures the pods that have size-limited emptyDirs once.
-func (a *Agent) checkSizeLimits() {
-	a.mu.Lock()
-	var ws []*podWorker
-	for _, w := range a.workers {
-		if term, _ := w.isTerminating(); !term && !w.orphan && volumes.HasSizeLimits(w.pod) {
-			ws = append(ws, w)
-		}
-	}
-	a.mu.Unlock()
-	for _, w := range ws {
-		v, err := a.cfg.Volumes.CheckSizeLimits(w.pod)
-		if err != nil {
-			w.log.Warn("measuring emptyDir usage", "err", err)
-			continue
-		}
-		if v != nil {
-			w.evict(EvictionSignalEmptyDirFsLimit, v.Message())
-		}
-	}
-}
 
 // evict asks the worker to fail the pod with reason Evicted and msg, for
 // the kubelet's eviction signal (the first request wins). Non-blocking,

@@ -253,7 +253,7 @@ func TestAgentEvictsOverSizeLimit_G14(t *testing.T) {
 	pod.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &limit}}}}
 	h.src.ch <- []*v1.Pod{pod}
 	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
-	h.agent.checkSizeLimits()
+	h.agent.volumes.checkSizeLimits()
 	if p := h.pod("uid1"); p.Status.Phase != v1.PodRunning {
 		t.Fatalf("evicted under the limit: %s %s", p.Status.Reason, p.Status.Message)
 	}
@@ -261,7 +261,7 @@ func TestAgentEvictsOverSizeLimit_G14(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 128<<10), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.agent.checkSizeLimits()
+	h.agent.volumes.checkSizeLimits()
 	const msg = `Usage of EmptyDir volume "cache" exceeds the limit "64Ki". `
 	h.eventually("pod Failed", func() bool { return h.phase("uid1") == v1.PodFailed })
 	if p := h.pod("uid1"); p.Status.Reason != "Evicted" || p.Status.Message != msg {

@@ -147,7 +147,7 @@ type workerDeps struct {
 	objects objects.Getter
 	// volumes: nil, no volume manager (see Config.Volumes).
 	volumes VolumeManager
-	// objectsChanged counts object changes (Agent.objectsChanged).
+	// objectsChanged counts object changes (volumeLoops.objectsChanged).
 	objectsChanged *atomic.Uint64
 	// security is the node's security settings (nil: the defaults).
 	security *securityPolicy
