@@ -272,15 +272,7 @@ const EventEvicted = "Evicted"
 // the kubelet's eviction signal (the first request wins). Non-blocking,
 // safe for concurrent use.
 func (w *podWorker) evict(signal, msg string) {
-	w.mu.Lock()
-	if w.evictMsg == "" {
-		w.evictMsg, w.evictSignal = msg, signal
-	}
-	// An evicted pod starts nothing more: its image pull need not finish.
-	if w.cancelPull != nil {
-		w.cancelPull()
-	}
-	w.mu.Unlock()
+	w.req.evict(signal, msg)
 	w.wake()
 }
 
@@ -289,9 +281,7 @@ func (w *podWorker) evict(signal, msg string) {
 // pod's containers and makes it Failed; it is recorded once with
 // Metrics.PodEvicted.
 func (w *podWorker) takeEviction() {
-	w.mu.Lock()
-	msg, signal := w.evictMsg, w.evictSignal
-	w.mu.Unlock()
+	msg, signal := w.req.eviction()
 	if msg == "" || w.failure != nil {
 		return
 	}

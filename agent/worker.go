@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,19 +61,8 @@ type podWorker struct {
 	// admission (the kubelet's IsPodKnownTerminated).
 	stopped atomic.Bool
 
-	mu          sync.Mutex
-	terminating bool
-	// updated: a newer object of the pod (an API pod's labels, image or
-	// activeDeadlineSeconds edited), taken by the next sync.
-	updated   *v1.Pod
-	graceOver *int64
-	// cancelPull cancels the image pull in progress, if any (see
-	// pullContext): a kill does not wait for a download.
-	cancelPull context.CancelFunc
-	// evictMsg: an eviction is requested (see evict), for evictSignal.
-	evictMsg, evictSignal string
-	// terminateReq: a TerminatePod is requested (see terminateAbnormally).
-	terminateReq *terminateRequest
+	// req: what other goroutines asked of the worker.
+	req podRequests
 
 	// Owned by the worker goroutine.
 	// backoff holds the restart back-offs and the image pull back-offs.
@@ -218,23 +206,14 @@ func (w *podWorker) wake() {
 // kill asks the worker to terminate the pod, with grace (seconds) if set,
 // else the pod's terminationGracePeriodSeconds. Idempotent, non-blocking.
 func (w *podWorker) kill(grace *int64) {
-	w.mu.Lock()
-	if !w.terminating || grace != nil {
-		w.terminating, w.graceOver = true, grace
-	}
-	if w.cancelPull != nil {
-		w.cancelPull()
-	}
-	w.mu.Unlock()
+	w.req.kill(grace)
 	w.wake()
 }
 
 // update gives the worker a newer object of its pod; the next sync
 // works from it. Idempotent, non-blocking.
 func (w *podWorker) update(p *v1.Pod) {
-	w.mu.Lock()
-	w.updated = p
-	w.mu.Unlock()
+	w.req.update(p)
 	w.wake()
 }
 
@@ -243,10 +222,7 @@ func (w *podWorker) update(p *v1.Pod) {
 // show the pod's metadata (downwardAPI) are rewritten with it, as the
 // kubelet's volume manager does on its next pass.
 func (w *podWorker) takeUpdate(ctx context.Context) bool {
-	w.mu.Lock()
-	p := w.updated
-	w.updated = nil
-	w.mu.Unlock()
+	p := w.req.takeUpdate()
 	if p == nil || p == w.pod {
 		return false
 	}
@@ -257,12 +233,6 @@ func (w *podWorker) takeUpdate(ctx context.Context) bool {
 		}
 	}
 	return true
-}
-
-func (w *podWorker) isTerminating() (bool, *int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.terminating, w.graceOver
 }
 
 // run is the worker loop; it returns when the pod is gone or ctx is done.
@@ -277,7 +247,7 @@ func (w *podWorker) run(ctx context.Context) {
 	}
 	timedOut := false
 	for {
-		if term, grace := w.isTerminating(); term {
+		if term, grace := w.req.isTerminating(); term {
 			if w.terminate(ctx, grace) {
 				w.d.owner.workerDone(w)
 				return
@@ -376,7 +346,7 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	}
 	progressed, retry := w.apply(ctx, st, acts)
 	if acts.Terminal && retry == 0 {
-		w.terminationDone()
+		w.req.terminationDone()
 	}
 	for name, ws := range acts.Waiting {
 		if prev, ok := w.waiting[name]; !ok || prev != ws {
@@ -462,7 +432,7 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 		// which is what `skiff pods` shows as AGE.
 		p.CreationTimestamp = metav1.NewTime(w.startTime)
 	}
-	if term, _ := w.isTerminating(); term {
+	if term, _ := w.req.isTerminating(); term {
 		t := metav1.NewTime(now)
 		p.DeletionTimestamp = &t
 		p.DeletionGracePeriodSeconds = w.graceSeconds(nil)
