@@ -265,13 +265,16 @@ func New(cfg Config) (*Agent, error) {
 	a.deps = &workerDeps{
 		rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, prober: a.prober,
 		starts: a.starts, teardowns: a.teardowns, events: a.events, hooks: a.hooks,
-		cgroups: cfg.Cgroups, dns: cfg.DNS, hostIPs: cfg.HostIPs,
+		cgroups: cfg.Cgroups,
+		env: podEnv{
+			hostIPs: cfg.HostIPs, dns: cfg.DNS, objects: cfg.Objects, allocatable: cfg.Allocatable,
+			clusterDomain: cfg.ClusterDomain, services: cfg.Services,
+		},
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
-		relisted: &a.relisted, owner: a, status: a.status, objects: cfg.Objects,
+		relisted: &a.relisted, owner: a, status: a.status,
 		volumes: cfg.Volumes, objectsChanged: &a.volumes.objectsChanged,
-		security:    security,
-		allocatable: cfg.Allocatable, clusterDomain: cfg.ClusterDomain,
-		puller: cfg.Puller, credentials: cfg.Credentials, services: cfg.Services,
+		security: security,
+		puller:   cfg.Puller, credentials: cfg.Credentials,
 		metricsPort: cfg.Metrics,
 	}
 	if cfg.ContainerGC != nil {

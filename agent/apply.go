@@ -205,7 +205,7 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err != nil {
 		return "", err
 	}
-	env, err := w.d.envFor(w.pod, c, sb)
+	env, err := w.d.env.envFor(w.pod, c, sb)
 	if err != nil {
 		return "", err
 	}

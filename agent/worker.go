@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/skiffnode/skiff/objects"
 	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/startgate"
@@ -115,9 +114,9 @@ type workerDeps struct {
 	events            EventRecorder
 	hooks             *hookRunner
 	// cgroups: nil, no pod cgroups.
-	cgroups    PodCgroups
-	dns        func(*v1.Pod) (*runtime.DNSConfig, error)
-	hostIPs    []string
+	cgroups PodCgroups
+	// env: what the node tells its pods (IPs, DNS, objects, services).
+	env        podEnv
 	podsDir    string
 	podLogsDir string
 	// resync is the safety resync period (Config.ResyncPeriod).
@@ -131,25 +130,16 @@ type workerDeps struct {
 	owner       workerOwner
 	// status: where the worker publishes the pod's status.
 	status statusPublisher
-	// objects: the ConfigMaps and Secrets pods may reference; nil: none.
-	objects objects.Getter
 	// volumes: nil, no volume manager (see Config.Volumes).
 	volumes VolumeManager
 	// objectsChanged counts object changes (volumeLoops.objectsChanged).
 	objectsChanged *atomic.Uint64
 	// security is the node's security settings (nil: the defaults).
 	security *securityPolicy
-	// allocatable: the node's (Config.Allocatable), for resourceFieldRef.
-	allocatable v1.ResourceList
-	// clusterDomain: Config.ClusterDomain; nodeHostsFile: the node's
-	// hosts file ("": /etc/hosts), the base of host-network pods' one.
-	clusterDomain, nodeHostsFile string
 	// puller pulls images (Config.Puller); required once a pod needs a
 	// pull. credentials: Config.Credentials (nil: anonymous pulls).
 	puller      ImagePuller
 	credentials PullCredentials
-	// services: Config.Services (nil: no service variables).
-	services ServiceEnv
 	// metricsPort: Config.Metrics; read through metrics() (nil: none).
 	metricsPort Metrics
 }
@@ -414,7 +404,7 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 	}
 	s := computePodStatus(statusInput{
 		Pod: w.pod, State: st, Waiting: w.waiting, Previous: w.status,
-		HostIPs: w.d.hostIPs, StartTime: w.startTime, Now: now,
+		HostIPs: w.d.env.hostIPs, StartTime: w.startTime, Now: now,
 		Ready:         func(name string) bool { return w.d.prober.Ready(w.uid, name) },
 		Started:       func(name string) bool { return w.d.prober.Started(w.uid, name) },
 		InPostStart:   w.inPostStart,
