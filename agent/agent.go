@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -170,9 +169,8 @@ type Agent struct {
 	deps *workerDeps
 	// ownPuller: the puller New made (Config.Puller nil), waited for by Run.
 	ownPuller *images.Puller
-	// relisted counts the relist's successful listings (shared with the
-	// workers through deps; see canSkipResync).
-	relisted atomic.Uint64
+	// relist is the relist loop.
+	relist *relistLoop
 
 	mu           sync.Mutex
 	sources      map[string][]*v1.Pod
@@ -195,8 +193,6 @@ type Agent struct {
 	// directories ran (see maybeCleanOrphanVolumes).
 	orphanVolumesCleaned bool
 	samples              cpuSamples
-	// counts are the latest relist's (see RuntimeCounts).
-	counts runtimeCounters
 }
 
 // New checks cfg and returns an Agent.
@@ -261,6 +257,10 @@ func New(cfg Config) (*Agent, error) {
 		prober:    cfg.Prober,
 		ownPuller: ownPuller,
 	}
+	a.relist = &relistLoop{
+		rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, metrics: cfg.Metrics,
+		period: cfg.RelistPeriod, exits: cfg.Exits, pods: a,
+	}
 	a.volumes = &volumeLoops{vm: cfg.Volumes, clock: cfg.Clock, log: cfg.Logger, changes: cfg.ObjectChanges, pods: a}
 	a.deps = &workerDeps{
 		rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, prober: a.prober,
@@ -271,7 +271,7 @@ func New(cfg Config) (*Agent, error) {
 			clusterDomain: cfg.ClusterDomain, services: cfg.Services,
 		},
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
-		relisted: &a.relisted, owner: a, status: a.status,
+		relisted: &a.relist.listings, owner: a, status: a.status,
 		volumes: cfg.Volumes, objectsChanged: &a.volumes.objectsChanged,
 		security: security,
 		puller:   cfg.Puller, credentials: cfg.Credentials,

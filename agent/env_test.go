@@ -265,8 +265,8 @@ func TestConfigErrorWaitsAndRecovers_G3(t *testing.T) {
 	})
 	// Let the relist see the new sandbox (its wake-up retries at once)
 	// so that only the store's wake-up can beat the 5 s retry.
-	mark := h.agent.relisted.Load()
-	h.eventually("relists", func() bool { return h.agent.relisted.Load() >= mark+5 })
+	mark := h.agent.relist.listings.Load()
+	h.eventually("relists", func() bool { return h.agent.relist.listings.Load() >= mark+5 })
 	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}, Data: map[string][]byte{"password": []byte("pw")}}
 	start := time.Now()
 	store.Replace(nil, []*v1.Secret{sec})

@@ -18,7 +18,7 @@ type loop struct {
 // emptyDir size limits (with a volume manager), the volume refresh on
 // object changes, and the container GC.
 func (a *Agent) loops() []loop {
-	ls := []loop{{"relist", a.relistLoop}}
+	ls := []loop{{"relist", a.relist.run}}
 	if a.cfg.ProbeChanges != nil {
 		ls = append(ls, loop{"probe changes", a.drainProbeChanges})
 	}

@@ -8,7 +8,7 @@ import "k8s.io/apimachinery/pkg/types"
 const maxQuietResyncs = 4
 
 // relistMark is what a worker knows of the relist at one moment: how many
-// listings had succeeded (Agent.relisted) and how many of them found the
+// listings had succeeded (relistLoop.listings) and how many of them found the
 // pod's runtime state changed (podWorker.relistChanges).
 type relistMark struct {
 	listings, changes uint64

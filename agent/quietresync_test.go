@@ -191,7 +191,7 @@ func (r *failingList) ListContainers(ctx context.Context, f runtime.ContainerFil
 func TestRelistCountsListingsAndChanges(t *testing.T) {
 	a, lrt := relistAgent(t, "a", "b")
 	rt := &failingList{listedRuntime: lrt}
-	a.cfg.Runtime = rt
+	a.cfg.Runtime, a.relist.rt = rt, rt
 	r, exits := newRelister(), newExitQueue()
 	ctx := context.Background()
 	both := func() {
@@ -203,11 +203,11 @@ func TestRelistCountsListingsAndChanges(t *testing.T) {
 	}
 	step := func(what string, wantListings uint64, wantChanges []uint64, wantWoken []string) {
 		t.Helper()
-		_, err := a.relistOnce(ctx, r, exits)
+		_, err := a.relist.once(ctx, r, exits)
 		if rt.fail.Load() != (err != nil) {
 			t.Fatalf("%s: relist error %v", what, err)
 		}
-		if got := a.relisted.Load(); got != wantListings {
+		if got := a.relist.listings.Load(); got != wantListings {
 			t.Errorf("%s: %d listings counted, want %d", what, got, wantListings)
 		}
 		if got := changes(); !slices.Equal(got, wantChanges) {

@@ -121,7 +121,7 @@ type workerDeps struct {
 	podLogsDir string
 	// resync is the safety resync period (Config.ResyncPeriod).
 	resync time.Duration
-	// relisted counts the relist's successful listings (Agent.relisted);
+	// relisted counts the relist's successful listings (relistLoop.listings);
 	// nil: no relist runs, and every resync is full (see canSkipResync).
 	relisted *atomic.Uint64
 	// runtimeName names the runtime in container IDs ("containerd"); set
