@@ -139,23 +139,3 @@ func (g *containerGC) apply(ctx context.Context, plan gcPlan, live map[types.UID
 		}
 	}
 }
-
-// liveUIDs returns the UIDs of the pods that have a worker, and whether
-// every source has delivered its pods.
-func (a *Agent) liveUIDs() (map[types.UID]bool, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	live := make(map[types.UID]bool, len(a.workers))
-	for uid := range a.workers {
-		live[uid] = true
-	}
-	return live, a.sourcesReady
-}
-
-// hasWorker reports whether pod uid has a worker now.
-func (a *Agent) hasWorker(uid types.UID) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, ok := a.workers[uid]
-	return ok
-}

@@ -5,14 +5,10 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
-	"maps"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -163,27 +159,6 @@ func (l *relistLoop) once(ctx context.Context, r *relister, exits *exitQueue) (t
 	return d, nil
 }
 
-// listed kills orphans, and starts the one-off cleanups of orphaned
-// volumes and stale cgroups (see relistPods).
-func (a *Agent) listed(ctx context.Context, pods map[types.UID]bool) {
-	a.killOrphans(ctx, pods)
-	a.maybeCleanOrphanVolumes(ctx, pods)
-	// Off the relist path: removing a cgroup that still holds
-	// processes retries for seconds, and pod changes must not wait.
-	a.mu.Lock()
-	due := a.cfg.Cgroups != nil && a.sourcesReady && !a.staleCgroupsCleaned
-	a.mu.Unlock()
-	if due {
-		// A copy: pods is refilled by the next listing.
-		pods := maps.Clone(pods)
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			a.cleanStaleCgroups(ctx, pods)
-		}()
-	}
-}
-
 // list lists the runtime into r: r.cur gets a fingerprint of each pod's
 // runtime state (its sandboxes' and containers' IDs and states, in any
 // order), r.pods the UIDs of the pods with sandboxes, r.live the IDs of the running
@@ -246,59 +221,4 @@ func (r *relister) objectHash(kind byte, id string, state int) uint64 {
 	_ = h.WriteByte(byte(state))
 	_, _ = h.WriteString(id)
 	return h.Sum64()
-}
-
-// killOrphans terminates pods that have sandboxes but that no source wants,
-// once every source has delivered its first full list. The listing holds
-// only refs, so an orphan's sandboxes are listed in full to rebuild it (one
-// more CRI call per orphan, outside a.mu).
-func (a *Agent) killOrphans(ctx context.Context, pods map[types.UID]bool) {
-	var orphans []types.UID
-	a.mu.Lock()
-	if a.sourcesReady {
-		for uid := range pods {
-			if _, ok := a.workers[uid]; !ok && uid != "" {
-				orphans = append(orphans, uid)
-			}
-		}
-	}
-	a.mu.Unlock()
-	for _, uid := range orphans {
-		sbs, err := a.cfg.Runtime.ListSandboxes(ctx, podSelector(string(uid)))
-		if err != nil {
-			if ctx.Err() == nil {
-				a.log.Warn("listing sandboxes of orphan", "uid", uid, "err", err)
-			}
-			continue
-		}
-		var sb *runtime.Sandbox
-		for _, s := range sbs {
-			if types.UID(s.Labels[labelPodUID]) == uid {
-				sb = s
-			}
-		}
-		if sb == nil {
-			continue // gone meanwhile
-		}
-		a.mu.Lock()
-		// Checked again: a source may have delivered the pod meanwhile.
-		if _, ok := a.workers[uid]; !ok {
-			pod := orphanPod(sb)
-			a.log.Info("terminating pod that no source wants", "pod", pod.Namespace+"/"+pod.Name, "uid", uid)
-			a.startWorkerLocked(ctx, pod, true)
-		}
-		a.mu.Unlock()
-	}
-}
-
-// orphanPod rebuilds enough of a pod from its sandbox to terminate it with
-// the grace period it was created with.
-func orphanPod(sb *runtime.Sandbox) *v1.Pod {
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: sb.Name, Namespace: sb.Namespace, UID: types.UID(sb.Labels[labelPodUID]),
-	}}
-	if g, err := strconv.ParseInt(sb.Annotations[annotationGracePeriod], 10, 64); err == nil {
-		pod.Spec.TerminationGracePeriodSeconds = &g
-	}
-	return pod
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
-
-	"github.com/skiffnode/skiff/volumes"
 )
 
 // volumeLoops are the agent's loops around the volume manager: the
@@ -92,18 +90,4 @@ func (v *volumeLoops) checkSizeLimits() {
 			w.evict(EvictionSignalEmptyDirFsLimit, over.Message())
 		}
 	}
-}
-
-// sizeLimited returns the workers of the pods that run (not terminating,
-// not orphans) with size-limited disk emptyDirs.
-func (a *Agent) sizeLimited() []*podWorker {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var ws []*podWorker
-	for _, w := range a.workers {
-		if term, _ := w.req.isTerminating(); !term && !w.orphan && volumes.HasSizeLimits(w.pod) {
-			ws = append(ws, w)
-		}
-	}
-	return ws
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -234,35 +233,6 @@ func (w *podWorker) tearDownVolumes(ctx context.Context) error {
 		return nil
 	}
 	return w.d.volumes.TearDown(ctx, w.uid)
-}
-
-// maybeCleanOrphanVolumes removes, once after the sources delivered their
-// first full lists, the pod directories of pods that neither a source nor
-// the runtime knows (withSandbox: the UIDs the relist found), off the
-// relist path. Orphans with sandboxes are terminated as orphans and tear
-// their volumes down themselves.
-func (a *Agent) maybeCleanOrphanVolumes(ctx context.Context, withSandbox map[types.UID]bool) {
-	a.mu.Lock()
-	if a.cfg.Volumes == nil || !a.sourcesReady || a.orphanVolumesCleaned {
-		a.mu.Unlock()
-		return
-	}
-	a.orphanVolumesCleaned = true
-	keep := maps.Clone(withSandbox)
-	if keep == nil {
-		keep = map[types.UID]bool{}
-	}
-	for uid := range a.workers {
-		keep[uid] = true
-	}
-	a.mu.Unlock()
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		if err := a.cfg.Volumes.CleanOrphans(ctx, keep); err != nil && ctx.Err() == nil {
-			a.log.Warn("cleaning orphaned pod volumes", "err", err)
-		}
-	}()
 }
 
 // EventEvicted is the kubelet's event for an evicted pod.
