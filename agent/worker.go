@@ -4,19 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 
-	"github.com/skiffnode/skiff/podlogs"
 	"github.com/skiffnode/skiff/runtime"
-	"github.com/skiffnode/skiff/startgate"
 )
 
 // podWorker owns one pod: only its goroutine changes the pod's containers.
@@ -98,57 +93,6 @@ type podWorker struct {
 	// start follows the pod's start for its start durations (set by
 	// the agent as it takes the pod on).
 	start podStart
-}
-
-// workerDeps are a pod worker's dependencies, shared by all workers of an
-// agent; all of them are safe for concurrent use. The worker reaches the
-// agent only through owner.
-type workerDeps struct {
-	rt     runtime.Runtime
-	clock  clock.WithTicker
-	log    *slog.Logger
-	prober Prober
-	// starts gates sandbox and container starts, teardowns sandbox
-	// teardowns (see killAll).
-	starts, teardowns *startgate.Gate
-	events            EventRecorder
-	hooks             *hookRunner
-	// cgroups: nil, no pod cgroups.
-	cgroups PodCgroups
-	// env: what the node tells its pods (IPs, DNS, objects, services).
-	env        podEnv
-	podsDir    string
-	podLogsDir string
-	// resync is the safety resync period (Config.ResyncPeriod).
-	resync time.Duration
-	// relisted counts the relist's successful listings (relistLoop.listings);
-	// nil: no relist runs, and every resync is full (see canSkipResync).
-	relisted *atomic.Uint64
-	// runtimeName names the runtime in container IDs ("containerd"); set
-	// by Agent.Run before any worker starts.
-	runtimeName string
-	owner       workerOwner
-	// status: where the worker publishes the pod's status.
-	status statusPublisher
-	// volumes: nil, no volume manager (see Config.Volumes).
-	volumes VolumeManager
-	// objectsChanged counts object changes (volumeLoops.objectsChanged).
-	objectsChanged *atomic.Uint64
-	// security is the node's security settings (nil: the defaults).
-	security *securityPolicy
-	// puller pulls images (Config.Puller); required once a pod needs a
-	// pull. credentials: Config.Credentials (nil: anonymous pulls).
-	puller      ImagePuller
-	credentials PullCredentials
-	// metricsPort: Config.Metrics; read through metrics() (nil: none).
-	metricsPort Metrics
-}
-
-// workerOwner is what a pod worker tells its owner (the Agent). Safe for
-// concurrent use; returns quickly.
-type workerOwner interface {
-	// workerDone forgets w: its pod is gone from the runtime.
-	workerDone(w *podWorker)
 }
 
 func newPodWorker(d *workerDeps, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
@@ -438,61 +382,4 @@ func (w *podWorker) pendingPod() *v1.Pod {
 		p.CreationTimestamp = metav1.NewTime(w.d.clock.Now())
 	}
 	return p
-}
-
-// graceSeconds is the grace period of a kill (A.43); at least 2s, like the
-// kubelet's minimum for kills.
-func (w *podWorker) graceSeconds(override *int64) *int64 {
-	g := gracePeriod(w.pod)
-	if override != nil {
-		g = *override
-	}
-	g = max(g, 2)
-	return &g
-}
-
-// failureGrace is the grace period the pod's failure asks for (nil: the
-// pod's own).
-func (w *podWorker) failureGrace() *int64 {
-	if w.failure == nil {
-		return nil
-	}
-	return w.failure.Grace
-}
-
-// terminate stops and removes all of the pod's containers and sandboxes
-// (A.42): every container gets its stop signal, SIGKILL after the grace
-// period, then the sandbox goes. It reports whether the pod is gone.
-func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
-	defer w.observePass(OperationKill, w.d.clock.Now())
-	grace := time.Duration(*w.graceSeconds(override)) * time.Second
-	st, err := observe(ctx, w.d.rt, string(w.uid))
-	if err != nil {
-		w.log.Warn("cannot observe pod for termination", "err", err)
-		return false
-	}
-	w.publishStatus(st, w.d.clock.Now())
-	if err := w.killAll(ctx, st, grace, func() { w.stopped.Store(true) }); err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("terminating pod", "err", err)
-		}
-		return false
-	}
-	w.d.prober.RemovePod(w.uid)
-	w.removePodCgroup(ctx)
-	if err := w.tearDownVolumes(ctx); err != nil {
-		w.log.Warn("tearing down volumes", "err", err)
-		return false
-	}
-	dir := podlogs.PodDir(w.d.podLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
-	if err := os.RemoveAll(dir); err != nil {
-		w.log.Warn("removing pod logs", "dir", dir, "err", err)
-	}
-	if w.d.podsDir != "" {
-		if err := os.RemoveAll(filepath.Join(w.d.podsDir, string(w.uid))); err != nil {
-			w.log.Warn("removing pod directory", "err", err)
-		}
-	}
-	w.log.Info("pod terminated")
-	return true
 }
