@@ -41,16 +41,15 @@ type Agent struct {
 	prober    Prober
 	// status keeps the pods as published (see Pod).
 	status *statusManager
-	// volumes runs the volume loops.
+	// relist, volumes and gc are the loops (see loops).
+	relist  *relistLoop
 	volumes *volumeLoops
-	// gc is the container GC; nil without Config.ContainerGC.
+	// gc: nil without Config.ContainerGC.
 	gc *containerGC
 	// deps are what the pod workers get.
 	deps *workerDeps
 	// ownPuller: the puller New made (Config.Puller nil), waited for by Run.
 	ownPuller *images.Puller
-	// relist is the relist loop.
-	relist *relistLoop
 
 	mu           sync.Mutex
 	sources      map[string][]*v1.Pod
