@@ -62,7 +62,7 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 			return progressed, 2 * time.Second
 		}
 		if u.Restart {
-			w.markProbeKilled(u.Container.ID)
+			w.marks.markProbeKilled(u.Container.ID)
 		}
 		progressed = true
 	}

@@ -86,14 +86,14 @@ func (w *podWorker) settleOOM(st *podState) {
 		if cs.State != runtime.ContainerExited || cs.ExitCode != oomExitCode || (cs.Reason != "" && cs.Reason != "Error") {
 			continue
 		}
-		oom, ok := w.oomChecked[cs.ID]
+		oom, ok := w.marks.oomChecked[cs.ID]
 		if !ok {
 			n, err := cg.ContainerOOMKills(w.pod, cs.ID)
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				w.log.Debug("reading OOM-kill counter", "container", cs.Name, "err", err)
 			}
 			oom = err == nil && n > 0
-			w.oomChecked[cs.ID] = oom
+			w.marks.oomChecked[cs.ID] = oom
 		}
 		if oom {
 			c := *cs

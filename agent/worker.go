@@ -71,16 +71,8 @@ type podWorker struct {
 	inPostStart map[string]bool
 	// failure ends the pod for good (DeadlineExceeded, A.9).
 	failure *podFailure
-	// termMessages caches termination messages by container ID (A.40).
-	termMessages map[string]string
-	// probeKilled: containers (by ID) killed for a failed liveness or
-	// startup probe with a promised restart (B.9); see markProbeKilled.
-	probeKilled map[string]bool
-	// killChecked: probe-killed containers (by ID) whose restart the
-	// back-off held back once (podActions.CheckedKills).
-	killChecked map[string]bool
-	// oomChecked caches OOM-kill counter checks by container ID (D.14).
-	oomChecked map[string]bool
+	// marks: what the worker remembers of container instances.
+	marks containerMarks
 	// rejected: admission refused the pod (set before the worker runs).
 	rejected bool
 	// resync decides whether a due resync may skip its runtime calls.
@@ -110,10 +102,8 @@ func newPodWorker(d *workerDeps, pod *v1.Pod, waitFor []<-chan struct{}) *podWor
 		pullErrs: map[string]string{},
 		waiting:  map[string]waitingState{},
 
-		inPostStart:  map[string]bool{},
-		termMessages: map[string]string{},
-		oomChecked:   map[string]bool{},
-		killChecked:  map[string]bool{},
+		inPostStart: map[string]bool{},
+		marks:       newContainerMarks(),
 	}
 }
 
@@ -265,18 +255,18 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	w.takeEviction()
 	w.takeTermination()
 	deadline := w.checkDeadline(now)
-	w.pruneProbeKilled(st)
+	w.marks.pruneProbeKilled(st)
 	w.backoff.prune(now)
 	x := planExtras{
 		Started:       func(name, _ string) bool { return w.d.prober.Started(w.uid, name) },
 		ProbeFailed:   w.syncProbes(st),
 		Failure:       w.failure,
-		RestartAnyway: w.probeKilled,
-		KillChecked:   w.killChecked,
+		RestartAnyway: w.marks.probeKilled,
+		KillChecked:   w.marks.killChecked,
 	}
 	acts := computePodActions(w.pod, st, now, w.backoff, x)
 	for _, id := range acts.CheckedKills {
-		w.killChecked[id] = true
+		w.marks.killChecked[id] = true
 	}
 	progressed, retry := w.apply(ctx, st, acts)
 	if acts.Terminal && retry == 0 {
@@ -333,10 +323,10 @@ func (w *podWorker) fillTerminationMessages(ctx context.Context, st *podState) {
 		if cs.State != runtime.ContainerExited {
 			continue
 		}
-		msg, ok := w.termMessages[cs.ID]
+		msg, ok := w.marks.termMessages[cs.ID]
 		if !ok {
 			msg = terminationMessage(ctx, cs)
-			w.termMessages[cs.ID] = msg
+			w.marks.termMessages[cs.ID] = msg
 		}
 		st.Containers[i] = withMessage(cs, msg)
 	}
@@ -353,7 +343,7 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 		Started:       func(name string) bool { return w.d.prober.Started(w.uid, name) },
 		InPostStart:   w.inPostStart,
 		Failure:       w.failure,
-		RestartAnyway: w.probeKilled,
+		RestartAnyway: w.marks.probeKilled,
 		RuntimeName:   w.d.runtimeName,
 	})
 	w.status = &s
