@@ -28,19 +28,7 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 	}
 	switch {
 	case acts.Terminal:
-		if acts.StopSandbox {
-			if err := w.stopRunning(ctx, st, *w.graceSeconds(w.failureGrace())); err != nil {
-				w.log.Warn("stopping containers of finished pod", "err", err)
-				return false, 2 * time.Second
-			}
-			if err := w.d.rt.StopSandbox(ctx, st.sandbox().ID); err != nil {
-				w.log.Warn("stopping sandbox of finished pod", "err", err)
-				return false, 2 * time.Second
-			}
-			w.log.Info("pod finished")
-			return true, 0
-		}
-		return false, 0
+		return w.applyFinish(ctx, st, acts)
 	case acts.CreateSandbox:
 		if err := w.createSandbox(ctx, st, acts.SandboxAttempt); err != nil {
 			w.log.Warn("creating sandbox", "err", err)
@@ -48,10 +36,39 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 		}
 		return true, 0
 	}
+	progressed, retry, done := w.applyKills(ctx, st, acts)
+	if done {
+		return progressed, retry
+	}
+	return w.applyStarts(ctx, st, acts, progressed)
+}
+
+// applyFinish stops a finished pod's containers and sandbox, if the plan
+// says so (see apply).
+func (w *podWorker) applyFinish(ctx context.Context, st *podState, acts podActions) (progressed bool, retry time.Duration) {
+	if !acts.StopSandbox {
+		return false, 0
+	}
+	if err := w.stopRunning(ctx, st, *w.graceSeconds(w.failureGrace())); err != nil {
+		w.log.Warn("stopping containers of finished pod", "err", err)
+		return false, 2 * time.Second
+	}
+	if err := w.d.rt.StopSandbox(ctx, st.sandbox().ID); err != nil {
+		w.log.Warn("stopping sandbox of finished pod", "err", err)
+		return false, 2 * time.Second
+	}
+	w.log.Info("pod finished")
+	return true, 0
+}
+
+// applyKills removes the containers to kill and kills the unhealthy ones
+// (see apply); done: apply returns progressed and retry without starting
+// anything.
+func (w *podWorker) applyKills(ctx context.Context, st *podState, acts podActions) (progressed bool, retry time.Duration, done bool) {
 	for _, c := range acts.Kill {
 		if err := w.stopAndRemove(ctx, c, time.Duration(*w.graceSeconds(nil))*time.Second); err != nil {
 			w.log.Warn("removing container", "container", c.Name, "err", err)
-			return false, 2 * time.Second
+			return false, 2 * time.Second, true
 		}
 		progressed = true
 	}
@@ -59,7 +76,7 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 		grace := *w.graceSeconds(u.Grace)
 		if err := w.killContainer(ctx, u.Container, st.sandbox().IP, u.Message, grace, nil); err != nil {
 			w.log.Warn("killing unhealthy container", "container", u.Container.Name, "err", err)
-			return progressed, 2 * time.Second
+			return progressed, 2 * time.Second, true
 		}
 		if u.Restart {
 			w.marks.markProbeKilled(u.Container.ID)
@@ -67,8 +84,15 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 		progressed = true
 	}
 	if len(acts.Unhealthy) > 0 {
-		return progressed, 0 // observe the kills before starting anything
+		return progressed, 0, true // observe the kills before starting anything
 	}
+	return progressed, 0, false
+}
+
+// applyStarts starts the containers the plan starts, ephemeral ones and
+// sidecars first (see apply); progressed: apply's so far.
+func (w *podWorker) applyStarts(ctx context.Context, st *podState, acts podActions, progressed bool) (bool, time.Duration) {
+	var retry time.Duration
 	start := func(c *v1.Container, init bool) (bool, time.Duration) {
 		return w.startContainer(ctx, st, c, init, acts.BackoffFrom[c.Name])
 	}
