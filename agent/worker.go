@@ -244,19 +244,7 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 		return 2 * time.Second
 	}
 	now := w.d.clock.Now()
-	if w.startTime.IsZero() {
-		w.startTime = now
-		if sb := st.sandbox(); sb != nil {
-			w.startTime = sb.CreatedAt
-		}
-	}
-	w.fillTerminationMessages(ctx, st)
-	w.settleOOM(st)
-	w.takeEviction()
-	w.takeTermination()
-	deadline := w.checkDeadline(now)
-	w.marks.pruneProbeKilled(st)
-	w.backoff.prune(now)
+	deadline := w.settle(ctx, st, now)
 	x := planExtras{
 		Started:       func(name, _ string) bool { return w.d.prober.Started(w.uid, name) },
 		ProbeFailed:   w.syncProbes(st),
@@ -296,6 +284,28 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	// deadline further than the resync still needs its time checked.
 	w.resync.idle = retry == 0 && acts.RequeueAfter == 0 && deadline == 0
 	return next
+}
+
+// settle brings what the worker keeps up to the observation st at now,
+// before it plans: the pod's start time, the termination messages and OOM
+// kills of exited containers, the requested eviction or TerminatePod, the
+// active deadline (it returns the time left, 0: none), and it forgets the
+// marks and back-offs that no longer apply.
+func (w *podWorker) settle(ctx context.Context, st *podState, now time.Time) (deadline time.Duration) {
+	if w.startTime.IsZero() {
+		w.startTime = now
+		if sb := st.sandbox(); sb != nil {
+			w.startTime = sb.CreatedAt
+		}
+	}
+	w.fillTerminationMessages(ctx, st)
+	w.settleOOM(st)
+	w.takeEviction()
+	w.takeTermination()
+	deadline = w.checkDeadline(now)
+	w.marks.pruneProbeKilled(st)
+	w.backoff.prune(now)
+	return deadline
 }
 
 // checkDeadline fails the pod once it ran longer than activeDeadlineSeconds
