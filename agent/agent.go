@@ -3,10 +3,14 @@
 //
 // Data flow: sources -> Agent.setSource -> reconcile (start/kill workers)
 // -> podWorker loop: observe runtime state -> computePodActions (pure) ->
-// apply -> computePodStatus (pure) -> publish. A relister lists the runtime
-// once a period and wakes workers whose containers changed, and kills
-// sandboxes that no source wants (orphans, e.g. a manifest deleted while
-// skiff was down).
+// apply -> computePodStatus (pure) -> publish (the statusManager, which
+// answers Pod and Pods). A relister lists the runtime once a period and
+// wakes workers whose containers changed, and kills sandboxes that no
+// source wants (orphans, e.g. a manifest deleted while skiff was down).
+//
+// The agent's loops (Agent.loops: the relist, the volume loops, the
+// container GC) are types of their own that reach the Agent through narrow
+// ports (ports.go); a worker reaches it through workerDeps' ports.
 package agent
 
 import (
