@@ -151,7 +151,7 @@ func (a *Agent) admitLocked(w *podWorker) {
 		if o.orphan || o.rejected || o.stopped.Load() {
 			continue
 		}
-		if p := a.published[uid]; p != nil && (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed) {
+		if p := a.status.get(uid); p != nil && (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed) {
 			continue
 		}
 		admitted = append(admitted, o.initial)

@@ -3,10 +3,14 @@
 //
 // Data flow: sources -> Agent.setSource -> reconcile (start/kill workers)
 // -> podWorker loop: observe runtime state -> computePodActions (pure) ->
-// apply -> computePodStatus (pure) -> publish. A relister lists the runtime
-// once a period and wakes workers whose containers changed, and kills
-// sandboxes that no source wants (orphans, e.g. a manifest deleted while
-// skiff was down).
+// apply -> computePodStatus (pure) -> publish (the statusManager, which
+// answers Pod and Pods). A relister lists the runtime once a period and
+// wakes workers whose containers changed, and kills sandboxes that no
+// source wants (orphans, e.g. a manifest deleted while skiff was down).
+//
+// The agent's loops (Agent.loops: the relist, the volume loops, the
+// container GC) are types of their own that reach the Agent through narrow
+// ports (ports.go); a worker reaches it through workerDeps' ports.
 package agent
 
 import (
@@ -15,135 +19,16 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/images"
-	"github.com/skiffnode/skiff/internal/objects"
-	"github.com/skiffnode/skiff/internal/podlogs"
-	"github.com/skiffnode/skiff/runtime"
+	"github.com/skiffnode/skiff/internal/startgate"
 )
-
-// Source delivers the complete set of desired pods of one origin (the
-// manifest directory, an HTTP URL ...). Run blocks until ctx is done and
-// calls sink, never concurrently, with the full set every time it changes,
-// and once after its initial listing.
-type Source interface {
-	Run(ctx context.Context, sink func([]*v1.Pod)) error
-}
-
-// Config wires an Agent. Runtime and NodeName are required.
-type Config struct {
-	NodeName   string
-	Runtime    runtime.Runtime
-	PodLogsDir string
-	// HostIPs are the node's IPs, for status.hostIP(s).
-	HostIPs []string
-	// DNS computes a pod's resolv.conf; nil leaves the runtime default.
-	DNS    func(*v1.Pod) (*runtime.DNSConfig, error)
-	Clock  clock.WithTicker
-	Logger *slog.Logger
-	// RelistPeriod is how often the runtime is listed (default 1s).
-	RelistPeriod time.Duration
-	// Exits reports container exits as they happen, so the runtime is
-	// listed at once; nil: exits are seen at the next relist.
-	Exits runtime.ExitWatcher
-	// ResyncPeriod is each worker's safety resync (default 1m, the
-	// kubelet's --sync-frequency). A worker also syncs at once when its
-	// pod changes, its runtime state changes (relist, exit events), a
-	// probe result changes, or a back-off or retry is due, so the resync
-	// only catches what nothing reported. Each sync costs four CRI calls:
-	// at 10s, 110 pods made 44 calls/s at steady state (issue 5). A resync
-	// is skipped while the relist sees the pod unchanged, but at least
-	// every 5th is full (see canSkipResync).
-	ResyncPeriod time.Duration
-	// PodsDir holds per-pod files (termination message files), e.g.
-	// <root-dir>/pods; "" disables termination message files.
-	PodsDir string
-	// Prober runs liveness, readiness and startup probes; nil: no probes
-	// run, and every running container counts as started and ready. Its
-	// owner stops it, after Run returned.
-	Prober Prober
-	// ProbeChanges delivers the UID of a pod whose probe result changed
-	// (the prober's output, e.g. probes.Config.Changes): Run drains it and
-	// wakes the pod's worker. nil: workers see results at their next sync.
-	ProbeChanges <-chan types.UID
-	// Starts bounds concurrent sandbox and container starts (shared with
-	// the prober, which yields to starts); nil: a gate of MaxParallelStarts.
-	Starts *StartGate
-	// Events keeps the events of the node's pods (shared with the prober);
-	// nil: a recorder of its own.
-	Events *EventRecorder
-	// MaxParallelStarts bounds concurrent sandbox teardowns, and starts
-	// where Starts is nil: see NewStartGate (0: adaptive up to 4*CPUs
-	// within [16, 64]; N > 0: adaptive up to N), each gate with its own
-	// controller.
-	MaxParallelStarts int
-	// Cgroups manages pod-level cgroups; nil: no pod cgroups (the runtime
-	// chooses where containers go).
-	Cgroups PodCgroups
-	// Services gives API pods (and static pods, once read) their service
-	// environment variables (G.4); nil: none, as without an API server.
-	Services ServiceEnv
-	// NodeUsage reads the whole machine's cpu and memory use for the
-	// summary's node stats (nodestatus.ReadUsage); nil: none reported.
-	NodeUsage func() (*cgroups.Usage, error)
-	// Allocatable is what pods may request in total (cpu, memory, pods);
-	// nil: every pod is admitted.
-	Allocatable v1.ResourceList
-	// Objects are the ConfigMaps and Secrets pods may reference (volumes,
-	// env); nil: none exist, and a pod referencing one fails as in the
-	// kubelet when the object is missing.
-	Objects objects.Getter
-	// Volumes sets up and tears down pod volumes; nil: a pod with volumes
-	// fails to start (FailedMount), pods without run as before.
-	Volumes VolumeManager
-	// ObjectChanges fires when the ConfigMaps and Secrets changed (e.g.
-	// objects.Store.Subscribe): Run refreshes the volumes and wakes the
-	// workers. nil: volumes keep the content they were set up with, and
-	// a pod waiting for an object retries at its next back-off.
-	ObjectChanges <-chan struct{}
-	// Security is the node's security settings: seccomp profiles, unsafe
-	// sysctls, AppArmor (zero: the kubelet's defaults).
-	Security SecurityConfig
-	// ClusterDomain is the DNS domain of the cluster, for the FQDN of pods
-	// with spec.subdomain (default DefaultClusterDomain).
-	ClusterDomain string
-	// Credentials finds pull credentials for a pod's images; nil: pulls
-	// are anonymous (the runtime's own configuration still applies).
-	Credentials PullCredentials
-	// Puller pulls the images pods need (e.g. an *images.Puller shared
-	// with the API's image pulls); nil: a serialized puller of the
-	// agent's own on Runtime, as the kubelet's default. Its owner waits
-	// for it after Run returned.
-	Puller ImagePuller
-	// ContainerGC is the container GC's policy (see containergc.go); nil:
-	// no container GC runs.
-	ContainerGC *ContainerGCPolicy
-	// ContainerGCPeriod is the container GC's period (default
-	// DefaultContainerGCPeriod, the kubelet's 1 min).
-	ContainerGCPeriod time.Duration
-	// PodChanged, when set, is told the UID of every pod whose published
-	// state (see Pod) was replaced, and of every pod the agent forgot
-	// (terminated and gone from the runtime). It is called with the
-	// agent's lock held: it must return at once and never call into the
-	// Agent (e.g. record the UID and signal a goroutine of its own).
-	PodChanged func(types.UID)
-	// Metrics receives the agent's measurements (e.g. a *metrics.Kubelet);
-	// nil: none are taken. See also Agent.RuntimeCounts.
-	Metrics Metrics
-	// Admitters run after the agent's own admission checks, in order
-	// (e.g. the node shutdown manager's, which refuses pods while the
-	// node shuts down); nil: none.
-	Admitters []PodAdmitter
-}
 
 // Agent runs pods. Create with New, then Run. Pods is safe for concurrent
 // use at any time.
@@ -151,20 +36,24 @@ type Agent struct {
 	cfg    Config
 	log    *slog.Logger
 	clock  clock.WithTicker
-	starts *StartGate
+	starts *startgate.Gate
 	// teardowns bounds concurrent sandbox teardowns (see killAll).
-	teardowns *StartGate
+	teardowns *startgate.Gate
 	updated   chan struct{}
-	events    *EventRecorder
+	events    EventRecorder
 	hooks     *hookRunner
 	prober    Prober
+	// status keeps the pods as published (see Pod).
+	status *statusManager
+	// relist, volumes and gc are the loops (see loops).
+	relist  *relistLoop
+	volumes *volumeLoops
+	// gc: nil without Config.ContainerGC.
+	gc *containerGC
 	// deps are what the pod workers get.
 	deps *workerDeps
 	// ownPuller: the puller New made (Config.Puller nil), waited for by Run.
 	ownPuller *images.Puller
-	// relisted counts the relist's successful listings (shared with the
-	// workers through deps; see canSkipResync).
-	relisted atomic.Uint64
 
 	mu           sync.Mutex
 	sources      map[string][]*v1.Pod
@@ -175,7 +64,6 @@ type Agent struct {
 	// heartbeat: see Heartbeat.
 	heartbeat time.Time
 	workers   map[types.UID]*podWorker
-	published map[types.UID]*v1.Pod
 	runCtx    context.Context
 	wg        sync.WaitGroup
 	// running: pod UIDs that had a sandbox when Run started (a restarted
@@ -187,11 +75,7 @@ type Agent struct {
 	// orphanVolumesCleaned: the one-off cleanup of orphaned pod
 	// directories ran (see maybeCleanOrphanVolumes).
 	orphanVolumesCleaned bool
-	// objectsChanged counts ObjectChanges (shared with the workers).
-	objectsChanged atomic.Uint64
-	samples        cpuSamples
-	// counts are the latest relist's (see RuntimeCounts).
-	counts runtimeCounters
+	samples              cpuSamples
 }
 
 // New checks cfg and returns an Agent.
@@ -199,36 +83,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Runtime == nil || cfg.NodeName == "" {
 		return nil, errors.New("agent: Runtime and NodeName are required")
 	}
-	if cfg.PodLogsDir == "" {
-		cfg.PodLogsDir = podlogs.DefaultRoot
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.RelistPeriod <= 0 {
-		cfg.RelistPeriod = time.Second
-	}
-	if cfg.ResyncPeriod <= 0 {
-		cfg.ResyncPeriod = time.Minute
-	}
-	if cfg.ContainerGCPeriod <= 0 {
-		cfg.ContainerGCPeriod = DefaultContainerGCPeriod
-	}
-	if cfg.Starts == nil {
-		cfg.Starts = NewStartGate(cfg.MaxParallelStarts)
-	}
-	if cfg.Events == nil {
-		cfg.Events = NewEventRecorder(cfg.Clock, cfg.NodeName)
-	}
-	if cfg.Prober == nil {
-		cfg.Prober = noProber{}
-	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = noMetrics{}
-	}
+	cfg.setDefaults()
 	security, err := newSecurityPolicy(cfg.Security)
 	if err != nil {
 		return nil, err
@@ -245,28 +100,42 @@ func New(cfg Config) (*Agent, error) {
 		log:       cfg.Logger,
 		clock:     cfg.Clock,
 		starts:    cfg.Starts,
-		teardowns: NewStartGate(cfg.MaxParallelStarts),
+		teardowns: startgate.New(cfg.MaxParallelStarts),
 		updated:   make(chan struct{}, 1),
 		ready:     make(chan struct{}),
 		events:    cfg.Events,
 		sources:   map[string][]*v1.Pod{},
 		workers:   map[types.UID]*podWorker{},
-		published: map[types.UID]*v1.Pod{},
+		status:    newStatusManager(cfg.PodChanged),
 		hooks:     newHookRunner(execOutput(cfg.Runtime)),
 		prober:    cfg.Prober,
 		ownPuller: ownPuller,
 	}
+	a.relist = &relistLoop{
+		rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, metrics: cfg.Metrics,
+		period: cfg.RelistPeriod, exits: cfg.Exits, pods: a,
+	}
+	a.volumes = &volumeLoops{vm: cfg.Volumes, clock: cfg.Clock, log: cfg.Logger, changes: cfg.ObjectChanges, pods: a}
 	a.deps = &workerDeps{
 		rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, prober: a.prober,
 		starts: a.starts, teardowns: a.teardowns, events: a.events, hooks: a.hooks,
-		cgroups: cfg.Cgroups, dns: cfg.DNS, hostIPs: cfg.HostIPs,
+		cgroups: cfg.Cgroups,
+		env: podEnv{
+			hostIPs: cfg.HostIPs, dns: cfg.DNS, objects: cfg.Objects, allocatable: cfg.Allocatable,
+			clusterDomain: cfg.ClusterDomain, services: cfg.Services,
+		},
 		podsDir: cfg.PodsDir, podLogsDir: cfg.PodLogsDir, resync: cfg.ResyncPeriod,
-		relisted: &a.relisted, owner: a, objects: cfg.Objects,
-		volumes: cfg.Volumes, objectsChanged: &a.objectsChanged,
-		security:    security,
-		allocatable: cfg.Allocatable, clusterDomain: cfg.ClusterDomain,
-		puller: cfg.Puller, credentials: cfg.Credentials, services: cfg.Services,
+		relisted: &a.relist.listings, owner: a, status: a.status,
+		volumes: cfg.Volumes, objectsChanged: &a.volumes.objectsChanged,
+		security: security,
+		puller:   cfg.Puller, credentials: cfg.Credentials,
 		metricsPort: cfg.Metrics,
+	}
+	if cfg.ContainerGC != nil {
+		a.gc = &containerGC{
+			rt: cfg.Runtime, clock: cfg.Clock, log: cfg.Logger, events: a.events, policy: *cfg.ContainerGC,
+			period: cfg.ContainerGCPeriod, podLogsDir: cfg.PodLogsDir, pods: a,
+		}
 	}
 	return a, nil
 }
@@ -299,37 +168,11 @@ func (a *Agent) Run(ctx context.Context, sources map[string]Source) error {
 			}
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		a.relistLoop(ctx)
-	}()
-	if a.cfg.ProbeChanges != nil {
+	for _, l := range a.loops() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.drainProbeChanges(ctx)
-		}()
-	}
-	if a.cfg.Volumes != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.sizeLimitLoop(ctx)
-		}()
-	}
-	if a.cfg.ObjectChanges != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.refreshVolumes(ctx)
-		}()
-	}
-	if a.cfg.ContainerGC != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.containerGCLoop(ctx)
+			l.run(ctx)
 		}()
 	}
 	for {
@@ -467,6 +310,7 @@ func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool)
 		w.kill(nil)
 	}
 	a.workers[pod.UID] = w
+	a.status.track(pod.UID)
 	switch {
 	case orphan:
 	case a.running[pod.UID]:
@@ -474,7 +318,7 @@ func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool)
 		// be observed, the placeholder): see podWorker.placeholderDue.
 		w.placeholderDue = true
 	default:
-		a.publishLocked(w.pendingPod())
+		a.status.publish(w.pendingPod())
 	}
 	delete(a.running, pod.UID)
 	a.wg.Add(1)
@@ -506,8 +350,7 @@ func (a *Agent) workerDone(w *podWorker) {
 	defer a.mu.Unlock()
 	if a.workers[w.uid] == w {
 		delete(a.workers, w.uid)
-		delete(a.published, w.uid)
-		a.changedLocked(w.uid)
+		a.status.forget(w.uid)
 		// A source still wants the pod under this UID (its manifest came
 		// back while it terminated): the reconcile below starts it again.
 		if p := a.wantedLocked(w.uid); p != nil && !finished(p) {
@@ -520,168 +363,12 @@ func (a *Agent) workerDone(w *podWorker) {
 	}
 }
 
-func (a *Agent) publish(p *v1.Pod) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, ok := a.workers[p.UID]; ok {
-		a.publishLocked(p)
-	}
-}
-
-func (a *Agent) publishLocked(p *v1.Pod) {
-	a.published[p.UID] = p
-	a.changedLocked(p.UID)
-}
-
-func (a *Agent) changedLocked(uid types.UID) {
-	if a.cfg.PodChanged != nil {
-		a.cfg.PodChanged(uid)
-	}
-}
-
-// Pod returns a copy of the pod uid as published (spec and status), and
-// whether the agent has it. Safe for concurrent use.
-func (a *Agent) Pod(uid types.UID) (*v1.Pod, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	p, ok := a.published[uid]
-	if !ok {
-		return nil, false
-	}
-	return p.DeepCopy(), true
-}
-
-// Terminated reports whether nothing of pod uid is left on the node: every
-// source has delivered its first list, the agent has no worker for the
-// pod (it never started one, or the worker stopped every container,
-// removed the sandbox and tore the volumes down), and no sandbox of it was
-// found at start that is still to be adopted. A pod deleted through the
-// API may be removed from it once this holds (the kubelet's
-// canBeDeleted). Safe for concurrent use.
-func (a *Agent) Terminated(uid types.UID) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, hasWorker := a.workers[uid]
-	return a.sourcesReady && !hasWorker && !a.running[uid]
-}
-
-// Pods returns the pods this node runs, with status, sorted by namespace and
-// name. The returned objects are copies. Safe for concurrent use.
-func (a *Agent) Pods() []*v1.Pod {
-	a.mu.Lock()
-	out := make([]*v1.Pod, 0, len(a.published))
-	for _, p := range a.published {
-		out = append(out, p.DeepCopy())
-	}
-	a.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		if out[i].Name != out[j].Name {
-			return out[i].Name < out[j].Name
-		}
-		return out[i].UID < out[j].UID
-	})
-	return out
-}
-
-// Events returns the recent events of this node's pods, oldest first
-// (copies). Safe for concurrent use.
-func (a *Agent) Events() []v1.Event { return a.events.list() }
-
-// Exec runs cmd in a running container of the pod namespace/name and waits
-// for it, at most timeout (0: no limit). container may be empty when the pod
-// has one container. A non-zero exit code is not an error; no such pod or
-// container is an error wrapping runtime.ErrNotFound. Safe for concurrent
-// use; blocking.
-func (a *Agent) Exec(ctx context.Context, namespace, name, container string, cmd []string, timeout time.Duration) (*runtime.ExecResult, error) {
-	id, err := a.runningContainerID(namespace, name, container)
-	if err != nil {
-		return nil, err
-	}
-	return a.cfg.Runtime.ExecSync(ctx, id, cmd, timeout)
-}
-
-// runningContainerID finds a running container by pod and container name
-// in the published status.
-func (a *Agent) runningContainerID(namespace, name, container string) (string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var pod *v1.Pod
-	for _, p := range a.published {
-		if p.Namespace == namespace && p.Name == name && p.DeletionTimestamp == nil {
-			pod = p
-		}
-	}
-	if pod == nil {
-		return "", fmt.Errorf("pod %s/%s: %w", namespace, name, runtime.ErrNotFound)
-	}
-	if container == "" {
-		if len(pod.Spec.Containers) != 1 {
-			return "", fmt.Errorf("pod %s/%s has %d containers: a container name is required", namespace, name, len(pod.Spec.Containers))
-		}
-		container = pod.Spec.Containers[0].Name
-	}
-	all := append(append(append([]v1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...), pod.Status.EphemeralContainerStatuses...)
-	for _, cs := range all {
-		if cs.Name != container {
-			continue
-		}
-		if cs.State.Running == nil {
-			return "", fmt.Errorf("container %q of pod %s/%s is not running", container, namespace, name)
-		}
-		return containerIDFromStatus(cs.ContainerID), nil
-	}
-	return "", fmt.Errorf("container %q in pod %s/%s: %w", container, namespace, name, runtime.ErrNotFound)
-}
-
-// containerIDFromStatus is the runtime's ID of a status's containerID
-// (<runtime>://<id>, any runtime).
-func containerIDFromStatus(s string) string {
-	if _, id, ok := strings.Cut(s, "://"); ok {
-		return id
-	}
-	return s
-}
-
-// Healthz reports whether the runtime answers.
-func (a *Agent) Healthz(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if _, err := a.cfg.Runtime.Version(ctx); err != nil {
-		return fmt.Errorf("container runtime: %w", err)
-	}
-	return nil
-}
-
 // WakeAll asks every worker to sync now (e.g. after images were imported).
 // Safe for concurrent use.
 func (a *Agent) WakeAll() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, w := range a.workers {
-		w.wake()
-	}
-}
-
-// drainProbeChanges wakes the worker of each pod whose probe result
-// changed, until ctx is done.
-func (a *Agent) drainProbeChanges(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case uid := <-a.cfg.ProbeChanges:
-			a.wakeUID(uid)
-		}
-	}
-}
-
-func (a *Agent) wakeUID(uid types.UID) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if w, ok := a.workers[uid]; ok {
 		w.wake()
 	}
 }

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiffnode/skiff/internal/podlogs"
+	"github.com/skiffnode/skiff/internal/startgate"
 	"github.com/skiffnode/skiff/runtime"
 )
 
@@ -27,19 +28,7 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 	}
 	switch {
 	case acts.Terminal:
-		if acts.StopSandbox {
-			if err := w.stopRunning(ctx, st, *w.graceSeconds(w.failureGrace())); err != nil {
-				w.log.Warn("stopping containers of finished pod", "err", err)
-				return false, 2 * time.Second
-			}
-			if err := w.d.rt.StopSandbox(ctx, st.sandbox().ID); err != nil {
-				w.log.Warn("stopping sandbox of finished pod", "err", err)
-				return false, 2 * time.Second
-			}
-			w.log.Info("pod finished")
-			return true, 0
-		}
-		return false, 0
+		return w.applyFinish(ctx, st, acts)
 	case acts.CreateSandbox:
 		if err := w.createSandbox(ctx, st, acts.SandboxAttempt); err != nil {
 			w.log.Warn("creating sandbox", "err", err)
@@ -47,10 +36,39 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 		}
 		return true, 0
 	}
+	progressed, retry, done := w.applyKills(ctx, st, acts)
+	if done {
+		return progressed, retry
+	}
+	return w.applyStarts(ctx, st, acts, progressed)
+}
+
+// applyFinish stops a finished pod's containers and sandbox, if the plan
+// says so (see apply).
+func (w *podWorker) applyFinish(ctx context.Context, st *podState, acts podActions) (progressed bool, retry time.Duration) {
+	if !acts.StopSandbox {
+		return false, 0
+	}
+	if err := w.stopRunning(ctx, st, *w.graceSeconds(w.failureGrace())); err != nil {
+		w.log.Warn("stopping containers of finished pod", "err", err)
+		return false, 2 * time.Second
+	}
+	if err := w.d.rt.StopSandbox(ctx, st.sandbox().ID); err != nil {
+		w.log.Warn("stopping sandbox of finished pod", "err", err)
+		return false, 2 * time.Second
+	}
+	w.log.Info("pod finished")
+	return true, 0
+}
+
+// applyKills removes the containers to kill and kills the unhealthy ones
+// (see apply); done: apply returns progressed and retry without starting
+// anything.
+func (w *podWorker) applyKills(ctx context.Context, st *podState, acts podActions) (progressed bool, retry time.Duration, done bool) {
 	for _, c := range acts.Kill {
 		if err := w.stopAndRemove(ctx, c, time.Duration(*w.graceSeconds(nil))*time.Second); err != nil {
 			w.log.Warn("removing container", "container", c.Name, "err", err)
-			return false, 2 * time.Second
+			return false, 2 * time.Second, true
 		}
 		progressed = true
 	}
@@ -58,16 +76,23 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 		grace := *w.graceSeconds(u.Grace)
 		if err := w.killContainer(ctx, u.Container, st.sandbox().IP, u.Message, grace, nil); err != nil {
 			w.log.Warn("killing unhealthy container", "container", u.Container.Name, "err", err)
-			return progressed, 2 * time.Second
+			return progressed, 2 * time.Second, true
 		}
 		if u.Restart {
-			w.markProbeKilled(u.Container.ID)
+			w.marks.markProbeKilled(u.Container.ID)
 		}
 		progressed = true
 	}
 	if len(acts.Unhealthy) > 0 {
-		return progressed, 0 // observe the kills before starting anything
+		return progressed, 0, true // observe the kills before starting anything
 	}
+	return progressed, 0, false
+}
+
+// applyStarts starts the containers the plan starts, ephemeral ones and
+// sidecars first (see apply); progressed: apply's so far.
+func (w *podWorker) applyStarts(ctx context.Context, st *podState, acts podActions, progressed bool) (bool, time.Duration) {
+	var retry time.Duration
 	start := func(c *v1.Container, init bool) (bool, time.Duration) {
 		return w.startContainer(ctx, st, c, init, acts.BackoffFrom[c.Name])
 	}
@@ -113,8 +138,8 @@ func soonest(a, b time.Duration) time.Duration {
 func (w *podWorker) retryDelay() time.Duration { return 5 * time.Second }
 
 // acquireStart takes a start slot of priority p; release it when done.
-func (w *podWorker) acquireStart(ctx context.Context, p startPriority) (release func(), err error) {
-	return w.d.starts.acquire(ctx, p)
+func (w *podWorker) acquireStart(ctx context.Context, p startgate.Priority) (release func(), err error) {
+	return w.d.starts.Acquire(ctx, p)
 }
 
 // createSandbox kills whatever the pod still has, then runs a new sandbox.
@@ -132,7 +157,7 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 	if err := w.ensurePodCgroup(ctx); err != nil {
 		return err
 	}
-	release, err := w.acquireStart(ctx, prioSandbox)
+	release, err := w.acquireStart(ctx, startgate.Sandbox)
 	if err != nil {
 		return err
 	}
@@ -204,7 +229,7 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err != nil {
 		return "", err
 	}
-	env, err := w.d.envFor(w.pod, c, sb)
+	env, err := w.d.env.envFor(w.pod, c, sb)
 	if err != nil {
 		return "", err
 	}
@@ -230,7 +255,7 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err := w.addEtcHostsMount(c, spec, sb); err != nil {
 		return "", err
 	}
-	release, err := w.acquireStart(ctx, prioContainer)
+	release, err := w.acquireStart(ctx, startgate.Container)
 	if err != nil {
 		return "", err
 	}

@@ -118,7 +118,7 @@ func TestContainerGCRemovesLeftovers_F8_F10_A4(t *testing.T) {
 	foreignSb := mustSandboxes(t, rt, "foreign")
 	_ = rt.StopSandbox(context.Background(), foreignSb[0])
 
-	known, err := a.collectContainers(context.Background(), nil)
+	known, err := a.gc.collect(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestContainerGCSparesPodBroughtBack(t *testing.T) {
 		LogDirs:    []gcLogDir{{Dir: dir, UID: "back"}},
 	}
 	a.workers["back"] = &podWorker{uid: "back"}
-	a.applyContainerGC(context.Background(), plan, map[types.UID]bool{})
+	a.gc.apply(context.Background(), plan, map[types.UID]bool{})
 	if got := removedContainers(rt); len(got) != 0 {
 		t.Errorf("removed %v of a pod that has a worker again", got)
 	}
@@ -198,7 +198,7 @@ func TestContainerGCLoopEvent_F1(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.containerGCLoop(ctx)
+		a.gc.run(ctx)
 	}()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(5 * time.Second)
@@ -214,7 +214,7 @@ func TestContainerGCLoopEvent_F1(t *testing.T) {
 		t.Fatalf("the loop's next wake-up in %v (any: %t), want the period %v", next, ok, DefaultContainerGCPeriod)
 	}
 	clk.Step(DefaultContainerGCPeriod - time.Second)
-	if evs := a.events.list(); len(evs) != 0 {
+	if evs := a.events.List(); len(evs) != 0 {
 		t.Fatalf("a pass before the period: %v", evs)
 	}
 	clk.Step(time.Second)
@@ -224,7 +224,7 @@ func TestContainerGCLoopEvent_F1(t *testing.T) {
 			t.Fatal("no event after a failed pass")
 		}
 		time.Sleep(time.Millisecond)
-		evs = a.events.list()
+		evs = a.events.List()
 	}
 	ev := evs[0]
 	if ev.Reason != EventContainerGCFailed || ev.Type != v1.EventTypeWarning || ev.InvolvedObject.Kind != "Node" ||

@@ -50,9 +50,28 @@ func startFailureReason(err error) string {
 	return "RunContainerError"
 }
 
+// podEnv is what the node tells its pods: its IPs, DNS and hosts file, the
+// cluster domain, the objects and services pods may refer to, and its
+// allocatable resources. Read only once the agent is built; safe for
+// concurrent use.
+type podEnv struct {
+	hostIPs []string
+	// dns: Config.DNS (nil: the runtime's default resolv.conf).
+	dns func(*v1.Pod) (*runtime.DNSConfig, error)
+	// objects: the ConfigMaps and Secrets pods may reference; nil: none.
+	objects objects.Getter
+	// allocatable: the node's (Config.Allocatable), for resourceFieldRef.
+	allocatable v1.ResourceList
+	// clusterDomain: Config.ClusterDomain; nodeHostsFile: the node's
+	// hosts file ("": /etc/hosts), the base of host-network pods' one.
+	clusterDomain, nodeHostsFile string
+	// services: Config.Services (nil: no service variables).
+	services ServiceEnv
+}
+
 // envFor resolves c's environment (see containerEnv) for pod in sandbox
 // sb (nil: not known yet). Errors are *configError.
-func (d *workerDeps) envFor(pod *v1.Pod, c *v1.Container, sb *runtime.SandboxStatus) ([]runtime.KeyValue, error) {
+func (d *podEnv) envFor(pod *v1.Pod, c *v1.Container, sb *runtime.SandboxStatus) ([]runtime.KeyValue, error) {
 	podIPs := d.hostIPs
 	if !pod.Spec.HostNetwork && sb != nil && sb.IP != "" {
 		podIPs = append([]string{sb.IP}, sb.AdditionalIPs...)
@@ -86,7 +105,7 @@ type ServiceEnv interface {
 // pod that is not an API pod (a static pod) gets none rather than wait
 // while the services were never read: a node's control plane may run as
 // static pods before the API server answers.
-func (d *workerDeps) serviceEnvFor(pod *v1.Pod) ([]v1.EnvVar, error) {
+func (d *podEnv) serviceEnvFor(pod *v1.Pod) ([]v1.EnvVar, error) {
 	if d.services == nil {
 		return nil, nil
 	}

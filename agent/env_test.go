@@ -146,7 +146,7 @@ func TestFieldRefEnv_G6(t *testing.T) {
 // TestEnvForPodIPs: a host-network pod's podIP is the node's; otherwise
 // the sandbox's IPs, primary first.
 func TestEnvForPodIPs(t *testing.T) {
-	d := &workerDeps{hostIPs: []string{"192.0.2.1"}}
+	d := &podEnv{hostIPs: []string{"192.0.2.1"}}
 	ref := func(p string) v1.EnvVar {
 		return v1.EnvVar{Name: p, ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: p}}}
 	}
@@ -265,8 +265,8 @@ func TestConfigErrorWaitsAndRecovers_G3(t *testing.T) {
 	})
 	// Let the relist see the new sandbox (its wake-up retries at once)
 	// so that only the store's wake-up can beat the 5 s retry.
-	mark := h.agent.relisted.Load()
-	h.eventually("relists", func() bool { return h.agent.relisted.Load() >= mark+5 })
+	mark := h.agent.relist.listings.Load()
+	h.eventually("relists", func() bool { return h.agent.relist.listings.Load() >= mark+5 })
 	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}, Data: map[string][]byte{"password": []byte("pw")}}
 	start := time.Now()
 	store.Replace(nil, []*v1.Secret{sec})
@@ -308,7 +308,7 @@ func TestServiceEnv_G4(t *testing.T) {
 	c := v1.Container{Name: "app", Env: []v1.EnvVar{{Name: "MINE", Value: "own"}, {Name: "URL", Value: "https://$(DB_SERVICE_HOST)"}}}
 	pod := envPod(c)
 	pod.Annotations[configSourceAnnotation] = "api"
-	d := &workerDeps{services: fakeServiceEnv{}}
+	d := &podEnv{services: fakeServiceEnv{}}
 	env, err := d.envFor(pod, &pod.Spec.Containers[0], nil)
 	if err != nil {
 		t.Fatal(err)

@@ -72,12 +72,12 @@ func (q *exitQueue) settle(live map[string]bool, now time.Time) (recheck time.Du
 
 // watchExits feeds the runtime's exit reports into q until ctx is done.
 // Blocking; a no-op without an ExitWatcher.
-func (a *Agent) watchExits(ctx context.Context, q *exitQueue) {
-	if a.cfg.Exits == nil {
+func (l *relistLoop) watchExits(ctx context.Context, q *exitQueue) {
+	if l.exits == nil {
 		return
 	}
-	err := a.cfg.Exits.WatchExits(ctx, func(id string) { q.add(id, a.clock.Now()) })
+	err := l.exits.WatchExits(ctx, func(id string) { q.add(id, l.clock.Now()) })
 	if err != nil && ctx.Err() == nil {
-		a.log.Warn("container exit reports stopped; relisting every period only", "err", err)
+		l.log.Warn("container exit reports stopped; relisting every period only", "err", err)
 	}
 }

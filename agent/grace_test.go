@@ -11,6 +11,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiffnode/skiff/internal/events"
+	"github.com/skiffnode/skiff/internal/startgate"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
 )
@@ -27,10 +29,11 @@ func graceWorker(t *testing.T, pod *v1.Pod, hookTakes time.Duration) (*podWorker
 		clk.Step(hookTakes)
 		return nil, nil
 	}
+	owner := &fakeOwner{}
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(1), teardowns: NewStartGate(1), events: NewEventRecorder(clk, "node"),
-		hooks: newHookRunner(exec), podLogsDir: t.TempDir(), resync: time.Hour, owner: &fakeOwner{},
+		starts: startgate.New(1), teardowns: startgate.New(1), events: events.NewRecorder(clk, "node"),
+		hooks: newHookRunner(exec), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner, status: owner,
 	}
 	return newPodWorker(d, pod, nil), rt, &hooksRun
 }

@@ -71,7 +71,7 @@ func kernelHostname(hostname, domain string, asFQDN *bool) (string, error) {
 
 // sandboxHostname is the host name the sandbox gets (ignored by the
 // runtime for host-network pods, which keep the node's).
-func (d *workerDeps) sandboxHostname(pod *v1.Pod) (string, error) {
+func (d *podEnv) sandboxHostname(pod *v1.Pod) (string, error) {
 	hostname, domain, err := podHostnameAndDomain(pod, d.clusterDomainOrDefault())
 	if err != nil {
 		return "", err
@@ -79,7 +79,7 @@ func (d *workerDeps) sandboxHostname(pod *v1.Pod) (string, error) {
 	return kernelHostname(hostname, domain, pod.Spec.SetHostnameAsFQDN)
 }
 
-func (d *workerDeps) clusterDomainOrDefault() string {
+func (d *podEnv) clusterDomainOrDefault() string {
 	if d.clusterDomain == "" {
 		return DefaultClusterDomain
 	}
@@ -151,13 +151,13 @@ func (w *podWorker) addEtcHostsMount(c *v1.Container, spec *runtime.ContainerSpe
 	}
 	var content []byte
 	if pod.Spec.HostNetwork {
-		nodeHosts, err := os.ReadFile(w.d.nodeHostsFileOrDefault())
+		nodeHosts, err := os.ReadFile(w.d.env.nodeHostsFileOrDefault())
 		if err != nil {
 			return fmt.Errorf("reading the node's hosts file: %w", err)
 		}
 		content = hostNetworkHostsContent(nodeHosts, pod.Spec.HostAliases)
 	} else {
-		hostname, domain, err := podHostnameAndDomain(pod, w.d.clusterDomainOrDefault())
+		hostname, domain, err := podHostnameAndDomain(pod, w.d.env.clusterDomainOrDefault())
 		if err != nil {
 			return err
 		}
@@ -178,7 +178,7 @@ func (w *podWorker) addEtcHostsMount(c *v1.Container, spec *runtime.ContainerSpe
 	return nil
 }
 
-func (d *workerDeps) nodeHostsFileOrDefault() string {
+func (d *podEnv) nodeHostsFileOrDefault() string {
 	if d.nodeHostsFile == "" {
 		return etcHostsPath
 	}

@@ -47,7 +47,7 @@ func TestPodHostname_G2(t *testing.T) {
 			if err != nil || host != tc.wantHost || domain != tc.wantDomain {
 				t.Fatalf("podHostnameAndDomain() = %q, %q, %v; want %q, %q", host, domain, err, tc.wantHost, tc.wantDomain)
 			}
-			d := &workerDeps{}
+			d := &podEnv{}
 			kernel, err := d.sandboxHostname(pod)
 			if tc.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
@@ -63,7 +63,7 @@ func TestPodHostname_G2(t *testing.T) {
 	// 64 characters exactly is allowed.
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
 		Spec: v1.PodSpec{Hostname: strings.Repeat("h", 40), Subdomain: "db", SetHostnameAsFQDN: &yes}}
-	if k, err := (&workerDeps{}).sandboxHostname(pod); err != nil || len(k) != 64 {
+	if k, err := (&podEnv{}).sandboxHostname(pod); err != nil || len(k) != 64 {
 		t.Errorf("64-character FQDN: %q, %v", k, err)
 	}
 }
@@ -123,7 +123,7 @@ func TestEtcHostsMount_G2(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &workerDeps{nodeHostsFile: nodeHosts, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			d := &workerDeps{env: podEnv{nodeHostsFile: nodeHosts}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			if tc.podsDir {
 				d.podsDir = t.TempDir()
 			}

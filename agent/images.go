@@ -157,16 +157,9 @@ func (w *podWorker) pullCredentials(image string) []runtime.AuthConfig {
 // the func to call once the pull returned.
 func (w *podWorker) pullContext(ctx context.Context) (context.Context, func()) {
 	pctx, cancel := context.WithCancel(ctx)
-	w.mu.Lock()
-	if w.terminating {
-		cancel()
-	}
-	w.cancelPull = cancel
-	w.mu.Unlock()
+	w.req.pullStarted(cancel)
 	return pctx, func() {
-		w.mu.Lock()
-		w.cancelPull = nil
-		w.mu.Unlock()
+		w.req.pullDone()
 		cancel()
 	}
 }

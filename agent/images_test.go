@@ -16,6 +16,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/skiffnode/skiff/images"
+	"github.com/skiffnode/skiff/internal/events"
+	"github.com/skiffnode/skiff/internal/startgate"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
 )
@@ -115,10 +117,11 @@ func newPullWorker(t *testing.T, pod *v1.Pod, creds PullCredentials) *pullWorker
 	rt := fake.New(clk.Now)
 	p := &scriptPuller{rt: rt, entered: make(chan struct{}, 1)}
 	sc := &statusCounting{Runtime: rt}
+	owner := &fakeOwner{}
 	d := &workerDeps{
 		rt: sc, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(1), teardowns: NewStartGate(1), events: NewEventRecorder(clk, "node"),
-		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: &fakeOwner{},
+		starts: startgate.New(1), teardowns: startgate.New(1), events: events.NewRecorder(clk, "node"),
+		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner, status: owner,
 		puller: p, credentials: creds,
 	}
 	return &pullWorker{w: newPodWorker(d, pod, nil), rt: rt, status: sc, clk: clk, puller: p}
@@ -143,7 +146,7 @@ func (pw *pullWorker) syncAt(at time.Duration) time.Duration {
 // first; container events are prefixed with the container's field path.
 func (pw *pullWorker) events() []string {
 	var out []string
-	for _, ev := range pw.w.d.events.list() {
+	for _, ev := range pw.w.d.events.List() {
 		s := fmt.Sprintf("%s %s: %s", ev.Type, ev.Reason, ev.Message)
 		if ev.InvolvedObject.FieldPath == "" {
 			s = "pod " + s
@@ -155,7 +158,7 @@ func (pw *pullWorker) events() []string {
 
 // eventCount is the count of the event with reason and message.
 func (pw *pullWorker) eventCount(reason, msg string) int32 {
-	for _, ev := range pw.w.d.events.list() {
+	for _, ev := range pw.w.d.events.List() {
 		if ev.Reason == reason && ev.Message == msg {
 			return ev.Count
 		}
@@ -405,7 +408,7 @@ func TestKillCancelsImagePull(t *testing.T) {
 		t.Fatal("no pull started")
 	}
 	actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
-	release, err := pw.w.d.starts.acquire(actx, prioContainer)
+	release, err := pw.w.d.starts.Acquire(actx, startgate.Container)
 	acancel()
 	if err != nil {
 		t.Fatalf("start slot held during the pull: %v", err)

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/skiffnode/skiff/internal/podlogs"
+	"github.com/skiffnode/skiff/internal/startgate"
 	"github.com/skiffnode/skiff/runtime"
 )
 
@@ -162,8 +166,8 @@ func sidecarIndex(pod *v1.Pod, name string) int {
 // goes before removing anything, so when many pods go at once every pod is
 // down (its network torn down) before the records are cleaned up.
 const (
-	prioStopSandbox = prioContainer
-	prioRemove      = prioSandbox
+	prioStopSandbox = startgate.Container
+	prioRemove      = startgate.Sandbox
 )
 
 // killAll stops every container of the pod with the grace period, then
@@ -211,11 +215,68 @@ func (w *podWorker) killAll(ctx context.Context, st *podState, grace time.Durati
 }
 
 // teardownStep runs fn holding a slot of the teardown gate.
-func (w *podWorker) teardownStep(ctx context.Context, p startPriority, fn func() error) error {
-	release, err := w.d.teardowns.acquire(ctx, p)
+func (w *podWorker) teardownStep(ctx context.Context, p startgate.Priority, fn func() error) error {
+	release, err := w.d.teardowns.Acquire(ctx, p)
 	if err != nil {
 		return err
 	}
 	defer release()
 	return fn()
+}
+
+// graceSeconds is the grace period of a kill (A.43); at least 2s, like the
+// kubelet's minimum for kills.
+func (w *podWorker) graceSeconds(override *int64) *int64 {
+	g := gracePeriod(w.pod)
+	if override != nil {
+		g = *override
+	}
+	g = max(g, 2)
+	return &g
+}
+
+// failureGrace is the grace period the pod's failure asks for (nil: the
+// pod's own).
+func (w *podWorker) failureGrace() *int64 {
+	if w.failure == nil {
+		return nil
+	}
+	return w.failure.Grace
+}
+
+// terminate stops and removes all of the pod's containers and sandboxes
+// (A.42): every container gets its stop signal, SIGKILL after the grace
+// period, then the sandbox goes. It reports whether the pod is gone.
+func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
+	defer w.observePass(OperationKill, w.d.clock.Now())
+	grace := time.Duration(*w.graceSeconds(override)) * time.Second
+	st, err := observe(ctx, w.d.rt, string(w.uid))
+	if err != nil {
+		w.log.Warn("cannot observe pod for termination", "err", err)
+		return false
+	}
+	w.publishStatus(st, w.d.clock.Now())
+	if err := w.killAll(ctx, st, grace, func() { w.stopped.Store(true) }); err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("terminating pod", "err", err)
+		}
+		return false
+	}
+	w.d.prober.RemovePod(w.uid)
+	w.removePodCgroup(ctx)
+	if err := w.tearDownVolumes(ctx); err != nil {
+		w.log.Warn("tearing down volumes", "err", err)
+		return false
+	}
+	dir := podlogs.PodDir(w.d.podLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
+	if err := os.RemoveAll(dir); err != nil {
+		w.log.Warn("removing pod logs", "dir", dir, "err", err)
+	}
+	if w.d.podsDir != "" {
+		if err := os.RemoveAll(filepath.Join(w.d.podsDir, string(w.uid))); err != nil {
+			w.log.Warn("removing pod directory", "err", err)
+		}
+	}
+	w.log.Info("pod terminated")
+	return true
 }

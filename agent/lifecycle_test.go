@@ -15,7 +15,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func sidecarPod(inits []string, sidecars map[string]bool, apps ...string) *v1.Pod {
@@ -166,27 +165,6 @@ func TestStatusSidecarReadiness(t *testing.T) {
 	}
 	if s.Phase != v1.PodRunning {
 		t.Errorf("phase = %s, want Running", s.Phase)
-	}
-}
-
-func TestEventRecorderCountsRepeats(t *testing.T) {
-	clk := clocktesting.NewFakeClock(t0)
-	r := NewEventRecorder(clk, "node")
-	pod := testPod("Always", nil, "a")
-	r.record(pod, containerFieldPath(pod, "a"), v1.EventTypeWarning, EventBackOff, "Back-off restarting failed container a")
-	clk.Step(time.Minute)
-	r.record(pod, containerFieldPath(pod, "a"), v1.EventTypeWarning, EventBackOff, "Back-off restarting failed container a")
-	r.record(pod, "", v1.EventTypeNormal, EventDeadlineExceeded, "deadline")
-	evs := r.list()
-	if len(evs) != 2 {
-		t.Fatalf("got %d events, want 2", len(evs))
-	}
-	if evs[0].Count != 2 || !evs[0].LastTimestamp.Time.Equal(t0.Add(time.Minute)) || evs[0].InvolvedObject.FieldPath != "spec.containers{a}" {
-		t.Errorf("repeated event = %+v", evs[0])
-	}
-	clk.Step(2 * time.Hour)
-	if n := len(r.list()); n != 0 {
-		t.Errorf("after the TTL %d events remain", n)
 	}
 }
 

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"time"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 // What a service manager (systemd's sd_notify, cmd/skiff/systemd.go) needs to
@@ -27,8 +25,8 @@ func (a *Agent) markSourcesReadyLocked() {
 
 // Heartbeat returns when the relist loop last finished an iteration (a
 // listing, successful or not), or when it started; zero before Run. The
-// beat is taken under the agent's lock, which every reconcile, publish and
-// source update holds: a deadlocked agent or a relist stuck in a call
+// beat is taken under the agent's lock, which every reconcile, worker start
+// and end, and source update holds: a deadlocked agent or a relist stuck in a call
 // that ignores its deadline stops the beats, like the kubelet's PLEG
 // health check (relist not seen for 3 min). A listing's CRI calls are
 // bounded by the runtime's request timeout, so a slow or failing runtime
@@ -51,12 +49,5 @@ func (a *Agent) beat() {
 // Running, and how many it publishes in all (Pods without the copies).
 // Safe for concurrent use.
 func (a *Agent) PodCounts() (running, total int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, p := range a.published {
-		if p.Status.Phase == v1.PodRunning {
-			running++
-		}
-	}
-	return running, len(a.published)
+	return a.status.counts()
 }

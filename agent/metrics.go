@@ -133,7 +133,7 @@ func (c *runtimeCounters) store(ready int, containers *[runtime.ContainerExited 
 // non-blocking: it reads what the relist loop, which owns the listing,
 // stored, and makes no runtime call.
 func (a *Agent) RuntimeCounts() RuntimeCounts {
-	c := &a.counts
+	c := &a.relist.counts
 	return RuntimeCounts{
 		RunningPods: int(c.runningPods.Load()),
 		Created:     int(c.containers[runtime.ContainerCreated].Load()),

@@ -98,33 +98,3 @@ func execOutput(rt runtime.Runtime) func(ctx context.Context, id string, cmd []s
 		return out, nil
 	}
 }
-
-// markProbeKilled records that container id was killed for a failed probe
-// with the promise of a restart, so the planner restarts it whatever its
-// exit code: the kubelet starts such a container again in the same sync,
-// also under restartPolicy OnFailure when it then exits 0 (B.9).
-func (w *podWorker) markProbeKilled(id string) {
-	if w.probeKilled == nil {
-		w.probeKilled = map[string]bool{}
-	}
-	w.probeKilled[id] = true
-}
-
-// pruneProbeKilled forgets the marks (probeKilled, killChecked) of
-// containers the runtime no longer holds.
-func (w *podWorker) pruneProbeKilled(st *podState) {
-	if len(w.probeKilled) == 0 && len(w.killChecked) == 0 {
-		return
-	}
-	present := make(map[string]bool, len(st.Containers))
-	for _, c := range st.Containers {
-		present[c.ID] = true
-	}
-	for _, m := range []map[string]bool{w.probeKilled, w.killChecked} {
-		for id := range m {
-			if !present[id] {
-				delete(m, id)
-			}
-		}
-	}
-}

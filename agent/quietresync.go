@@ -1,14 +1,12 @@
 package agent
 
-import "k8s.io/apimachinery/pkg/types"
-
 // maxQuietResyncs is how many resyncs in a row a worker may skip (see
 // canSkipResync): every (maxQuietResyncs+1)th resync is a full one, i.e.
 // one full resync every 5 ResyncPeriods (5 minutes by default).
 const maxQuietResyncs = 4
 
 // relistMark is what a worker knows of the relist at one moment: how many
-// listings had succeeded (Agent.relisted) and how many of them found the
+// listings had succeeded (relistLoop.listings) and how many of them found the
 // pod's runtime state changed (podWorker.relistChanges).
 type relistMark struct {
 	listings, changes uint64
@@ -69,19 +67,4 @@ func (w *podWorker) relistMark() relistMark {
 		m.listings = w.d.relisted.Load()
 	}
 	return m
-}
-
-// relistSaw records that the relist found pod uid's runtime state changed
-// (wake: also wake its worker; a pod that is gone only marks it, its
-// worker learns of it at its next resync, which is then full). Safe for
-// concurrent use.
-func (a *Agent) relistSaw(uid types.UID, wake bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if w, ok := a.workers[uid]; ok {
-		w.relistChanges.Add(1)
-		if wake {
-			w.wake()
-		}
-	}
 }

@@ -12,6 +12,8 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/skiffnode/skiff/internal/events"
+	"github.com/skiffnode/skiff/internal/startgate"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
 )
@@ -82,9 +84,9 @@ func TestWorkerSkipsQuietResyncs(t *testing.T) {
 	var relisted atomic.Uint64
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(2), teardowns: NewStartGate(2), events: NewEventRecorder(clk, "node"),
+		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Minute,
-		relisted: &relisted, owner: owner,
+		relisted: &relisted, owner: owner, status: owner,
 	}
 	w := newPodWorker(d, testPod("Always", nil, "a"), nil)
 	runWorker(t, w)
@@ -189,7 +191,7 @@ func (r *failingList) ListContainers(ctx context.Context, f runtime.ContainerFil
 func TestRelistCountsListingsAndChanges(t *testing.T) {
 	a, lrt := relistAgent(t, "a", "b")
 	rt := &failingList{listedRuntime: lrt}
-	a.cfg.Runtime = rt
+	a.cfg.Runtime, a.relist.rt = rt, rt
 	r, exits := newRelister(), newExitQueue()
 	ctx := context.Background()
 	both := func() {
@@ -201,11 +203,11 @@ func TestRelistCountsListingsAndChanges(t *testing.T) {
 	}
 	step := func(what string, wantListings uint64, wantChanges []uint64, wantWoken []string) {
 		t.Helper()
-		_, err := a.relistOnce(ctx, r, exits)
+		_, err := a.relist.once(ctx, r, exits)
 		if rt.fail.Load() != (err != nil) {
 			t.Fatalf("%s: relist error %v", what, err)
 		}
-		if got := a.relisted.Load(); got != wantListings {
+		if got := a.relist.listings.Load(); got != wantListings {
 			t.Errorf("%s: %d listings counted, want %d", what, got, wantListings)
 		}
 		if got := changes(); !slices.Equal(got, wantChanges) {
@@ -239,9 +241,9 @@ func TestWorkerNeverSkipsResyncWithDeadline_A9(t *testing.T) {
 	var relisted atomic.Uint64
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(2), teardowns: NewStartGate(2), events: NewEventRecorder(clk, "node"),
+		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
 		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Minute,
-		relisted: &relisted, owner: owner,
+		relisted: &relisted, owner: owner, status: owner,
 	}
 	pod := testPod("Always", nil, "a")
 	ads := int64(90)

@@ -4,33 +4,65 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
-	"maps"
-	"strconv"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/runtime"
 )
 
-// relistLoop lists all of skiff's sandboxes and containers every
-// RelistPeriod (one pair of CRI calls however many pods), and at once when
-// the runtime reports an exit; it wakes the workers of pods whose runtime
-// state changed, and kills orphans.
-func (a *Agent) relistLoop(ctx context.Context) {
-	t := a.clock.NewTicker(a.cfg.RelistPeriod)
+// relistLoop is the relist: it lists all of skiff's sandboxes and
+// containers every period (one pair of CRI calls however many pods), and
+// at once when the runtime reports an exit, and tells the agent what each
+// listing found (relistPods).
+type relistLoop struct {
+	rt      runtime.Runtime
+	clock   clock.WithTicker
+	log     *slog.Logger
+	metrics Metrics
+	// period: Config.RelistPeriod; exits: Config.Exits (nil: none).
+	period time.Duration
+	exits  runtime.ExitWatcher
+	pods   relistPods
+	// listings counts the successful listings (shared with the workers;
+	// see canSkipResync).
+	listings atomic.Uint64
+	// counts are the latest listing's (see Agent.RuntimeCounts).
+	counts runtimeCounters
+}
+
+// relistPods is the relist's port to the agent. Safe for concurrent use.
+type relistPods interface {
+	// beat records a heartbeat now (see Agent.Heartbeat).
+	beat()
+	// relistSaw records that pod uid's runtime state changed, and wakes
+	// its worker if wake (see Agent.relistSaw).
+	relistSaw(uid types.UID, wake bool)
+	// listed acts on a listing's pods with a sandbox (orphans, orphaned
+	// volumes, stale cgroups), after relistSaw and the listings count.
+	// pods is refilled by the next listing: listed must not keep it.
+	listed(ctx context.Context, pods map[types.UID]bool)
+}
+
+// run relists until ctx is done, and waits for its exit watcher.
+func (l *relistLoop) run(ctx context.Context) {
+	t := l.clock.NewTicker(l.period)
 	defer t.Stop()
 	exits := newExitQueue()
-	a.wg.Add(1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
 	go func() {
-		defer a.wg.Done()
-		a.watchExits(ctx, exits)
+		defer wg.Done()
+		l.watchExits(ctx, exits)
 	}()
 	r := newRelister()
 	var recheck <-chan time.Time
-	a.beat()
+	l.pods.beat()
 	for {
 		select {
 		case <-ctx.Done():
@@ -40,18 +72,18 @@ func (a *Agent) relistLoop(ctx context.Context) {
 		case <-recheck:
 		}
 		recheck = nil
-		start := a.clock.Now()
-		d, err := a.relistOnce(ctx, r, exits)
-		a.cfg.Metrics.RelistDuration(a.clock.Since(start))
-		a.beat()
+		start := l.clock.Now()
+		d, err := l.once(ctx, r, exits)
+		l.metrics.RelistDuration(l.clock.Since(start))
+		l.pods.beat()
 		if err != nil {
 			if ctx.Err() == nil {
-				a.log.Warn("relist failed", "err", err)
+				l.log.Warn("relist failed", "err", err)
 			}
 			continue
 		}
 		if d > 0 {
-			recheck = a.clock.After(d)
+			recheck = l.clock.After(d)
 		}
 	}
 }
@@ -89,16 +121,17 @@ func newRelister() *relister {
 	}
 }
 
-// relistOnce lists the runtime once, settles the reported exits, wakes the
-// workers of pods whose runtime state changed since the previous listing,
-// kills orphans and starts the one-off stale cgroup cleanup. It returns
-// when to list again for exits not yet seen (0: at the next tick).
-// Blocking (two CRI calls); not safe for concurrent use of r.
-func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (time.Duration, error) {
-	if err := a.relist(ctx, r); err != nil {
+// once lists the runtime once, settles the reported exits, tells the agent
+// the pods whose runtime state changed since the previous listing
+// (relistSaw), counts the listing, and hands the agent the listing's pods
+// (listed). It returns when to list again for exits not yet seen (0: at
+// the next tick). Blocking (two CRI calls); not safe for concurrent use
+// of r.
+func (l *relistLoop) once(ctx context.Context, r *relister, exits *exitQueue) (time.Duration, error) {
+	if err := l.list(ctx, r); err != nil {
 		return 0, err
 	}
-	d := exits.settle(r.live, a.clock.Now())
+	d := exits.settle(r.live, l.clock.Now())
 	kept := 0
 	for uid, fp := range r.cur {
 		old, ok := r.prev[uid]
@@ -106,7 +139,7 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 			kept++
 		}
 		if !ok || old != fp {
-			a.relistSaw(uid, true)
+			l.pods.relistSaw(uid, true)
 		}
 	}
 	if kept < len(r.prev) {
@@ -114,38 +147,23 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 		// its own calls, at its next sync), but its next resync is full.
 		for uid := range r.prev {
 			if _, ok := r.cur[uid]; !ok {
-				a.relistSaw(uid, false)
+				l.pods.relistSaw(uid, false)
 			}
 		}
 	}
 	r.prev, r.cur = r.cur, r.prev
 	// After relistSaw: a worker that sees this listing counted also sees
 	// the changes it found.
-	a.relisted.Add(1)
-	a.killOrphans(ctx, r.pods)
-	a.maybeCleanOrphanVolumes(ctx, r.pods)
-	// Off the relist path: removing a cgroup that still holds
-	// processes retries for seconds, and pod changes must not wait.
-	a.mu.Lock()
-	due := a.cfg.Cgroups != nil && a.sourcesReady && !a.staleCgroupsCleaned
-	a.mu.Unlock()
-	if due {
-		// A copy: r.pods is refilled by the next listing.
-		pods := maps.Clone(r.pods)
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			a.cleanStaleCgroups(ctx, pods)
-		}()
-	}
+	l.listings.Add(1)
+	l.pods.listed(ctx, r.pods)
 	return d, nil
 }
 
-// relist lists the runtime into r: r.cur gets a fingerprint of each pod's
+// list lists the runtime into r: r.cur gets a fingerprint of each pod's
 // runtime state (its sandboxes' and containers' IDs and states, in any
 // order), r.pods the UIDs of the pods with sandboxes, r.live the IDs of the running
 // containers and ready sandboxes. On error r's current maps are
-// unspecified (r.prev is untouched). On success a.counts get the
+// unspecified (r.prev is untouched). On success l.counts get the
 // listing's pods with a ready sandbox and its containers by state (see
 // RuntimeCounts).
 //
@@ -155,8 +173,8 @@ func (a *Agent) relistOnce(ctx context.Context, r *relister, exits *exitQueue) (
 // per relist at 110 pods), and two different states of a pod collide with
 // a probability of about 2^-64 (a worker also makes a full resync by
 // itself at least every 5 ResyncPeriods, see canSkipResync).
-func (a *Agent) relist(ctx context.Context, r *relister) error {
-	rt := a.cfg.Runtime
+func (l *relistLoop) list(ctx context.Context, r *relister) error {
+	rt := l.rt
 	sbs, err := runtime.ListSandboxRefs(ctx, rt, r.selector, labelPodUID, r.sbRefs)
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
@@ -191,7 +209,7 @@ func (a *Agent) relist(ctx context.Context, r *relister) error {
 			byState[runtime.ContainerUnknown]++
 		}
 	}
-	a.counts.store(len(r.ready), &byState)
+	l.counts.store(len(r.ready), &byState)
 	return nil
 }
 
@@ -203,59 +221,4 @@ func (r *relister) objectHash(kind byte, id string, state int) uint64 {
 	_ = h.WriteByte(byte(state))
 	_, _ = h.WriteString(id)
 	return h.Sum64()
-}
-
-// killOrphans terminates pods that have sandboxes but that no source wants,
-// once every source has delivered its first full list. The listing holds
-// only refs, so an orphan's sandboxes are listed in full to rebuild it (one
-// more CRI call per orphan, outside a.mu).
-func (a *Agent) killOrphans(ctx context.Context, pods map[types.UID]bool) {
-	var orphans []types.UID
-	a.mu.Lock()
-	if a.sourcesReady {
-		for uid := range pods {
-			if _, ok := a.workers[uid]; !ok && uid != "" {
-				orphans = append(orphans, uid)
-			}
-		}
-	}
-	a.mu.Unlock()
-	for _, uid := range orphans {
-		sbs, err := a.cfg.Runtime.ListSandboxes(ctx, podSelector(string(uid)))
-		if err != nil {
-			if ctx.Err() == nil {
-				a.log.Warn("listing sandboxes of orphan", "uid", uid, "err", err)
-			}
-			continue
-		}
-		var sb *runtime.Sandbox
-		for _, s := range sbs {
-			if types.UID(s.Labels[labelPodUID]) == uid {
-				sb = s
-			}
-		}
-		if sb == nil {
-			continue // gone meanwhile
-		}
-		a.mu.Lock()
-		// Checked again: a source may have delivered the pod meanwhile.
-		if _, ok := a.workers[uid]; !ok {
-			pod := orphanPod(sb)
-			a.log.Info("terminating pod that no source wants", "pod", pod.Namespace+"/"+pod.Name, "uid", uid)
-			a.startWorkerLocked(ctx, pod, true)
-		}
-		a.mu.Unlock()
-	}
-}
-
-// orphanPod rebuilds enough of a pod from its sandbox to terminate it with
-// the grace period it was created with.
-func orphanPod(sb *runtime.Sandbox) *v1.Pod {
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: sb.Name, Namespace: sb.Namespace, UID: types.UID(sb.Labels[labelPodUID]),
-	}}
-	if g, err := strconv.ParseInt(sb.Annotations[annotationGracePeriod], 10, 64); err == nil {
-		pod.Spec.TerminationGracePeriodSeconds = &g
-	}
-	return pod
 }

@@ -166,21 +166,21 @@ func TestRelistWakesChangedPods(t *testing.T) {
 			r := newRelister()
 			exits := newExitQueue()
 			rt.set(base())
-			if _, err := a.relistOnce(context.Background(), r, exits); err != nil {
+			if _, err := a.relist.once(context.Background(), r, exits); err != nil {
 				t.Fatal(err)
 			}
 			if got := woken(a); !slices.Equal(got, []string{"a", "b", "c"}) {
 				t.Fatalf("first listing woke %v, want every listed pod", got)
 			}
 			rt.set(tc.change(base()))
-			if _, err := a.relistOnce(context.Background(), r, exits); err != nil {
+			if _, err := a.relist.once(context.Background(), r, exits); err != nil {
 				t.Fatal(err)
 			}
 			if got := woken(a); !slices.Equal(got, tc.want) {
 				t.Errorf("woke %v, want %v", got, tc.want)
 			}
 			// The listing after that, unchanged, wakes nobody.
-			if _, err := a.relistOnce(context.Background(), r, exits); err != nil {
+			if _, err := a.relist.once(context.Background(), r, exits); err != nil {
 				t.Fatal(err)
 			}
 			if got := woken(a); got != nil {
@@ -209,13 +209,13 @@ func BenchmarkRelist110(b *testing.B) {
 	rt.set(sbs, cs)
 	r, exits := newRelister(), newExitQueue()
 	ctx := context.Background()
-	if _, err := a.relistOnce(ctx, r, exits); err != nil {
+	if _, err := a.relist.once(ctx, r, exits); err != nil {
 		b.Fatal(err)
 	}
 	woken(a)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := a.relistOnce(ctx, r, exits); err != nil {
+		if _, err := a.relist.once(ctx, r, exits); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -234,7 +234,7 @@ func TestRelistForgetsObjectsGoneFromTheListing(t *testing.T) {
 	ctx := context.Background()
 	rt.set([]*runtime.Sandbox{listedSandbox("a", "sa", runtime.SandboxReady), listedSandbox("x", "sx", runtime.SandboxReady)},
 		[]*runtime.Container{listedContainer("a", "ca", runtime.ContainerRunning), listedContainer("x", "cx", runtime.ContainerRunning)})
-	if _, err := a.relistOnce(ctx, r, exits); err != nil {
+	if _, err := a.relist.once(ctx, r, exits); err != nil {
 		t.Fatal(err)
 	}
 	if !r.pods["x"] || !r.live["cx"] {
@@ -243,7 +243,7 @@ func TestRelistForgetsObjectsGoneFromTheListing(t *testing.T) {
 	rt.set([]*runtime.Sandbox{listedSandbox("a", "sa", runtime.SandboxReady)},
 		[]*runtime.Container{listedContainer("a", "ca", runtime.ContainerRunning)})
 	exits.add("cx", a.clock.Now())
-	d, err := a.relistOnce(ctx, r, exits)
+	d, err := a.relist.once(ctx, r, exits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestRelistRebuildsOrphanFromItsSandbox(t *testing.T) {
 		w.initial = w.pod
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := a.relistOnce(ctx, newRelister(), newExitQueue()); err != nil {
+	if _, err := a.relist.once(ctx, newRelister(), newExitQueue()); err != nil {
 		t.Fatal(err)
 	}
 	a.mu.Lock()

@@ -70,44 +70,6 @@ func (a *Agent) updateQoSLocked(ctx context.Context, want map[types.UID]*v1.Pod)
 	}
 }
 
-// cleanStaleCgroups removes, once after the sources delivered their first
-// full lists, the pod cgroups of pods that neither a source nor the
-// runtime knows (left by a crash). Pods with sandboxes are terminated as
-// orphans and remove their cgroup themselves.
-func (a *Agent) cleanStaleCgroups(ctx context.Context, withSandbox map[types.UID]bool) {
-	a.mu.Lock()
-	if a.cfg.Cgroups == nil || !a.sourcesReady || a.staleCgroupsCleaned {
-		a.mu.Unlock()
-		return
-	}
-	a.staleCgroupsCleaned = true
-	known := map[types.UID]bool{}
-	for uid := range a.workers {
-		known[uid] = true
-	}
-	a.mu.Unlock()
-	uids, err := a.cfg.Cgroups.ListPods(ctx)
-	if err != nil {
-		a.log.Warn("listing pod cgroups", "err", err)
-		return
-	}
-	for _, uid := range uids {
-		if known[uid] || withSandbox[uid] {
-			continue
-		}
-		// Each removal of a cgroup that still holds processes retries for
-		// seconds: stop at shutdown, which waits for this goroutine (the
-		// next start cleans up the rest).
-		if ctx.Err() != nil {
-			return
-		}
-		a.log.Info("removing stale pod cgroup", "uid", uid)
-		if err := a.cfg.Cgroups.RemovePod(ctx, uid); err != nil {
-			a.log.Warn("removing stale pod cgroup", "uid", uid, "err", err)
-		}
-	}
-}
-
 // oomExitCode is 128+SIGKILL, what a process killed by the OOM killer
 // exits with.
 const oomExitCode = 137
@@ -125,14 +87,14 @@ func (w *podWorker) settleOOM(st *podState) {
 		if cs.State != runtime.ContainerExited || cs.ExitCode != oomExitCode || (cs.Reason != "" && cs.Reason != "Error") {
 			continue
 		}
-		oom, ok := w.oomChecked[cs.ID]
+		oom, ok := w.marks.oomChecked[cs.ID]
 		if !ok {
 			n, err := cg.ContainerOOMKills(w.pod, cs.ID)
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				w.log.Debug("reading OOM-kill counter", "container", cs.Name, "err", err)
 			}
 			oom = err == nil && n > 0
-			w.oomChecked[cs.ID] = oom
+			w.marks.oomChecked[cs.ID] = oom
 		}
 		if oom {
 			c := *cs

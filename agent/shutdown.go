@@ -24,7 +24,7 @@ type TerminateOptions struct {
 // be safe for concurrent use and return at once.
 type PodAdmitter func(pod *v1.Pod) (admit bool, reason, message string)
 
-// terminateRequest is a pending TerminatePod (worker's lock).
+// terminateRequest is a pending TerminatePod (podRequests' lock).
 type terminateRequest struct {
 	opts TerminateOptions
 	// done are closed once the pod's containers and sandbox are stopped.
@@ -43,7 +43,7 @@ func (a *Agent) ActivePods() []*v1.Pod {
 		if w.orphan || w.rejected || w.stopped.Load() {
 			continue
 		}
-		p := a.published[uid]
+		p := a.status.get(uid)
 		if p == nil {
 			p = w.initial
 		}
@@ -80,18 +80,9 @@ func (a *Agent) TerminatePod(uid types.UID, o TerminateOptions) <-chan struct{} 
 // terminateAbnormally requests TerminatePod's failure of the worker's pod
 // (the first request's options win). Non-blocking.
 func (w *podWorker) terminateAbnormally(o TerminateOptions) <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.terminating {
+	ch, ok := w.req.terminate(o)
+	if !ok {
 		return w.done
-	}
-	ch := make(chan struct{})
-	if w.terminateReq == nil {
-		w.terminateReq = &terminateRequest{opts: o}
-	}
-	w.terminateReq.done = append(w.terminateReq.done, ch)
-	if w.cancelPull != nil {
-		w.cancelPull()
 	}
 	w.wake()
 	return ch
@@ -100,31 +91,13 @@ func (w *podWorker) terminateAbnormally(o TerminateOptions) <-chan struct{} {
 // takeTermination turns a pending TerminatePod into the pod's failure
 // (worker goroutine only), unless the pod already failed.
 func (w *podWorker) takeTermination() {
-	w.mu.Lock()
-	req := w.terminateReq
-	w.mu.Unlock()
-	if req == nil || w.failure != nil {
+	o, ok := w.req.termination()
+	if !ok || w.failure != nil {
 		return
 	}
-	o := req.opts
 	w.failure = &podFailure{Reason: o.Reason, Message: o.Message, Grace: o.GracePeriodSeconds,
 		Conditions: o.Conditions, KeepSucceeded: true}
 	w.log.Info("terminating pod", "reason", o.Reason, "message", o.Message)
-}
-
-// terminationDone closes the channels of a TerminatePod once the pod's
-// containers and sandbox are stopped (worker goroutine only); a later
-// request is answered by the next sync.
-func (w *podWorker) terminationDone() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.terminateReq == nil {
-		return
-	}
-	for _, ch := range w.terminateReq.done {
-		close(ch)
-	}
-	w.terminateReq.done = nil
 }
 
 // admitByOthers runs the agent's PodAdmitters on pod; the first refusal

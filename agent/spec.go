@@ -13,7 +13,7 @@ import (
 
 // sandboxSpec builds the runtime's sandbox spec for pod.
 func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxSpec, error) {
-	hostname, err := d.sandboxHostname(pod)
+	hostname, err := d.env.sandboxHostname(pod)
 	if err != nil {
 		return nil, err
 	}
@@ -33,8 +33,8 @@ func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxS
 	if d.cgroups != nil {
 		spec.CgroupParent = d.cgroups.CgroupParent(pod)
 	}
-	if d.dns != nil {
-		dns, err := d.dns(pod)
+	if d.env.dns != nil {
+		dns, err := d.env.dns(pod)
 		if err != nil {
 			return nil, fmt.Errorf("pod DNS config: %w", err)
 		}

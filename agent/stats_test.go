@@ -125,7 +125,8 @@ func statsAgent(t *testing.T, ids ...string) (*Agent, *fakeCgroups, *clocktestin
 			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(t0)}},
 		})
 	}
-	a.published[pod.UID] = pod
+	a.status.track(pod.UID)
+	a.status.publish(pod)
 	return a, cg, clk
 }
 
@@ -231,7 +232,7 @@ func TestStatsRatesBetweenReads(t *testing.T) {
 	cg.setUsage("uid1", 4.5e9)
 	cg.setUsage("c1", 6e8+1.5e9)
 	cg.setUsage("c2", 1e9)
-	pod := a.published["uid1"]
+	pod := a.status.get("uid1")
 	pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{
 		Name: "c2", ContainerID: "containerd://c2",
 		State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(t0)}},

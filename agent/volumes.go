@@ -4,23 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/volumes"
 )
 
-// VolumeManager is the agent's port to the pod volume manager
-// (volumes.Manager). All methods are safe for concurrent use and block on
-// file system calls.
+// VolumeManager is the agent's port to the pod volume manager (the node
+// adapts a volumes.Manager). All methods are safe for concurrent use and
+// block on file system calls.
 type VolumeManager interface {
 	// SetUp makes pod's volumes ready and returns them by name; idempotent
-	// and cheap once done. Errors are *volumes.SetUpError for a volume.
-	SetUp(ctx context.Context, pod *v1.Pod) (map[string]volumes.Volume, error)
+	// and cheap once done. The error of a volume that could not be set up
+	// is a *VolumeSetUpError; the returned map must not be modified.
+	SetUp(ctx context.Context, pod *v1.Pod) (map[string]PodVolume, error)
 	// TearDown unmounts and removes the pod's volumes; idempotent.
 	TearDown(ctx context.Context, uid types.UID) error
 	// CleanOrphans removes the pod directories of UIDs not in keep.
@@ -29,7 +30,41 @@ type VolumeManager interface {
 	Refresh(ctx context.Context) error
 	// CheckSizeLimits returns a disk emptyDir of pod over its sizeLimit,
 	// or nil.
-	CheckSizeLimits(pod *v1.Pod) (*volumes.SizeViolation, error)
+	CheckSizeLimits(pod *v1.Pod) (*SizeLimitExceeded, error)
+}
+
+// PodVolume is a set-up volume of a pod as its containers mount it.
+type PodVolume struct {
+	// HostPath is what containers bind-mount.
+	HostPath string
+	// ReadOnly: the volume type is read-only for containers whatever the
+	// mount says (configMap, secret, downwardAPI, projected).
+	ReadOnly bool
+}
+
+// VolumeSetUpError is a volume that could not be set up; its message is
+// the kubelet's FailedMount event message.
+type VolumeSetUpError struct {
+	Volume string
+	Err    error
+}
+
+func (e *VolumeSetUpError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
+}
+
+func (e *VolumeSetUpError) Unwrap() error { return e.Err }
+
+// SizeLimitExceeded is a disk emptyDir whose usage exceeds its sizeLimit.
+type SizeLimitExceeded struct {
+	Volume string
+	Limit  resource.Quantity
+	Used   int64
+}
+
+// Message is the kubelet's eviction message for it.
+func (v *SizeLimitExceeded) Message() string {
+	return fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", v.Volume, v.Limit.String())
 }
 
 // EventFailedMount is the kubelet's event for a volume that failed to set up.
@@ -86,7 +121,7 @@ func (w *podWorker) setUpVolumes(ctx context.Context) (ok bool, retry time.Durat
 		return false, time.Second
 	}
 	msg := err.Error()
-	var se *volumes.SetUpError
+	var se *VolumeSetUpError
 	if !errors.As(err, &se) {
 		msg = "MountVolume.SetUp failed : " + msg
 	}
@@ -132,7 +167,7 @@ func (w *podWorker) addVolumeMounts(ctx context.Context, c *v1.Container, spec *
 // set-up vols, as the kubelet's makeMounts does: subPathExpr expanded from
 // env, subPath created inside the volume, read-only if the mount or the
 // volume type says so, propagation translated.
-func containerMounts(c *v1.Container, vols map[string]volumes.Volume, env []runtime.KeyValue, privileged bool) ([]runtime.Mount, error) {
+func containerMounts(c *v1.Container, vols map[string]PodVolume, env []runtime.KeyValue, privileged bool) ([]runtime.Mount, error) {
 	var envMap map[string]string
 	out := make([]runtime.Mount, 0, len(c.VolumeMounts))
 	for _, vm := range c.VolumeMounts {
@@ -200,117 +235,14 @@ func (w *podWorker) tearDownVolumes(ctx context.Context) error {
 	return w.d.volumes.TearDown(ctx, w.uid)
 }
 
-// maybeCleanOrphanVolumes removes, once after the sources delivered their
-// first full lists, the pod directories of pods that neither a source nor
-// the runtime knows (withSandbox: the UIDs the relist found), off the
-// relist path. Orphans with sandboxes are terminated as orphans and tear
-// their volumes down themselves.
-func (a *Agent) maybeCleanOrphanVolumes(ctx context.Context, withSandbox map[types.UID]bool) {
-	a.mu.Lock()
-	if a.cfg.Volumes == nil || !a.sourcesReady || a.orphanVolumesCleaned {
-		a.mu.Unlock()
-		return
-	}
-	a.orphanVolumesCleaned = true
-	keep := maps.Clone(withSandbox)
-	if keep == nil {
-		keep = map[types.UID]bool{}
-	}
-	for uid := range a.workers {
-		keep[uid] = true
-	}
-	a.mu.Unlock()
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		if err := a.cfg.Volumes.CleanOrphans(ctx, keep); err != nil && ctx.Err() == nil {
-			a.log.Warn("cleaning orphaned pod volumes", "err", err)
-		}
-	}()
-}
-
-// refreshVolumes rewrites object-backed volumes (if there is a volume
-// manager) each time the ConfigMaps and Secrets change, and then wakes
-// every worker, until ctx is done: a pod waiting for a missing object
-// (FailedMount, or CreateContainerConfigError for env) retries at once
-// rather than at its next back-off. Object edits are rare (a file
-// written), so waking all workers is cheap.
-func (a *Agent) refreshVolumes(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.cfg.ObjectChanges:
-		}
-		a.objectsChanged.Add(1)
-		if a.cfg.Volumes != nil {
-			if err := a.cfg.Volumes.Refresh(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("refreshing volumes", "err", err)
-			}
-		}
-		a.WakeAll()
-	}
-}
-
 // EventEvicted is the kubelet's event for an evicted pod.
 const EventEvicted = "Evicted"
-
-// sizeLimitPeriod is how often emptyDir usage is measured (the kubelet's
-// eviction manager's monitoring period).
-const sizeLimitPeriod = 10 * time.Second
-
-// sizeLimitLoop evicts, every sizeLimitPeriod, the pods whose disk
-// emptyDir uses more than its sizeLimit, as the kubelet's eviction manager
-// does, until ctx is done. The measuring (a directory walk) runs here, off
-// the pod workers.
-func (a *Agent) sizeLimitLoop(ctx context.Context) {
-	t := a.clock.NewTicker(sizeLimitPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			a.checkSizeLimits()
-		}
-	}
-}
-
-// checkSizeLimits measures the pods that have size-limited emptyDirs once.
-func (a *Agent) checkSizeLimits() {
-	a.mu.Lock()
-	var ws []*podWorker
-	for _, w := range a.workers {
-		if term, _ := w.isTerminating(); !term && !w.orphan && volumes.HasSizeLimits(w.pod) {
-			ws = append(ws, w)
-		}
-	}
-	a.mu.Unlock()
-	for _, w := range ws {
-		v, err := a.cfg.Volumes.CheckSizeLimits(w.pod)
-		if err != nil {
-			w.log.Warn("measuring emptyDir usage", "err", err)
-			continue
-		}
-		if v != nil {
-			w.evict(EvictionSignalEmptyDirFsLimit, v.Message())
-		}
-	}
-}
 
 // evict asks the worker to fail the pod with reason Evicted and msg, for
 // the kubelet's eviction signal (the first request wins). Non-blocking,
 // safe for concurrent use.
 func (w *podWorker) evict(signal, msg string) {
-	w.mu.Lock()
-	if w.evictMsg == "" {
-		w.evictMsg, w.evictSignal = msg, signal
-	}
-	// An evicted pod starts nothing more: its image pull need not finish.
-	if w.cancelPull != nil {
-		w.cancelPull()
-	}
-	w.mu.Unlock()
+	w.req.evict(signal, msg)
 	w.wake()
 }
 
@@ -319,9 +251,7 @@ func (w *podWorker) evict(signal, msg string) {
 // pod's containers and makes it Failed; it is recorded once with
 // Metrics.PodEvicted.
 func (w *podWorker) takeEviction() {
-	w.mu.Lock()
-	msg, signal := w.evictMsg, w.evictSignal
-	w.mu.Unlock()
+	msg, signal := w.req.eviction()
 	if msg == "" || w.failure != nil {
 		return
 	}

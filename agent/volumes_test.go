@@ -21,6 +21,34 @@ import (
 	"github.com/skiffnode/skiff/volumes"
 )
 
+// realVolumes adapts a volumes.Manager to the agent's port, as the node
+// does (node.agentVolumes), for the tests that run a real one.
+type realVolumes struct{ *volumes.Manager }
+
+func (v realVolumes) SetUp(ctx context.Context, pod *v1.Pod) (map[string]PodVolume, error) {
+	vols, err := v.Manager.SetUp(ctx, pod)
+	var se *volumes.SetUpError
+	if errors.As(err, &se) {
+		return nil, &VolumeSetUpError{Volume: se.Volume, Err: se.Err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]PodVolume{}
+	for name, vol := range vols {
+		out[name] = PodVolume{HostPath: vol.HostPath, ReadOnly: vol.ReadOnly}
+	}
+	return out, nil
+}
+
+func (v realVolumes) CheckSizeLimits(pod *v1.Pod) (*SizeLimitExceeded, error) {
+	sv, err := v.Manager.CheckSizeLimits(pod)
+	if err != nil || sv == nil {
+		return nil, err
+	}
+	return &SizeLimitExceeded{Volume: sv.Volume, Limit: sv.Limit, Used: sv.Used}, nil
+}
+
 // tearDownRecorder is a VolumeManager that records TearDown calls.
 type tearDownRecorder struct {
 	VolumeManager
@@ -52,7 +80,7 @@ func startVolumeAgent(t *testing.T, store *objects.Store) (*harness, string, *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &tearDownRecorder{VolumeManager: vm}
+	rec := &tearDownRecorder{VolumeManager: realVolumes{vm}}
 	cfg.Objects, cfg.Volumes, cfg.ObjectChanges = store, rec, store.Subscribe()
 	return runTestAgent(t, cfg), cfg.PodsDir, rec
 }
@@ -164,7 +192,7 @@ func TestAgentCleansOrphanedPodDirs_G1(t *testing.T) {
 		t.Fatal(err)
 	}
 	vm, _ := volumes.New(volumes.Config{PodsDir: cfg.PodsDir, Objects: store, Logger: cfg.Logger})
-	cfg.Volumes = vm
+	cfg.Volumes = realVolumes{vm}
 	h := runTestAgent(t, cfg)
 	h.src.ch <- []*v1.Pod{volumePod()}
 	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
@@ -181,7 +209,7 @@ func TestAgentCleansOrphanedPodDirs_G1(t *testing.T) {
 // a mount of an unknown volume.
 func TestContainerMounts_G1(t *testing.T) {
 	vol := t.TempDir()
-	vols := map[string]volumes.Volume{"v": {HostPath: vol}, "cm": {HostPath: vol, ReadOnly: true}}
+	vols := map[string]PodVolume{"v": {HostPath: vol}, "cm": {HostPath: vol, ReadOnly: true}}
 	env := []runtime.KeyValue{{Key: "POD_NAME", Value: "web-1"}}
 	prop := func(m v1.MountPropagationMode) *v1.MountPropagationMode { return &m }
 	c := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{
@@ -225,7 +253,7 @@ func TestAgentEvictsOverSizeLimit_G14(t *testing.T) {
 	pod.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &limit}}}}
 	h.src.ch <- []*v1.Pod{pod}
 	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
-	h.agent.checkSizeLimits()
+	h.agent.volumes.checkSizeLimits()
 	if p := h.pod("uid1"); p.Status.Phase != v1.PodRunning {
 		t.Fatalf("evicted under the limit: %s %s", p.Status.Reason, p.Status.Message)
 	}
@@ -233,7 +261,7 @@ func TestAgentEvictsOverSizeLimit_G14(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 128<<10), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.agent.checkSizeLimits()
+	h.agent.volumes.checkSizeLimits()
 	const msg = `Usage of EmptyDir volume "cache" exceeds the limit "64Ki". `
 	h.eventually("pod Failed", func() bool { return h.phase("uid1") == v1.PodFailed })
 	if p := h.pod("uid1"); p.Status.Reason != "Evicted" || p.Status.Message != msg {

@@ -4,19 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 
-	"github.com/skiffnode/skiff/internal/objects"
-	"github.com/skiffnode/skiff/internal/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 )
 
@@ -61,19 +55,8 @@ type podWorker struct {
 	// admission (the kubelet's IsPodKnownTerminated).
 	stopped atomic.Bool
 
-	mu          sync.Mutex
-	terminating bool
-	// updated: a newer object of the pod (an API pod's labels, image or
-	// activeDeadlineSeconds edited), taken by the next sync.
-	updated   *v1.Pod
-	graceOver *int64
-	// cancelPull cancels the image pull in progress, if any (see
-	// pullContext): a kill does not wait for a download.
-	cancelPull context.CancelFunc
-	// evictMsg: an eviction is requested (see evict), for evictSignal.
-	evictMsg, evictSignal string
-	// terminateReq: a TerminatePod is requested (see terminateAbnormally).
-	terminateReq *terminateRequest
+	// req: what other goroutines asked of the worker.
+	req podRequests
 
 	// Owned by the worker goroutine.
 	// backoff holds the restart back-offs and the image pull back-offs.
@@ -88,16 +71,8 @@ type podWorker struct {
 	inPostStart map[string]bool
 	// failure ends the pod for good (DeadlineExceeded, A.9).
 	failure *podFailure
-	// termMessages caches termination messages by container ID (A.40).
-	termMessages map[string]string
-	// probeKilled: containers (by ID) killed for a failed liveness or
-	// startup probe with a promised restart (B.9); see markProbeKilled.
-	probeKilled map[string]bool
-	// killChecked: probe-killed containers (by ID) whose restart the
-	// back-off held back once (podActions.CheckedKills).
-	killChecked map[string]bool
-	// oomChecked caches OOM-kill counter checks by container ID (D.14).
-	oomChecked map[string]bool
+	// marks: what the worker remembers of container instances.
+	marks containerMarks
 	// rejected: admission refused the pod (set before the worker runs).
 	rejected bool
 	// resync decides whether a due resync may skip its runtime calls.
@@ -110,67 +85,6 @@ type podWorker struct {
 	// start follows the pod's start for its start durations (set by
 	// the agent as it takes the pod on).
 	start podStart
-}
-
-// workerDeps are a pod worker's dependencies, shared by all workers of an
-// agent; all of them are safe for concurrent use. The worker reaches the
-// agent only through owner.
-type workerDeps struct {
-	rt     runtime.Runtime
-	clock  clock.WithTicker
-	log    *slog.Logger
-	prober Prober
-	// starts gates sandbox and container starts, teardowns sandbox
-	// teardowns (see killAll).
-	starts, teardowns *StartGate
-	events            *EventRecorder
-	hooks             *hookRunner
-	// cgroups: nil, no pod cgroups.
-	cgroups    PodCgroups
-	dns        func(*v1.Pod) (*runtime.DNSConfig, error)
-	hostIPs    []string
-	podsDir    string
-	podLogsDir string
-	// resync is the safety resync period (Config.ResyncPeriod).
-	resync time.Duration
-	// relisted counts the relist's successful listings (Agent.relisted);
-	// nil: no relist runs, and every resync is full (see canSkipResync).
-	relisted *atomic.Uint64
-	// runtimeName names the runtime in container IDs ("containerd"); set
-	// by Agent.Run before any worker starts.
-	runtimeName string
-	owner       workerOwner
-	// objects: the ConfigMaps and Secrets pods may reference; nil: none.
-	objects objects.Getter
-	// volumes: nil, no volume manager (see Config.Volumes).
-	volumes VolumeManager
-	// objectsChanged counts object changes (Agent.objectsChanged).
-	objectsChanged *atomic.Uint64
-	// security is the node's security settings (nil: the defaults).
-	security *securityPolicy
-	// allocatable: the node's (Config.Allocatable), for resourceFieldRef.
-	allocatable v1.ResourceList
-	// clusterDomain: Config.ClusterDomain; nodeHostsFile: the node's
-	// hosts file ("": /etc/hosts), the base of host-network pods' one.
-	clusterDomain, nodeHostsFile string
-	// puller pulls images (Config.Puller); required once a pod needs a
-	// pull. credentials: Config.Credentials (nil: anonymous pulls).
-	puller      ImagePuller
-	credentials PullCredentials
-	// services: Config.Services (nil: no service variables).
-	services ServiceEnv
-	// metricsPort: Config.Metrics; read through metrics() (nil: none).
-	metricsPort Metrics
-}
-
-// workerOwner is what a pod worker tells its owner (the Agent). Both
-// methods are safe for concurrent use and return quickly.
-type workerOwner interface {
-	// publish records p (with its status) as the pod's published state;
-	// ignored once the worker was forgotten.
-	publish(p *v1.Pod)
-	// workerDone forgets w: its pod is gone from the runtime.
-	workerDone(w *podWorker)
 }
 
 func newPodWorker(d *workerDeps, pod *v1.Pod, waitFor []<-chan struct{}) *podWorker {
@@ -188,10 +102,8 @@ func newPodWorker(d *workerDeps, pod *v1.Pod, waitFor []<-chan struct{}) *podWor
 		pullErrs: map[string]string{},
 		waiting:  map[string]waitingState{},
 
-		inPostStart:  map[string]bool{},
-		termMessages: map[string]string{},
-		oomChecked:   map[string]bool{},
-		killChecked:  map[string]bool{},
+		inPostStart: map[string]bool{},
+		marks:       newContainerMarks(),
 	}
 }
 
@@ -200,11 +112,11 @@ func (w *podWorker) event(name, typ, reason, msg string) {
 	if w.orphan {
 		return
 	}
-	fp := ""
-	if name != "" {
-		fp = containerFieldPath(w.pod, name)
+	if name == "" {
+		w.d.events.PodEvent(w.pod, typ, reason, msg)
+		return
 	}
-	w.d.events.record(w.pod, fp, typ, reason, msg)
+	w.d.events.ContainerEvent(w.pod, name, typ, reason, msg)
 }
 
 // wake asks the worker to sync soon. Non-blocking, safe for concurrent use.
@@ -218,23 +130,14 @@ func (w *podWorker) wake() {
 // kill asks the worker to terminate the pod, with grace (seconds) if set,
 // else the pod's terminationGracePeriodSeconds. Idempotent, non-blocking.
 func (w *podWorker) kill(grace *int64) {
-	w.mu.Lock()
-	if !w.terminating || grace != nil {
-		w.terminating, w.graceOver = true, grace
-	}
-	if w.cancelPull != nil {
-		w.cancelPull()
-	}
-	w.mu.Unlock()
+	w.req.kill(grace)
 	w.wake()
 }
 
 // update gives the worker a newer object of its pod; the next sync
 // works from it. Idempotent, non-blocking.
 func (w *podWorker) update(p *v1.Pod) {
-	w.mu.Lock()
-	w.updated = p
-	w.mu.Unlock()
+	w.req.update(p)
 	w.wake()
 }
 
@@ -243,10 +146,7 @@ func (w *podWorker) update(p *v1.Pod) {
 // show the pod's metadata (downwardAPI) are rewritten with it, as the
 // kubelet's volume manager does on its next pass.
 func (w *podWorker) takeUpdate(ctx context.Context) bool {
-	w.mu.Lock()
-	p := w.updated
-	w.updated = nil
-	w.mu.Unlock()
+	p := w.req.takeUpdate()
 	if p == nil || p == w.pod {
 		return false
 	}
@@ -257,12 +157,6 @@ func (w *podWorker) takeUpdate(ctx context.Context) bool {
 		}
 	}
 	return true
-}
-
-func (w *podWorker) isTerminating() (bool, *int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.terminating, w.graceOver
 }
 
 // run is the worker loop; it returns when the pod is gone or ctx is done.
@@ -277,7 +171,7 @@ func (w *podWorker) run(ctx context.Context) {
 	}
 	timedOut := false
 	for {
-		if term, grace := w.isTerminating(); term {
+		if term, grace := w.req.isTerminating(); term {
 			if w.terminate(ctx, grace) {
 				w.d.owner.workerDone(w)
 				return
@@ -345,38 +239,26 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 		w.log.Warn("cannot observe pod", "err", err)
 		if w.placeholderDue {
 			w.placeholderDue = false
-			w.d.owner.publish(w.pendingPod())
+			w.d.status.publish(w.pendingPod())
 		}
 		return 2 * time.Second
 	}
 	now := w.d.clock.Now()
-	if w.startTime.IsZero() {
-		w.startTime = now
-		if sb := st.sandbox(); sb != nil {
-			w.startTime = sb.CreatedAt
-		}
-	}
-	w.fillTerminationMessages(ctx, st)
-	w.settleOOM(st)
-	w.takeEviction()
-	w.takeTermination()
-	deadline := w.checkDeadline(now)
-	w.pruneProbeKilled(st)
-	w.backoff.prune(now)
+	deadline := w.settle(ctx, st, now)
 	x := planExtras{
 		Started:       func(name, _ string) bool { return w.d.prober.Started(w.uid, name) },
 		ProbeFailed:   w.syncProbes(st),
 		Failure:       w.failure,
-		RestartAnyway: w.probeKilled,
-		KillChecked:   w.killChecked,
+		RestartAnyway: w.marks.probeKilled,
+		KillChecked:   w.marks.killChecked,
 	}
 	acts := computePodActions(w.pod, st, now, w.backoff, x)
 	for _, id := range acts.CheckedKills {
-		w.killChecked[id] = true
+		w.marks.killChecked[id] = true
 	}
 	progressed, retry := w.apply(ctx, st, acts)
 	if acts.Terminal && retry == 0 {
-		w.terminationDone()
+		w.req.terminationDone()
 	}
 	for name, ws := range acts.Waiting {
 		if prev, ok := w.waiting[name]; !ok || prev != ws {
@@ -404,6 +286,28 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	return next
 }
 
+// settle brings what the worker keeps up to the observation st at now,
+// before it plans: the pod's start time, the termination messages and OOM
+// kills of exited containers, the requested eviction or TerminatePod, the
+// active deadline (it returns the time left, 0: none), and it forgets the
+// marks and back-offs that no longer apply.
+func (w *podWorker) settle(ctx context.Context, st *podState, now time.Time) (deadline time.Duration) {
+	if w.startTime.IsZero() {
+		w.startTime = now
+		if sb := st.sandbox(); sb != nil {
+			w.startTime = sb.CreatedAt
+		}
+	}
+	w.fillTerminationMessages(ctx, st)
+	w.settleOOM(st)
+	w.takeEviction()
+	w.takeTermination()
+	deadline = w.checkDeadline(now)
+	w.marks.pruneProbeKilled(st)
+	w.backoff.prune(now)
+	return deadline
+}
+
 // checkDeadline fails the pod once it ran longer than activeDeadlineSeconds
 // (A.9) and otherwise returns the time left (0: no deadline).
 func (w *podWorker) checkDeadline(now time.Time) time.Duration {
@@ -429,10 +333,10 @@ func (w *podWorker) fillTerminationMessages(ctx context.Context, st *podState) {
 		if cs.State != runtime.ContainerExited {
 			continue
 		}
-		msg, ok := w.termMessages[cs.ID]
+		msg, ok := w.marks.termMessages[cs.ID]
 		if !ok {
 			msg = terminationMessage(ctx, cs)
-			w.termMessages[cs.ID] = msg
+			w.marks.termMessages[cs.ID] = msg
 		}
 		st.Containers[i] = withMessage(cs, msg)
 	}
@@ -444,12 +348,12 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 	}
 	s := computePodStatus(statusInput{
 		Pod: w.pod, State: st, Waiting: w.waiting, Previous: w.status,
-		HostIPs: w.d.hostIPs, StartTime: w.startTime, Now: now,
+		HostIPs: w.d.env.hostIPs, StartTime: w.startTime, Now: now,
 		Ready:         func(name string) bool { return w.d.prober.Ready(w.uid, name) },
 		Started:       func(name string) bool { return w.d.prober.Started(w.uid, name) },
 		InPostStart:   w.inPostStart,
 		Failure:       w.failure,
-		RestartAnyway: w.probeKilled,
+		RestartAnyway: w.marks.probeKilled,
 		RuntimeName:   w.d.runtimeName,
 	})
 	w.status = &s
@@ -462,12 +366,12 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 		// which is what `skiff pods` shows as AGE.
 		p.CreationTimestamp = metav1.NewTime(w.startTime)
 	}
-	if term, _ := w.isTerminating(); term {
+	if term, _ := w.req.isTerminating(); term {
 		t := metav1.NewTime(now)
 		p.DeletionTimestamp = &t
 		p.DeletionGracePeriodSeconds = w.graceSeconds(nil)
 	}
-	w.d.owner.publish(p)
+	w.d.status.publish(p)
 }
 
 // pendingPod is the pod as first published, before any sync.
@@ -478,61 +382,4 @@ func (w *podWorker) pendingPod() *v1.Pod {
 		p.CreationTimestamp = metav1.NewTime(w.d.clock.Now())
 	}
 	return p
-}
-
-// graceSeconds is the grace period of a kill (A.43); at least 2s, like the
-// kubelet's minimum for kills.
-func (w *podWorker) graceSeconds(override *int64) *int64 {
-	g := gracePeriod(w.pod)
-	if override != nil {
-		g = *override
-	}
-	g = max(g, 2)
-	return &g
-}
-
-// failureGrace is the grace period the pod's failure asks for (nil: the
-// pod's own).
-func (w *podWorker) failureGrace() *int64 {
-	if w.failure == nil {
-		return nil
-	}
-	return w.failure.Grace
-}
-
-// terminate stops and removes all of the pod's containers and sandboxes
-// (A.42): every container gets its stop signal, SIGKILL after the grace
-// period, then the sandbox goes. It reports whether the pod is gone.
-func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
-	defer w.observePass(OperationKill, w.d.clock.Now())
-	grace := time.Duration(*w.graceSeconds(override)) * time.Second
-	st, err := observe(ctx, w.d.rt, string(w.uid))
-	if err != nil {
-		w.log.Warn("cannot observe pod for termination", "err", err)
-		return false
-	}
-	w.publishStatus(st, w.d.clock.Now())
-	if err := w.killAll(ctx, st, grace, func() { w.stopped.Store(true) }); err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("terminating pod", "err", err)
-		}
-		return false
-	}
-	w.d.prober.RemovePod(w.uid)
-	w.removePodCgroup(ctx)
-	if err := w.tearDownVolumes(ctx); err != nil {
-		w.log.Warn("tearing down volumes", "err", err)
-		return false
-	}
-	dir := podlogs.PodDir(w.d.podLogsDir, w.pod.Namespace, w.pod.Name, string(w.uid))
-	if err := os.RemoveAll(dir); err != nil {
-		w.log.Warn("removing pod logs", "dir", dir, "err", err)
-	}
-	if w.d.podsDir != "" {
-		if err := os.RemoveAll(filepath.Join(w.d.podsDir, string(w.uid))); err != nil {
-			w.log.Warn("removing pod directory", "err", err)
-		}
-	}
-	w.log.Info("pod terminated")
-	return true
 }

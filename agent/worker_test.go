@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiffnode/skiff/internal/clocktest"
+	"github.com/skiffnode/skiff/internal/events"
+	"github.com/skiffnode/skiff/internal/startgate"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/fake"
 )
@@ -67,8 +69,8 @@ func TestWorkerWithFakeOwnerAndClock_A13(t *testing.T) {
 	owner := &fakeOwner{}
 	d := &workerDeps{
 		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: NewStartGate(2), teardowns: NewStartGate(2), events: NewEventRecorder(clk, "node"),
-		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner,
+		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
+		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner, status: owner,
 	}
 	pod := testPod("Always", nil, "a")
 	w := newPodWorker(d, pod, nil)

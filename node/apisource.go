@@ -20,6 +20,7 @@ import (
 	"github.com/skiffnode/skiff/agent"
 	"github.com/skiffnode/skiff/apisource"
 	"github.com/skiffnode/skiff/internal/apiclient"
+	"github.com/skiffnode/skiff/internal/events"
 	"github.com/skiffnode/skiff/internal/nodestatus"
 	"github.com/skiffnode/skiff/runtime"
 )
@@ -90,7 +91,7 @@ type apiSource struct {
 // newAPISource loads --kubeconfig and builds the managers; nothing runs
 // and nothing connects yet. pods is filled in later (the agent needs the
 // status manager's callback first).
-func (o *APIConfig) newAPISource(node string, pods *lateBoundPods, facts func(context.Context) (nodestatus.Facts, nodestatus.Health), events *agent.EventRecorder, log *slog.Logger) (*apiSource, error) {
+func (o *APIConfig) newAPISource(node string, pods *lateBoundPods, facts func(context.Context) (nodestatus.Facts, nodestatus.Health), events *events.Recorder, log *slog.Logger) (*apiSource, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/agent"
+	"github.com/skiffnode/skiff/internal/events"
 	"github.com/skiffnode/skiff/internal/nodestatus"
 	"github.com/skiffnode/skiff/nodeshutdown"
 )
@@ -62,7 +63,7 @@ func parseByPriority(s string) ([]nodeshutdown.PriorityGracePeriod, error) {
 // events, the H.21 times under rootDir registered on reg. Its Admit goes
 // to agent.Config.Admitters, its Status to the node's readiness
 // (withShutdownStatus), and runShutdown runs it.
-func (o *ShutdownConfig) newManager(rootDir string, events *agent.EventRecorder, reg prometheus.Registerer, log *slog.Logger) (*nodeshutdown.Manager, error) {
+func (o *ShutdownConfig) newManager(rootDir string, events *events.Recorder, reg prometheus.Registerer, log *slog.Logger) (*nodeshutdown.Manager, error) {
 	mo := nodeshutdown.Options{
 		Config: o.Config,
 		Connect: func(ctx context.Context) (nodeshutdown.Logind, error) {

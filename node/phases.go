@@ -13,7 +13,9 @@ import (
 	"github.com/skiffnode/skiff/images"
 	imageservice "github.com/skiffnode/skiff/images/service"
 	"github.com/skiffnode/skiff/internal/credentials"
+	"github.com/skiffnode/skiff/internal/events"
 	"github.com/skiffnode/skiff/internal/objects"
+	"github.com/skiffnode/skiff/internal/startgate"
 	"github.com/skiffnode/skiff/nodeshutdown"
 	"github.com/skiffnode/skiff/probes"
 	"github.com/skiffnode/skiff/staticpods"
@@ -24,11 +26,11 @@ import (
 type apiPhase struct {
 	hostIPs []string
 	// starts is the start gate the agent's workers and the prober share.
-	starts *agent.StartGate
+	starts *startgate.Gate
 	// store holds the ConfigMaps and Secrets beside static pods; the
 	// static-pod source fills it.
 	store    *objects.Store
-	events   *agent.EventRecorder
+	events   *events.Recorder
 	shutdown *nodeshutdown.Manager
 	// source is the API source (--kubeconfig); nil without an API server.
 	source *apiSource
@@ -43,9 +45,9 @@ type apiPhase struct {
 func (n *Node) newAPI(ctx context.Context) error {
 	p := &apiPhase{
 		hostIPs: nodeIPs(n.log),
-		starts:  agent.NewStartGate(n.cfg.MaxParallelStarts),
+		starts:  startgate.New(n.cfg.MaxParallelStarts),
 		store:   objects.NewStore(),
-		events:  agent.NewEventRecorder(clock.RealClock{}, n.name),
+		events:  events.NewRecorder(clock.RealClock{}, n.name),
 		pods:    &lateBoundPods{},
 	}
 	n.api = p
@@ -231,7 +233,7 @@ func (n *Node) buildAgent(prober *probes.Manager, changes chan types.UID) (*agen
 		Allocatable:       n.allocatable,
 		Objects:           stor.objs,
 		Services:          services,
-		Volumes:           stor.vols,
+		Volumes:           agentVolumes{stor.vols},
 		ObjectChanges:     stor.changes,
 		Security:          o.Security.config(o.RootDir),
 		ClusterDomain:     o.ClusterDomain,

@@ -23,6 +23,8 @@ type Bucket struct {
 // inside a probe is GC), then skiff's packages from the most to the least
 // specific, then gRPC's connection goroutines, the scheduler, the rest.
 // The last bucket matches everything, so the buckets add up to the whole.
+// The agent's relist frames are matched under their names before issue 30
+// too ((*Agent).relist..., (*Agent).watchExits), for older profiles.
 func Buckets() []Bucket {
 	return []Bucket{
 		{"GC", "Go's garbage collector: mark workers, assists, sweeping, scavenging",
@@ -31,9 +33,10 @@ func Buckets() []Bucket {
 		{"probes", "the probe workers (skiff/probes) and the ExecSync calls they make, up to gRPC's write",
 			prefix(skiffPkg + "probes.")},
 		{"event stream", "containerd's event stream: exit events received, decoded and passed on (skiff/runtime/containerd exit watcher, the agent's exit queue)",
-			oneOfPrefix(skiffPkg+"runtime/containerd.(*ExitWatcher)", skiffPkg+"agent.(*Agent).watchExits", skiffPkg+"agent.(*exitQueue)")},
+			oneOfPrefix(skiffPkg+"runtime/containerd.(*ExitWatcher)", skiffPkg+"agent.(*relistLoop).watchExits",
+				skiffPkg+"agent.(*exitQueue)", skiffPkg+"agent.(*Agent).watchExits")},
 		{"relist", "the relist loop: CRI listings and comparing them with the last",
-			oneOfPrefix(skiffPkg+"agent.(*Agent).relist", skiffPkg+"agent.(*relister)")},
+			oneOfPrefix(skiffPkg+"agent.(*relistLoop)", skiffPkg+"agent.(*relister)", skiffPkg+"agent.(*Agent).relist")},
 		{"stats", "cgroup statistics (/stats/summary, resource metrics)",
 			oneOfPrefix(skiffPkg+"agent.(*Agent).StatsSummary", skiffPkg+"agent.(*Agent).readStats", skiffPkg+"cgroups")},
 		{"status/API", "status publishing, the local API server, the API server client",

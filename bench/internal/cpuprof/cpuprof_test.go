@@ -135,6 +135,10 @@ func TestBucketOrder(t *testing.T) {
 		{probeStack, "probes"}, // probes before gRPC
 		{readerStack, "gRPC transport"},
 		{"x;github.com/skiffnode/skiff/runtime/containerd.(*ExitWatcher).watchOnce", "event stream"},
+		{"x;github.com/skiffnode/skiff/agent.(*relistLoop).watchExits.func1", "event stream"},
+		{"syscall.Syscall;github.com/skiffnode/skiff/agent.(*relistLoop).list;github.com/skiffnode/skiff/agent.(*relistLoop).once", "relist"},
+		{"x;github.com/skiffnode/skiff/agent.(*Agent).killOrphans;github.com/skiffnode/skiff/agent.(*Agent).listed;github.com/skiffnode/skiff/agent.(*relistLoop).once", "relist"},
+		{relistStack, "relist"},
 		{"x;github.com/skiffnode/skiff/agent.(*podWorker).publishStatus;github.com/skiffnode/skiff/agent.(*podWorker).run", "status/API"},
 		{"x;github.com/skiffnode/skiff/agent.(*podWorker).sync", "pod workers"},
 		{"x;github.com/skiffnode/skiff/agent.(*Agent).runGC", "other skiff"},

@@ -1,4 +1,7 @@
-package agent
+// Package startgate bounds the sandbox and container starts in flight on a
+// node: a Gate with two priorities (a started pod's containers before the
+// next pod's sandbox) whose limit adapts to the runtime's throughput.
+package startgate
 
 import (
 	"context"
@@ -9,31 +12,31 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// startPriority orders the waiters of a StartGate.
-type startPriority int
+// Priority orders the waiters of a Gate.
+type Priority int
 
 const (
-	// prioContainer is a container start of a pod whose sandbox exists.
-	prioContainer startPriority = iota
-	// prioSandbox is a new sandbox.
-	prioSandbox
+	// Container is a container start of a pod whose sandbox exists.
+	Container Priority = iota
+	// Sandbox is a new sandbox.
+	Sandbox
 	numPriorities
 )
 
-// StartGate bounds concurrent sandbox and container starts (the runtime's
+// Gate bounds concurrent sandbox and container starts (the runtime's
 // throughput on a small node is the limit, not the agent). Waiters of a
 // higher priority are served first: a pod already on its way gets its
 // containers started before the next pod's sandbox, so that when many pods
 // arrive at once the first ones run early instead of every sandbox being
 // created before any container (issue 5, density). Within a priority,
 // waiters are served in arrival order. The agent bounds sandbox teardowns
-// with a second gate (see killAll).
+// with a second gate (see the agent's killAll).
 //
 // The limit is adaptive (issue 13) or fixed: a limitController sees every
 // finished start and moves the limit to where completed starts per second
 // stop rising; a lowered limit takes effect as starts finish (none is
 // interrupted). Safe for concurrent use; it owns no goroutine.
-type StartGate struct {
+type Gate struct {
 	mu       sync.Mutex
 	limit    int
 	inFlight int
@@ -42,7 +45,7 @@ type StartGate struct {
 	clk     clock.PassiveClock
 	waiters [numPriorities][]chan struct{}
 	// idleCh is closed while no slot is taken and nobody waits; a new one
-	// is made when the gate gets busy (see idle).
+	// is made when the gate gets busy (see Idle).
 	idleCh chan struct{}
 }
 
@@ -55,20 +58,20 @@ func defaultStarts() int { return max(2, goruntime.NumCPU()) }
 // 4*CPUs within [16, 64].
 func maxAdaptiveStarts() int { return min(64, max(16, 4*goruntime.NumCPU())) }
 
-// NewStartGate returns a gate for --max-parallel-starts n (issue 13: no
+// New returns a gate for --max-parallel-starts n (issue 13: no
 // fixed number that fits only one runtime). The limit adapts (see
 // limitController), timed by the real clock: with n <= 0 (the default)
 // from defaultStarts() up to maxAdaptiveStarts(), with n > 0 up to n from
 // min(defaultStarts(), n); n at or below defaultStarts() is a fixed n.
-func NewStartGate(n int) *StartGate {
+func New(n int) *Gate {
 	lo, hi := startBounds(n)
 	if lo == hi {
-		return newStartGate(hi)
+		return newGate(hi)
 	}
-	return newAdaptiveStartGate(clock.RealClock{}, lo, hi)
+	return newAdaptiveGate(clock.RealClock{}, lo, hi)
 }
 
-// startBounds is the [lo, hi] range NewStartGate(n) adapts within.
+// startBounds is the [lo, hi] range New(n) adapts within.
 func startBounds(n int) (lo, hi int) {
 	if n <= 0 {
 		return defaultStarts(), maxAdaptiveStarts()
@@ -76,42 +79,50 @@ func startBounds(n int) (lo, hi int) {
 	return min(defaultStarts(), n), n
 }
 
-// newStartGate returns a gate with a fixed limit of n (at least 1).
-func newStartGate(n int) *StartGate {
+// newGate returns a gate with a fixed limit of n (at least 1).
+func newGate(n int) *Gate {
 	idle := make(chan struct{})
 	close(idle)
-	return &StartGate{limit: max(n, 1), idleCh: idle}
+	return &Gate{limit: max(n, 1), idleCh: idle}
 }
 
-// newAdaptiveStartGate returns a gate whose limit starts at lo and adapts
+// newAdaptiveGate returns a gate whose limit starts at lo and adapts
 // within [lo, hi] (see limitController), reading the time from clk.
-func newAdaptiveStartGate(clk clock.PassiveClock, lo, hi int) *StartGate {
+func newAdaptiveGate(clk clock.PassiveClock, lo, hi int) *Gate {
 	ctl := newLimitController(lo, hi)
-	g := newStartGate(ctl.Limit())
+	g := newGate(ctl.Limit())
 	g.ctl, g.clk = ctl, clk
 	return g
 }
 
 // Limit is the number of starts the gate lets in flight now. Safe for
 // concurrent use.
-func (g *StartGate) Limit() int {
+func (g *Gate) Limit() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.limit
 }
 
-// idle returns a channel that is closed once the gate is idle: no start in
+// Idle returns a channel that is closed once the gate is idle: no start in
 // flight and none waiting. It is already closed if the gate is idle now.
 // Probes use it to let repeated checks yield to container starts (see
 // probes.Config.StartsIdle). Safe for concurrent use; never blocks.
-func (g *StartGate) Idle() <-chan struct{} {
+func (g *Gate) Idle() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.idleCh
 }
 
+// Waiting is the number of starts of priority p waiting for a slot now.
+// Safe for concurrent use; never blocks.
+func (g *Gate) Waiting(p Priority) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waiters[p])
+}
+
 // busyLocked records that a slot was taken or a waiter queued.
-func (g *StartGate) busyLocked() {
+func (g *Gate) busyLocked() {
 	select {
 	case <-g.idleCh:
 		g.idleCh = make(chan struct{})
@@ -119,10 +130,10 @@ func (g *StartGate) busyLocked() {
 	}
 }
 
-// acquire blocks until it holds a slot or ctx ends. The returned release
+// Acquire blocks until it holds a slot or ctx ends. The returned release
 // gives the slot back (or hands it to the next waiter); call it exactly
 // once, when the start finished: on an adaptive gate, its time counts.
-func (g *StartGate) acquire(ctx context.Context, p startPriority) (release func(), err error) {
+func (g *Gate) Acquire(ctx context.Context, p Priority) (release func(), err error) {
 	g.mu.Lock()
 	g.busyLocked()
 	if g.inFlight < g.limit && !g.anyWaiterLocked() {
@@ -150,7 +161,7 @@ func (g *StartGate) acquire(ctx context.Context, p startPriority) (release func(
 	}
 }
 
-func (g *StartGate) release() {
+func (g *Gate) release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.finishLocked(true)
@@ -158,7 +169,7 @@ func (g *StartGate) release() {
 
 // finishLocked gives a slot back; ran: a start ran in it (an adaptive gate
 // learns from its finish time). Then it hands free slots to waiters.
-func (g *StartGate) finishLocked(ran bool) {
+func (g *Gate) finishLocked(ran bool) {
 	g.inFlight--
 	if ran && g.ctl != nil {
 		g.limit = g.ctl.Observe(startSample{End: g.clk.Now(), Queued: g.anyWaiterLocked()})
@@ -169,7 +180,7 @@ func (g *StartGate) finishLocked(ran bool) {
 
 // grantLocked hands free slots to the first waiters of the highest
 // priority.
-func (g *StartGate) grantLocked() {
+func (g *Gate) grantLocked() {
 	for g.inFlight < g.limit {
 		p := slices.IndexFunc(g.waiters[:], func(q []chan struct{}) bool { return len(q) > 0 })
 		if p < 0 {
@@ -183,7 +194,7 @@ func (g *StartGate) grantLocked() {
 }
 
 // idleIfLocked closes idleCh if no slot is taken and nobody waits.
-func (g *StartGate) idleIfLocked() {
+func (g *Gate) idleIfLocked() {
 	if g.inFlight > 0 || g.anyWaiterLocked() {
 		return
 	}
@@ -194,7 +205,7 @@ func (g *StartGate) idleIfLocked() {
 	}
 }
 
-func (g *StartGate) anyWaiterLocked() bool {
+func (g *Gate) anyWaiterLocked() bool {
 	for _, q := range g.waiters {
 		if len(q) > 0 {
 			return true

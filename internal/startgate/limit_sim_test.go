@@ -1,4 +1,4 @@
-package agent
+package startgate
 
 import (
 	"math"
@@ -26,7 +26,7 @@ type simRuntime struct {
 	work time.Duration
 	// pods: the starts come as pods, a sandbox taking sandboxWork then its
 	// container taking work, which waits for the sandbox and then goes
-	// before new sandboxes (the StartGate's priorities); the mix of the
+	// before new sandboxes (the Gate's priorities); the mix of the
 	// two changes over a burst. false: every start takes work.
 	pods        bool
 	sandboxWork time.Duration

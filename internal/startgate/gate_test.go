@@ -1,17 +1,15 @@
-package agent
+package startgate
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // waitQueued blocks until the gate has n waiters of priority p.
-func waitQueued(t *testing.T, g *StartGate, p startPriority, n int) {
+func waitQueued(t *testing.T, g *Gate, p Priority, n int) {
 	t.Helper()
 	for range 5000 {
 		g.mu.Lock()
@@ -31,24 +29,24 @@ func waitQueued(t *testing.T, g *StartGate, p startPriority, n int) {
 // an adaptive gate keeps the order (issue 13).
 func TestStartGateServesContainersBeforeSandboxes(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	for name, g := range map[string]*StartGate{
-		"fixed":    NewStartGate(1),
-		"adaptive": newAdaptiveStartGate(clk, 1, 32),
+	for name, g := range map[string]*Gate{
+		"fixed":    New(1),
+		"adaptive": newAdaptiveGate(clk, 1, 32),
 	} {
 		t.Run(name, func(t *testing.T) { testServesContainersFirst(t, g) })
 	}
 }
 
-func testServesContainersFirst(t *testing.T, g *StartGate) {
+func testServesContainersFirst(t *testing.T, g *Gate) {
 	ctx := context.Background()
-	release, err := g.acquire(ctx, prioSandbox)
+	release, err := g.Acquire(ctx, Sandbox)
 	if err != nil {
 		t.Fatal(err)
 	}
 	order := make(chan string, 3)
 	done := make(chan struct{}, 3)
-	take := func(name string, p startPriority) {
-		r, err := g.acquire(ctx, p)
+	take := func(name string, p Priority) {
+		r, err := g.Acquire(ctx, p)
 		if err != nil {
 			t.Error(err)
 			return
@@ -57,12 +55,12 @@ func testServesContainersFirst(t *testing.T, g *StartGate) {
 		r()
 		done <- struct{}{}
 	}
-	go take("sandbox-2", prioSandbox)
-	waitQueued(t, g, prioSandbox, 1)
-	go take("sandbox-3", prioSandbox)
-	waitQueued(t, g, prioSandbox, 2)
-	go take("container-1", prioContainer)
-	waitQueued(t, g, prioContainer, 1)
+	go take("sandbox-2", Sandbox)
+	waitQueued(t, g, Sandbox, 1)
+	go take("sandbox-3", Sandbox)
+	waitQueued(t, g, Sandbox, 2)
+	go take("container-1", Container)
+	waitQueued(t, g, Container, 1)
 	release()
 	for range 3 {
 		<-done
@@ -83,15 +81,15 @@ func testServesContainersFirst(t *testing.T, g *StartGate) {
 
 // cancelQueuedWaiter queues a sandbox waiter on g (whose slots are taken),
 // cancels it and checks that it got no slot.
-func cancelQueuedWaiter(t *testing.T, g *StartGate) {
+func cancelQueuedWaiter(t *testing.T, g *Gate) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := g.acquire(ctx, prioSandbox)
+		_, err := g.Acquire(ctx, Sandbox)
 		errc <- err
 	}()
-	waitQueued(t, g, prioSandbox, 1)
+	waitQueued(t, g, Sandbox, 1)
 	cancel()
 	if err := <-errc; err == nil {
 		t.Fatal("acquire with a cancelled context succeeded")
@@ -101,14 +99,14 @@ func cancelQueuedWaiter(t *testing.T, g *StartGate) {
 // TestStartGateCancelledWaiterGivesNoSlotAway: a waiter whose context ends
 // leaves the queue and the slot count stays right.
 func TestStartGateCancelledWaiterGivesNoSlotAway(t *testing.T) {
-	g := NewStartGate(1)
-	release, _ := g.acquire(context.Background(), prioContainer)
+	g := New(1)
+	release, _ := g.Acquire(context.Background(), Container)
 	cancelQueuedWaiter(t, g)
 	release()
 	if g.inFlight != 0 || g.anyWaiterLocked() {
 		t.Errorf("%d in flight, waiters %v: want none", g.inFlight, g.waiters)
 	}
-	r, err := g.acquire(context.Background(), prioSandbox)
+	r, err := g.Acquire(context.Background(), Sandbox)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,24 +128,24 @@ func isClosed(ch <-chan struct{}) bool {
 // (repeated exec probes wait on it, issue 5 density).
 func TestStartGateIdle(t *testing.T) {
 	ctx := context.Background()
-	g := NewStartGate(1)
+	g := New(1)
 	if !isClosed(g.Idle()) {
 		t.Fatal("a new gate is not idle")
 	}
-	r1, _ := g.acquire(ctx, prioSandbox)
+	r1, _ := g.Acquire(ctx, Sandbox)
 	busy := g.Idle()
 	if isClosed(busy) {
 		t.Fatal("idle while a start is in flight")
 	}
 	got := make(chan func(), 1)
 	go func() {
-		r, err := g.acquire(ctx, prioContainer)
+		r, err := g.Acquire(ctx, Container)
 		if err != nil {
 			t.Error(err)
 		}
 		got <- r
 	}()
-	waitQueued(t, g, prioContainer, 1)
+	waitQueued(t, g, Container, 1)
 	r1() // hands the slot to the waiter: still busy
 	r2 := <-got
 	if isClosed(busy) || isClosed(g.Idle()) {
@@ -158,7 +156,7 @@ func TestStartGateIdle(t *testing.T) {
 		t.Fatal("not idle after every start was released")
 	}
 	// A waiter that gives up does not keep the gate busy.
-	r3, _ := g.acquire(ctx, prioSandbox)
+	r3, _ := g.Acquire(ctx, Sandbox)
 	cancelQueuedWaiter(t, g)
 	if isClosed(g.Idle()) {
 		t.Fatal("idle while a start is in flight")
@@ -167,33 +165,4 @@ func TestStartGateIdle(t *testing.T) {
 	if !isClosed(g.Idle()) {
 		t.Fatal("not idle after the cancelled waiter left and the start was released")
 	}
-}
-
-// TestAgentStartsThroughTheGivenGate: the agent starts sandboxes through
-// the StartGate it is given (the one the prober watches), so a start waits
-// while the gate is full.
-func TestAgentStartsThroughTheGivenGate(t *testing.T) {
-	rt := newFakeRuntime()
-	cfg := testConfig(t, rt)
-	cfg.Starts = NewStartGate(1)
-	release, err := cfg.Starts.acquire(context.Background(), prioSandbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := runTestAgent(t, cfg)
-	h.src.ch <- []*v1.Pod{testPod("Always", nil, "a")}
-	waitQueued(t, cfg.Starts, prioSandbox, 1) // the sandbox creation waits at the gate
-	for _, c := range rt.Calls() {
-		if strings.HasPrefix(c, "RunSandbox") {
-			t.Fatalf("sandbox started while the given gate was full: %v", rt.Calls())
-		}
-	}
-	if isClosed(cfg.Starts.Idle()) {
-		t.Error("gate idle while the agent waits for it")
-	}
-	release()
-	h.eventually("sandbox started after the gate freed", func() bool {
-		_, ok := rt.ContainerByName("uid1", "a")
-		return ok
-	})
 }

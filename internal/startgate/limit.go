@@ -1,10 +1,10 @@
-package agent
+package startgate
 
 import (
 	"time"
 )
 
-// startSample is one finished start (or teardown step) as a StartGate saw
+// startSample is one finished start (or teardown step) as a Gate saw
 // it: the input of a limitController.
 type startSample struct {
 	// End is when the start gave its slot back.
@@ -64,7 +64,7 @@ const (
 // climbs while throughput follows. The limit never leaves [min, max].
 //
 // A limitController is pure (no clock, no goroutine: time comes from the
-// samples) and not safe for concurrent use; its StartGate serializes it.
+// samples) and not safe for concurrent use; its Gate serializes it.
 type limitController struct {
 	min, max int
 	limit    int

@@ -1,4 +1,4 @@
-package agent
+package startgate
 
 import (
 	"context"
@@ -15,13 +15,13 @@ import (
 func gateRun(t *testing.T, total int, latency func(n int) time.Duration) []int {
 	t.Helper()
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	g := newAdaptiveStartGate(clk, 2, 32)
+	g := newAdaptiveGate(clk, 2, 32)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	granted := make(chan func(), total)
 	for range total {
 		go func() {
-			r, err := g.acquire(ctx, prioSandbox)
+			r, err := g.Acquire(ctx, Sandbox)
 			if err == nil {
 				granted <- r
 			}
@@ -30,7 +30,7 @@ func gateRun(t *testing.T, total int, latency func(n int) time.Duration) []int {
 	// Wait until every start holds a slot or waits for one.
 	for i := 0; ; i++ {
 		g.mu.Lock()
-		n := g.inFlight + len(g.waiters[prioSandbox])
+		n := g.inFlight + len(g.waiters[Sandbox])
 		g.mu.Unlock()
 		if n == total {
 			break
@@ -112,15 +112,15 @@ func TestNewStartGateFlagValues(t *testing.T) {
 		{n: lo, wantLimit: lo},
 		{n: 1, wantLimit: 1},
 	} {
-		g := NewStartGate(tc.n)
+		g := New(tc.n)
 		if got := g.Limit(); got != tc.wantLimit {
-			t.Errorf("NewStartGate(%d): limit %d, want %d", tc.n, got, tc.wantLimit)
+			t.Errorf("New(%d): limit %d, want %d", tc.n, got, tc.wantLimit)
 		}
 		if got := g.ctl != nil; got != tc.adaptive {
-			t.Fatalf("NewStartGate(%d): adaptive %v, want %v", tc.n, got, tc.adaptive)
+			t.Fatalf("New(%d): adaptive %v, want %v", tc.n, got, tc.adaptive)
 		}
 		if tc.adaptive && (g.ctl.min != tc.wantLo || g.ctl.max != tc.wantHi) {
-			t.Errorf("NewStartGate(%d): adapts within [%d, %d], want [%d, %d]", tc.n, g.ctl.min, g.ctl.max, tc.wantLo, tc.wantHi)
+			t.Errorf("New(%d): adapts within [%d, %d], want [%d, %d]", tc.n, g.ctl.min, g.ctl.max, tc.wantLo, tc.wantHi)
 		}
 	}
 	if hi := maxAdaptiveStarts(); hi < 16 || hi > 64 {

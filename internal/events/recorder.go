@@ -1,4 +1,8 @@
-package agent
+// Package events keeps the recent events of a node and its pods in
+// memory, as the kubelet's event recorder would post them: repeats are
+// counted, not stored again, and events expire after an hour or once more
+// than a thousand are kept.
+package events
 
 import (
 	"fmt"
@@ -10,30 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-)
-
-// Event reasons, as the kubelet records them (pkg/kubelet/events).
-const (
-	EventPulling           = "Pulling"
-	EventPulled            = "Pulled"
-	EventFailed            = "Failed"
-	EventErrImageNeverPull = "ErrImageNeverPull"
-	EventInspectFailed     = "InspectFailed"
-	// EventFailedToRetrieveImagePullSecret is a pod event: some of its
-	// imagePullSecrets could not be read.
-	EventFailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
-	EventCreated                         = "Created"
-	EventStarted                         = "Started"
-	EventKilling                         = "Killing"
-	EventBackOff                         = "BackOff"
-	EventUnhealthy                       = "Unhealthy"
-	EventProbeWarning                    = "ProbeWarning"
-	EventFailedPostStartHook             = "FailedPostStartHook"
-	EventFailedPreStopHook               = "FailedPreStopHook"
-	EventDeadlineExceeded                = "DeadlineExceeded"
-	EventSandboxChanged                  = "SandboxChanged"
-	EventFailedCreateSandbox             = "FailedCreatePodSandBox"
-	EventContainerGCFailed               = "ContainerGCFailed"
 )
 
 const (
@@ -53,9 +33,9 @@ type eventKey struct {
 	fieldPath, typ, reason, msg string
 }
 
-// EventRecorder keeps the recent events of this node's pods in memory.
+// Recorder keeps the recent events of this node's pods in memory.
 // Safe for concurrent use.
-type EventRecorder struct {
+type Recorder struct {
 	clock clock.PassiveClock
 	node  string
 
@@ -71,29 +51,35 @@ type EventRecorder struct {
 // repeat of a kept event (same name, higher count). fn is called with the
 // recorder's lock held: it must not block or call the recorder. Safe for
 // concurrent use.
-func (r *EventRecorder) Forward(fn func(ev *v1.Event, repeat bool)) {
+func (r *Recorder) Forward(fn func(ev *v1.Event, repeat bool)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.forward = fn
 }
 
-// NewEventRecorder returns a recorder stamping events with c's time (nil:
+// NewRecorder returns a recorder stamping events with c's time (nil:
 // the real clock) and node as their source host.
-func NewEventRecorder(c clock.PassiveClock, node string) *EventRecorder {
+func NewRecorder(c clock.PassiveClock, node string) *Recorder {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &EventRecorder{clock: c, node: node, events: map[eventKey]*v1.Event{}}
+	return &Recorder{clock: c, node: node, events: map[eventKey]*v1.Event{}}
+}
+
+// ContainerEvent records an event about container of pod, e.g. a probe's
+// Unhealthy event. Safe for concurrent use; never blocks for long.
+func (r *Recorder) ContainerEvent(pod *v1.Pod, container, typ, reason, msg string) {
+	r.record(pod, containerFieldPath(pod, container), typ, reason, msg)
+}
+
+// PodEvent records an event about pod itself (no field path). Safe for
+// concurrent use; never blocks for long.
+func (r *Recorder) PodEvent(pod *v1.Pod, typ, reason, msg string) {
+	r.record(pod, "", typ, reason, msg)
 }
 
 // containerFieldPath is the involvedObject.fieldPath of a container:
 // spec.containers{name} or spec.initContainers{name}.
-// ContainerEvent records an event about container of pod, e.g. a probe's
-// Unhealthy event. Safe for concurrent use; never blocks for long.
-func (r *EventRecorder) ContainerEvent(pod *v1.Pod, container, typ, reason, msg string) {
-	r.record(pod, containerFieldPath(pod, container), typ, reason, msg)
-}
-
 func containerFieldPath(pod *v1.Pod, name string) string {
 	for _, c := range pod.Spec.InitContainers {
 		if c.Name == name {
@@ -105,7 +91,7 @@ func containerFieldPath(pod *v1.Pod, name string) string {
 
 // record adds an event about pod (fieldPath "" for the pod itself, else
 // containerFieldPath). Repeats increase the count of the stored event.
-func (r *EventRecorder) record(pod *v1.Pod, fieldPath, typ, reason, msg string) {
+func (r *Recorder) record(pod *v1.Pod, fieldPath, typ, reason, msg string) {
 	r.recordObject(v1.ObjectReference{
 		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
 		UID: pod.UID, FieldPath: fieldPath,
@@ -116,13 +102,13 @@ func (r *EventRecorder) record(pod *v1.Pod, fieldPath, typ, reason, msg string) 
 // image GC failures on its node reference (kind Node, name and UID the
 // node name, no namespace). Safe for concurrent use; never blocks for
 // long.
-func (r *EventRecorder) NodeEvent(typ, reason, msg string) {
+func (r *Recorder) NodeEvent(typ, reason, msg string) {
 	r.recordObject(v1.ObjectReference{Kind: "Node", Name: r.node, UID: types.UID(r.node)}, typ, reason, msg)
 }
 
 // recordObject adds an event about obj; repeats increase the count of the
 // stored event.
-func (r *EventRecorder) recordObject(obj v1.ObjectReference, typ, reason, msg string) {
+func (r *Recorder) recordObject(obj v1.ObjectReference, typ, reason, msg string) {
 	now := metav1.NewTime(r.clock.Now())
 	k := eventKey{uid: obj.UID, fieldPath: obj.FieldPath, typ: typ, reason: reason, msg: msg}
 	r.mu.Lock()
@@ -161,7 +147,7 @@ func (r *EventRecorder) recordObject(obj v1.ObjectReference, typ, reason, msg st
 }
 
 // pruneLocked drops expired events and, over eventsMax, the oldest ones.
-func (r *EventRecorder) pruneLocked() {
+func (r *Recorder) pruneLocked() {
 	cutoff := r.clock.Now().Add(-eventTTL)
 	for k, ev := range r.events {
 		if ev.LastTimestamp.Time.Before(cutoff) {
@@ -183,8 +169,9 @@ func (r *EventRecorder) pruneLocked() {
 	}
 }
 
-// list returns copies of the kept events, oldest first.
-func (r *EventRecorder) list() []v1.Event {
+// List returns copies of the kept events, oldest first. Safe for
+// concurrent use.
+func (r *Recorder) List() []v1.Event {
 	r.mu.Lock()
 	r.pruneLocked()
 	out := make([]v1.Event, 0, len(r.events))
