@@ -27,16 +27,11 @@ import (
 // defaults that depend on how the agent runs (resolve).
 func parseKubeletAPIFlags(t *testing.T, args ...string) *KubeletAPIConfig {
 	t.Helper()
-	o, _ := parseKubeletAPIFlagSet(t, args...)
-	return o
-}
-
-func parseKubeletAPIFlagSet(t *testing.T, args ...string) (*KubeletAPIConfig, *pflag.FlagSet) {
-	t.Helper()
 	o := &KubeletAPIConfig{}
 	f := pflag.NewFlagSet("agent", pflag.ContinueOnError)
 	// The kubelet API's flags as the tests use them, with `skiff agent`'s
-	// defaults (cmd/skiff binds the real ones; its tests check them).
+	// defaults (cmd/skiff binds the real ones; TestKubeletAPIFlagDefaults
+	// there checks them).
 	f.IntVar(&o.Port, "port", DefaultKubeletPort, "")
 	f.StringVar(&o.BindAddress, "bind-address", "", "")
 	f.StringVar(&o.ClientCAFile, "client-ca-file", "", "")
@@ -49,7 +44,7 @@ func parseKubeletAPIFlagSet(t *testing.T, args ...string) (*KubeletAPIConfig, *p
 	if err := f.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	return o, f
+	return o
 }
 
 // TestKubeletAPIServerHost: the shim reaches the kubelet API at

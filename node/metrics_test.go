@@ -13,7 +13,7 @@ import (
 	"github.com/skiffnode/skiff/server"
 )
 
-// TestKubeletAPIServesMetrics wires the agent's metrics as runAgent does
+// TestKubeletAPIServesMetrics wires the agent's metrics as node.New does (newAgentMetrics, addAgent)
 // (the kubelet's metrics, the instrumented runtime, the agent's running
 // counts) and scrapes /metrics on the kubelet API over HTTPS.
 func TestKubeletAPIServesMetrics(t *testing.T) {

@@ -150,7 +150,7 @@ func (f *fakeCreds) ForPod(pod *v1.Pod, image string) ([]runtime.AuthConfig, []s
 
 // TestAgentImagesPull_E16: the CLI's pull uses the node's credentials
 // (no pod's secrets) and tries them in order until one works, both through
-// the runtime directly and through the agent's puller (as runAgent wires it).
+// the runtime directly and through the agent's puller (as the node wires it).
 func TestAgentImagesPull_E16(t *testing.T) {
 	for _, tc := range []struct {
 		name string
