@@ -18,14 +18,54 @@ GOLANGCI_LINT_VERSION := v2.15.0
 # (docs/decisions/0073-built-grpcnotrace.md; cmd/skiff/deadcode_test.go).
 BUILD_TAGS := grpcnotrace
 
-.PHONY: all build build-apiserver install uninstall run-control-plane images node-image e2e-node-image setup setup-runtime unit integration e2e test test-v2 test-systemd test-fresh run lint bench bench-quick clean
+.PHONY: all build runtime build-apiserver install uninstall run-control-plane images node-image e2e-node-image setup setup-runtime unit integration e2e test test-v2 test-systemd test-fresh run lint bench bench-quick clean
 
 all: build
 
-## build: the static binaries bin/skiff and bin/skiff-pause (the pods' pause process)
-build:
+## build: the static binaries bin/skiff and bin/skiff-pause (the pods' pause process), and the managed runtime beside them (make runtime)
+build: runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(BUILD_TAGS) -ldflags '-s -w' -o $(BIN) ./cmd/skiff
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)-pause ./cmd/skiff-pause
+
+# The managed runtime (issue 31): containerd, its runc shim and runc at
+# pinned versions, built from the Go module proxy once per version into
+# RUNTIME_CACHE (minutes cold) and copied beside bin/skiff, where skiff's
+# managed mode looks first (docs/decisions/0096-bundled-runtime.md).
+# containerd is static (CGO_ENABLED=0, without the btrfs, devmapper and zfs
+# snapshotters); runc needs cgo and libseccomp (libseccomp-dev, which
+# make setup-runtime installs) and is linked statically, as upstream's
+# release binaries are.
+CONTAINERD_VERSION := v2.4.2
+RUNC_VERSION := v1.5.3
+RUNTIME_CACHE ?= $(HOME)/.cache/skiff/runtime
+RUNTIME_PROGRAMS := containerd containerd-shim-runc-v2 runc
+CONTAINERD_CACHE = $(RUNTIME_CACHE)/containerd-$(CONTAINERD_VERSION)
+RUNC_CACHE = $(RUNTIME_CACHE)/runc-$(RUNC_VERSION)
+
+## runtime: containerd $(CONTAINERD_VERSION) and runc $(RUNC_VERSION), built once into $(RUNTIME_CACHE), copied into bin/
+runtime:
+	@set -e; c=$(CONTAINERD_CACHE); r=$(RUNC_CACHE); \
+	if [ ! -x $$c/containerd ] || [ ! -x $$c/containerd-shim-runc-v2 ]; then \
+		echo "building containerd $(CONTAINERD_VERSION) into $$c (about 2 minutes, once)" >&2; \
+		rm -rf $$c.tmp && mkdir -p $$c.tmp && \
+		GOBIN=$$c.tmp CGO_ENABLED=0 $(GO) install -trimpath -tags no_btrfs,no_devmapper,no_zfs \
+			-ldflags '-s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)' \
+			github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION) \
+			github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$(CONTAINERD_VERSION) && \
+		rm -rf $$c && mv $$c.tmp $$c; \
+	fi; \
+	if [ ! -x $$r/runc ]; then \
+		pkg-config --exists libseccomp 2>/dev/null || { echo "make runtime: runc needs gcc, pkg-config and libseccomp-dev (make setup-runtime installs them)" >&2; exit 1; }; \
+		echo "building runc $(RUNC_VERSION) into $$r (about 30 seconds, once)" >&2; \
+		rm -rf $$r.tmp && mkdir -p $$r.tmp && \
+		GOBIN=$$r.tmp CGO_ENABLED=1 $(GO) install -trimpath -tags 'seccomp netgo osusergo urfave_cli_no_docs' \
+			-ldflags '-s -w -X main.version=$(RUNC_VERSION:v%=%) -extldflags -static' \
+			github.com/opencontainers/runc@$(RUNC_VERSION) && \
+		rm -rf $$r && mv $$r.tmp $$r; \
+	fi; \
+	mkdir -p bin; \
+	for p in containerd containerd-shim-runc-v2; do cmp -s $$c/$$p bin/$$p || install -m 0755 $$c/$$p bin/$$p; done; \
+	cmp -s $$r/runc bin/runc || install -m 0755 $$r/runc bin/runc
 
 # The control-plane shim (issue 17), a separate executable: its build is
 # minutes cold (k8s.io/apiserver, etcd), so `make build` leaves it out;

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
@@ -91,7 +92,12 @@ func startManaged(ctx context.Context, o *Config, log *slog.Logger) (m *containe
 		return nil, nil, "", fmt.Errorf("CNI config: %w", err)
 	}
 	regHosts, regAuths := o.Registry.containerdRegistry()
+	bin, err := findManagedRuntime(ctx, log)
+	if err != nil {
+		return nil, nil, "", err
+	}
 	started, err := containerd.Start(ctx, containerd.Config{
+		Binary: bin.containerd, BinDir: bin.dir, Version: bin.version,
 		RootDir: o.RootDir, CNIBinDir: o.CNIBinDir, CNIConfDir: cniDir, SandboxImage: pauseRef, Logger: log,
 		SystemdCgroup: o.Resources.CgroupDriver == string(cgroups.DriverSystemd),
 		RegistryHosts: regHosts, RegistryAuths: regAuths, Ready: cri.Ping,
@@ -125,6 +131,49 @@ func startManaged(ctx context.Context, o *Config, log *slog.Logger) (m *containe
 	}
 	log.Info("managed containerd ready", "endpoint", m.Endpoint(), "pauseImage", pauseRef, "pauseFrom", pauseSrc.String(), "imported", names)
 	return m, imp, pauseRef, nil
+}
+
+// managedRuntime is the containerd skiff manages and its version.
+type managedRuntime struct {
+	containerd, version string
+	// dir holds skiff's own runtime (its runc shim and runc); "" when
+	// containerd is the one on PATH.
+	dir string
+}
+
+// findManagedRuntime picks the runtime to manage: skiff's own (make
+// runtime) beside its executable or in ../lib/skiff from it (make
+// install), else containerd from PATH. It logs which one, with the
+// versions of containerd and runc.
+func findManagedRuntime(ctx context.Context, log *slog.Logger) (managedRuntime, error) {
+	var dirs []string
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			d := filepath.Dir(exe)
+			dirs = append(dirs, d, filepath.Join(d, "..", "lib", "skiff"))
+		}
+	}
+	r := managedRuntime{containerd: containerd.DefaultBinary, dir: containerd.FindBundled(dirs...)}
+	runc, from := "runc", "PATH"
+	if r.dir != "" {
+		r.dir = filepath.Clean(r.dir)
+		r.containerd, runc, from = filepath.Join(r.dir, "containerd"), filepath.Join(r.dir, "runc"), "skiff's own ("+r.dir+")"
+	} else if p, err := exec.LookPath(r.containerd); err == nil {
+		r.containerd = p
+	} else {
+		return r, fmt.Errorf("managed runtime: no containerd beside skiff (%s) nor on PATH: run make runtime, or install containerd, or pass --container-runtime-endpoint", strings.Join(dirs, ", "))
+	}
+	v, err := containerd.BinaryVersion(ctx, r.containerd)
+	if err != nil {
+		return r, fmt.Errorf("managed runtime: %w", err)
+	}
+	r.version = v
+	rv, err := containerd.RuncVersion(ctx, runc)
+	if err != nil {
+		rv = "unknown (" + err.Error() + ")"
+	}
+	log.Info("managed runtime", "from", from, "containerd", r.containerd, "containerdVersion", v, "runc", runc, "runcVersion", rv)
+	return r, nil
 }
 
 func stopManaged(m *containerd.Managed, log *slog.Logger) {

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # test/setup.sh prepares a Debian 12 machine for skiff's e2e tests and for
-# `make run`: it installs containerd, runc, the CNI plugins, a static busybox
-# (packaged into the test images; all four, with iptables, also into the
-# node image of `make node-image`) and the tools around them, loads the kernel
+# `make run`: it installs what `make runtime` needs to build the managed
+# containerd 2 and runc (gcc, libseccomp-dev), Debian's containerd and runc
+# (the external runtime of tests and benchmarks), the CNI plugins, a static
+# busybox (packaged into the test images; the CNI plugins, with iptables,
+# also into the node image of `make node-image`) and the tools around them, loads the kernel
 # modules containers need, and prints the versions. Idempotent: it calls
 # apt-get only for packages that are missing. Needs root; works without a TTY.
 #
 # test/setup.sh --runtime installs only what running pods needs (make run,
-# make bench, make bench-quick): no compiler for -race and no cgroup v2 VM
+# make bench, make bench-quick): no cgroup v2 VM
 # (qemu and a cloud kernel, most of a fresh machine's download).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
@@ -37,20 +39,24 @@ fi
 # the store of the control plane test/cluster starts for the API-source tests
 # and for make bench's API-pods scenario (the package's own service is never
 # started: see the policy file below).
-packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables kmod procps ca-certificates etcd-server)
-# gcc and libc6-dev: `go test -race` needs cgo. qemu-system-x86: the cgroup v2
+# gcc, libc6-dev, pkg-config and libseccomp-dev: make runtime builds runc
+# (cgo, seccomp) for the managed runtime; `go test -race` needs cgo too.
+# containerd and runc (Debian's 1.6 and 1.1): the external runtime of the
+# tests that prove skiff on a containerd 1.x, and make bench's external one.
+packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables kmod procps ca-certificates etcd-server gcc libc6-dev pkg-config libseccomp-dev)
+# qemu-system-x86: the cgroup v2
 # VM of `make test-v2` (test/vm), which also needs a cloud kernel (below).
 # curl, netcat-openbsd and dash: put into the agnhost
 # image of `make conformance` (test/conformance), as upstream's has them.
 # debootstrap and e2fsprogs (mkfs.ext4 -d): the systemd VM of
 # `make test-systemd` builds its Debian 12 root with them (test/vm).
-$runtime_only || packages+=(gcc libc6-dev qemu-system-x86 curl netcat-openbsd dash debootstrap e2fsprogs)
+$runtime_only || packages+=(qemu-system-x86 curl netcat-openbsd dash debootstrap e2fsprogs)
 
 # The commands the packages above must provide, checked after the install: a
 # package list that misses one fails right after the install, not halfway
 # through a test.
-commands=(containerd containerd-shim-runc-v2 runc iptables iptables-save ip busybox modprobe sysctl etcd)
-$runtime_only || commands+=(gcc depmod qemu-system-x86_64 curl nc.openbsd dash debootstrap mkfs.ext4)
+commands=(containerd containerd-shim-runc-v2 runc iptables iptables-save ip busybox modprobe sysctl etcd gcc pkg-config)
+$runtime_only || commands+=(depmod qemu-system-x86_64 curl nc.openbsd dash debootstrap mkfs.ext4)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
@@ -128,8 +134,8 @@ sysctl -qw net.ipv4.ip_forward=1 2>/dev/null || true
 
 echo "setup: versions"
 echo "  kernel      $(uname -r), cgroup fs $(stat -fc %T /sys/fs/cgroup/)"
-echo "  containerd  $(containerd --version)"
-echo "  runc        $(runc --version | head -n1)"
+echo "  containerd  $(containerd --version) (external; the managed one: make runtime)"
+echo "  runc        $(runc --version | head -n1) (external)"
 echo "  busybox     $(busybox 2>/dev/null | head -n1 || true)"
 echo "  cni         $(CNI_COMMAND=VERSION /usr/lib/cni/bridge 2>/dev/null || echo "bridge plugin missing")"
 echo "  iptables    $(iptables --version)"

@@ -38,6 +38,8 @@ type Spec struct {
 	// Binary and Args are the child's executable and arguments.
 	Binary string
 	Args   []string
+	// Env is the child's environment ("KEY=value"); nil: skiff's own.
+	Env []string
 	// LogFile receives the child's stdout and stderr (appended).
 	LogFile string
 	// PidFile holds the running child's pid.
@@ -74,7 +76,7 @@ type Spec struct {
 type Daemon struct {
 	spec Spec
 	// start starts one child; StartChild, or a fake in tests.
-	start func(binary string, args []string, logPath, pidFile string) (Process, error)
+	start func(binary string, args, env []string, logPath, pidFile string) (Process, error)
 	done  chan struct{} // closed when supervision has returned
 
 	mu       sync.Mutex
@@ -91,8 +93,8 @@ func NewDaemon(s Spec) *Daemon {
 	return &Daemon{spec: s, start: startChild, done: make(chan struct{})}
 }
 
-func startChild(binary string, args []string, logPath, pidFile string) (Process, error) {
-	c, err := StartChild(binary, args, logPath, pidFile)
+func startChild(binary string, args, env []string, logPath, pidFile string) (Process, error) {
+	c, err := StartChild(binary, args, env, logPath, pidFile)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +205,7 @@ func (d *Daemon) launch(ctx context.Context, restart bool) (_ Process, retErr er
 			return nil, err
 		}
 	}
-	c, err := d.start(s.Binary, s.Args, s.LogFile, s.PidFile)
+	c, err := d.start(s.Binary, s.Args, s.Env, s.LogFile, s.PidFile)
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ type fakeStarter struct {
 
 func newFakeStarter() *fakeStarter { return &fakeStarter{launched: make(chan *fakeProc, 16)} }
 
-func (f *fakeStarter) start(_ string, args []string, _, _ string) (Process, error) {
+func (f *fakeStarter) start(_ string, args, _ []string, _, _ string) (Process, error) {
 	f.mu.Lock()
 	f.n++
 	n := f.n

@@ -34,18 +34,20 @@ type Child struct {
 	err    error // written before exited is closed
 }
 
-// StartChild starts binary with args in its own process group (a
+// StartChild starts binary with args and env (nil: skiff's environment)
+// in its own process group (a
 // terminal's SIGINT reaches skiff only, which decides the shutdown order),
 // its output appended to logPath, with the parent-death signal SIGTERM (it
 // goes down with skiff even when skiff crashes). Once it has exited,
 // pidFile (if not empty) is removed if it still names it. A goroutine owns
 // the child until it exits (reaping it); it ends by itself.
-func StartChild(binary string, args []string, logPath, pidFile string) (*Child, error) {
+func StartChild(binary string, args, env []string, logPath, pidFile string) (*Child, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("open %s log: %w", filepath.Base(binary), err)
 	}
 	c := &Child{cmd: exec.Command(binary, args...), exited: make(chan struct{})}
+	c.cmd.Env = env
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	started := make(chan error, 1)

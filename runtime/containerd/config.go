@@ -34,6 +34,16 @@ type Config struct {
 	RootDir string
 	// Binary is the containerd executable (default "containerd" from PATH).
 	Binary string
+	// BinDir, if set, holds the containerd-shim-runc-v2 and runc that this
+	// containerd runs (skiff's own runtime, see FindBundled): it goes first
+	// on containerd's PATH, and runc's path is set in the runc options.
+	// Empty: containerd finds both on PATH.
+	BinDir string
+	// Version is containerd's version as `containerd --version` prints it
+	// ("v2.4.2", "1.6.20~ds1"); empty: Start asks Binary (BinaryVersion).
+	// It selects the config schema: version 2 for containerd 1.x, version 3
+	// for 2.x.
+	Version string
 	// CNIBinDir holds the CNI plugins (default /usr/lib/cni).
 	CNIBinDir string
 	// CNIConfDir is where network.WriteBridgeConflist writes the conflist
@@ -171,65 +181,6 @@ func hasCapSysResource(statusFile string) (bool, error) {
 		return false, fmt.Errorf("read capabilities: %w", err)
 	}
 	return false, fmt.Errorf("no CapEff line in %s", statusFile)
-}
-
-// renderConfig returns config.toml (version 2, as containerd 1.6 reads it)
-// for cfg, which must have its defaults filled in.
-func renderConfig(cfg Config) (string, error) {
-	p := pathsFor(cfg.RootDir)
-	q := func(s string) string { return tomlString(s) }
-	for _, s := range []string{cfg.RootDir, cfg.CNIBinDir, cfg.CNIConfDir, cfg.SandboxImage} {
-		if hasControl(s) {
-			return "", fmt.Errorf("containerd config: control character in %q", s)
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Written by skiff; changes are overwritten on start.\n")
-	fmt.Fprintf(&b, "version = 2\n")
-	fmt.Fprintf(&b, "root = %s\n", q(p.root))
-	fmt.Fprintf(&b, "state = %s\n", q(p.state))
-	// 0: do not touch containerd's own oom_score_adj (lowering it needs
-	// CAP_SYS_RESOURCE).
-	fmt.Fprintf(&b, "oom_score = 0\n")
-	// Snapshotters other than overlayfs need special filesystems or devices
-	// and only log errors here; builds without them ignore the names.
-	disabledPlugins := []string{
-		"io.containerd.snapshotter.v1.aufs",
-		"io.containerd.snapshotter.v1.btrfs",
-		"io.containerd.snapshotter.v1.zfs",
-		"io.containerd.snapshotter.v1.devmapper",
-	}
-	fmt.Fprintf(&b, "disabled_plugins = [")
-	for i, name := range disabledPlugins {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(q(name))
-	}
-	b.WriteString("]\n\n")
-	fmt.Fprintf(&b, "[grpc]\n  address = %s\n\n", q(p.socket))
-	// The opt plugin would otherwise create /opt/containerd.
-	fmt.Fprintf(&b, "[plugins.\"io.containerd.internal.v1.opt\"]\n  path = %s\n\n", q(p.opt))
-	const cri = `plugins."io.containerd.grpc.v1.cri"`
-	fmt.Fprintf(&b, "[%s]\n", cri)
-	fmt.Fprintf(&b, "  sandbox_image = %s\n", q(cfg.SandboxImage))
-	fmt.Fprintf(&b, "  restrict_oom_score_adj = %t\n", *cfg.RestrictOOMScoreAdj)
-	fmt.Fprintf(&b, "[%s.containerd]\n", cri)
-	fmt.Fprintf(&b, "  snapshotter = %s\n", q(DefaultSnapshotter))
-	fmt.Fprintf(&b, "  default_runtime_name = \"runc\"\n")
-	fmt.Fprintf(&b, "[%s.containerd.runtimes.runc]\n", cri)
-	fmt.Fprintf(&b, "  runtime_type = \"io.containerd.runc.v2\"\n")
-	fmt.Fprintf(&b, "[%s.containerd.runtimes.runc.options]\n", cri)
-	// The cgroup driver must be skiff's (--cgroup-driver).
-	fmt.Fprintf(&b, "  SystemdCgroup = %t\n", cfg.SystemdCgroup)
-	fmt.Fprintf(&b, "[%s.cni]\n", cri)
-	fmt.Fprintf(&b, "  bin_dir = %s\n", q(cfg.CNIBinDir))
-	fmt.Fprintf(&b, "  conf_dir = %s\n", q(cfg.CNIConfDir))
-	fmt.Fprintf(&b, "  max_conf_num = 1\n")
-	if err := renderRegistry(&b, cri, p.certsD, cfg.RegistryAuths); err != nil {
-		return "", err
-	}
-	return b.String(), nil
 }
 
 func hasControl(s string) bool {

@@ -9,8 +9,12 @@ import (
 // --cgroup-driver, so both name cgroups the same way.
 func TestConfigCgroupDriver(t *testing.T) {
 	restrict := false
-	for _, systemd := range []bool{false, true} {
-		cfg, err := Config{RootDir: "/r", SandboxImage: "p", RestrictOOMScoreAdj: &restrict, SystemdCgroup: systemd}.withDefaults()
+	for _, c := range []struct {
+		version string
+		systemd bool
+	}{{"1.6.20", false}, {"1.6.20", true}, {"v2.4.2", false}, {"v2.4.2", true}} {
+		systemd := c.systemd
+		cfg, err := Config{RootDir: "/r", SandboxImage: "p", RestrictOOMScoreAdj: &restrict, SystemdCgroup: systemd, Version: c.version}.withDefaults()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -23,7 +27,7 @@ func TestConfigCgroupDriver(t *testing.T) {
 			want = "SystemdCgroup = true"
 		}
 		if !strings.Contains(conf, want) {
-			t.Errorf("systemd=%v: config lacks %q", systemd, want)
+			t.Errorf("containerd %s, systemd=%v: config lacks %q", c.version, systemd, want)
 		}
 	}
 }

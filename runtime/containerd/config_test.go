@@ -1,6 +1,8 @@
 package containerd
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,47 +86,121 @@ func TestWithDefaults(t *testing.T) {
 	}
 }
 
+// TestRenderConfig: the config's schema follows containerd's major
+// version, and containerd itself reads the file where that version is at
+// hand (Debian's 1.6 on PATH, skiff's own 2.x in the repository's bin/).
 func TestRenderConfig(t *testing.T) {
-	root := t.TempDir()
+	tests := []struct {
+		version string
+		want    []string
+		// dumpWant is what `containerd config dump` of that version shows.
+		binary   func() string
+		dumpWant []string
+	}{
+		{
+			version: "1.6.20~ds1",
+			want: []string{
+				"version = 2\n",
+				`sandbox_image = "skiff.local/pause:abc"`,
+				`[plugins."io.containerd.grpc.v1.cri".containerd]` + "\n  snapshotter = \"overlayfs\"",
+				`bin_dir = "/usr/lib/cni"`,
+				`[plugins."io.containerd.grpc.v1.cri".registry]`,
+			},
+			binary:   func() string { p, _ := exec.LookPath("containerd"); return p },
+			dumpWant: []string{`sandbox_image = "skiff.local/pause:abc"`, "SystemdCgroup = false"},
+		},
+		{
+			version: "v2.4.2",
+			want: []string{
+				"version = 4\n",
+				`[plugins."io.containerd.server.v1.grpc"]` + "\n  address = ",
+				`[plugins."io.containerd.server.v1.ttrpc"]` + "\n  address = ",
+				`containerd.sock.ttrpc"`,
+				`[plugins."io.containerd.cri.v1.images".pinned_images]` + "\n  sandbox = \"skiff.local/pause:abc\"",
+				`[plugins."io.containerd.cri.v1.images"]` + "\n  snapshotter = \"overlayfs\"",
+				`[plugins."io.containerd.cri.v1.images".registry]`,
+				`[plugins."io.containerd.cri.v1.runtime"]` + "\n  restrict_oom_score_adj = false",
+				`bin_dirs = ["/usr/lib/cni"]`,
+				`BinaryName = "/rt/runc"`,
+				`"io.containerd.nri.v1.nri"`,
+			},
+			binary:   func() string { return repoContainerd(t) },
+			dumpWant: []string{`sandbox = "skiff.local/pause:abc"`, "SystemdCgroup = false", `BinaryName = "/rt/runc"`},
+		},
+	}
+	tests = append(tests, struct {
+		version  string
+		want     []string
+		binary   func() string
+		dumpWant []string
+	}{
+		version: "v2.2.1",
+		want:    []string{"version = 3\n", "[grpc]\n  address = ", `sandbox = "skiff.local/pause:abc"`},
+		binary:  func() string { return "" },
+	})
+	for _, tt := range tests {
+		t.Run(tt.version, func(t *testing.T) {
+			root := t.TempDir()
+			no := false
+			cfg, err := Config{RootDir: root, SandboxImage: "skiff.local/pause:abc", RestrictOOMScoreAdj: &no, Version: tt.version, BinDir: "/rt"}.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			conf, err := renderConfig(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range append(tt.want,
+				`root = "`+root+`/containerd/root"`,
+				`state = "`+root+`/containerd/state"`,
+				`address = "`+root+`/containerd/containerd.sock"`,
+				"oom_score = 0\n",
+				"restrict_oom_score_adj = false",
+				`runtime_type = "io.containerd.runc.v2"`,
+				"SystemdCgroup = false",
+				`conf_dir = "`+root+`/cni/net.d"`,
+				`"io.containerd.snapshotter.v1.btrfs"`,
+			) {
+				if !strings.Contains(conf, want) {
+					t.Errorf("config lacks %q:\n%s", want, conf)
+				}
+			}
+			bin := tt.binary()
+			if bin == "" {
+				t.Skipf("no containerd %s at hand; skipping the parse check", tt.version)
+			}
+			if v, err := BinaryVersion(context.Background(), bin); err != nil || v[:2] != tt.version[:2] {
+				t.Skipf("%s is containerd %s (%v), not %s; skipping the parse check", bin, v, err, tt.version)
+			}
+			out := containerdConfigDump(t, bin, root, conf)
+			for _, want := range append(tt.dumpWant, `path = "`+root+`/containerd/opt"`) {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("containerd's view lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
 	no := false
-	cfg, err := Config{RootDir: root, SandboxImage: "skiff.local/pause:abc", RestrictOOMScoreAdj: &no}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf, err := renderConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"version = 2\n",
-		`root = "` + root + `/containerd/root"`,
-		`state = "` + root + `/containerd/state"`,
-		`address = "` + root + `/containerd/containerd.sock"`,
-		"oom_score = 0\n",
-		`sandbox_image = "skiff.local/pause:abc"`,
-		"restrict_oom_score_adj = false",
-		`snapshotter = "overlayfs"`,
-		`runtime_type = "io.containerd.runc.v2"`,
-		"SystemdCgroup = false",
-		`bin_dir = "/usr/lib/cni"`,
-		`conf_dir = "` + root + `/cni/net.d"`,
-		`"io.containerd.snapshotter.v1.btrfs"`,
-	} {
-		if !strings.Contains(conf, want) {
-			t.Errorf("config lacks %q:\n%s", want, conf)
-		}
-	}
-	if _, err := renderConfig(Config{RootDir: "/r\n", SandboxImage: "x", RestrictOOMScoreAdj: &no}); err == nil {
+	if _, err := renderConfig(Config{RootDir: "/r\n", SandboxImage: "x", RestrictOOMScoreAdj: &no, Version: "v2.4.2"}); err == nil {
 		t.Error("control character accepted")
 	}
-
-	// containerd itself parses the file, where installed (no root needed).
-	out := containerdConfigDump(t, root, conf)
-	for _, want := range []string{`sandbox_image = "skiff.local/pause:abc"`, "SystemdCgroup = false", `path = "` + root + `/containerd/opt"`} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("containerd's view lacks %q", want)
-		}
+	if _, err := renderConfig(Config{RootDir: "/r", SandboxImage: "x", RestrictOOMScoreAdj: &no}); err == nil {
+		t.Error("no version accepted")
 	}
+}
+
+// repoContainerd is the repository's bin/containerd (make runtime), or ""
+// when it is not built.
+func repoContainerd(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("../../bin/containerd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 func TestTOMLString(t *testing.T) {
@@ -136,14 +212,9 @@ func TestTOMLString(t *testing.T) {
 }
 
 // containerdConfigDump writes conf under root and returns what
-// `containerd config dump` makes of it; it skips t where containerd is not
-// installed (no root needed).
-func containerdConfigDump(t *testing.T, root, conf string) []byte {
+// `bin config dump` makes of it (no root needed), single quotes made double.
+func containerdConfigDump(t *testing.T, bin, root, conf string) []byte {
 	t.Helper()
-	bin, err := exec.LookPath("containerd")
-	if err != nil {
-		t.Skip("containerd not installed; skipping parse check")
-	}
 	path := filepath.Join(root, "config.toml")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -152,5 +223,6 @@ func containerdConfigDump(t *testing.T, root, conf string) []byte {
 	if err != nil {
 		t.Fatalf("containerd config dump: %v\n%s", err, out)
 	}
-	return out
+	// containerd 2 writes TOML literal strings; none here holds a quote.
+	return bytes.ReplaceAll(out, []byte("'"), []byte(`"`))
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/skiffnode/skiff/internal/atomicfile"
@@ -43,7 +44,8 @@ type Managed struct {
 	d      *supervisor.Daemon
 }
 
-// Start writes RootDir/containerd/config.toml and the registry hosts files
+// Start asks Binary for its version unless Config.Version is set, writes
+// RootDir/containerd/config.toml in that version's schema and the registry hosts files
 // (RootDir/containerd/certs.d), replaces a containerd left
 // running by an earlier skiff run on the same root, starts containerd,
 // waits until Config.Ready says its CRI socket serves (bounded by ctx and
@@ -57,6 +59,11 @@ func Start(ctx context.Context, cfg Config) (*Managed, error) {
 	}
 	if cfg.Ready == nil {
 		return nil, errors.New("containerd config: Ready is required")
+	}
+	if cfg.Version == "" {
+		if cfg.Version, err = BinaryVersion(ctx, cfg.Binary); err != nil {
+			return nil, fmt.Errorf("containerd: %w", err)
+		}
 	}
 	p := pathsFor(cfg.RootDir)
 	m := &Managed{cfg: cfg, paths: p, logger: cfg.Logger.With("component", "containerd")}
@@ -100,14 +107,42 @@ func writeConfigFiles(cfg Config, p paths) error {
 func (m *Managed) spec() supervisor.Spec {
 	return supervisor.Spec{
 		Name: "containerd", Note: "running containers are not affected",
-		Binary: m.cfg.Binary, Args: []string{"--config", m.paths.config}, LogFile: m.cfg.LogFile,
-		PidFile: m.paths.pidFile, Marker: m.paths.config,
-		StartedAttrs: []any{"config", m.paths.config},
+		Binary: m.cfg.Binary, Args: []string{"--config", m.paths.config}, Env: childEnv(m.cfg.BinDir, os.Environ()),
+		LogFile: m.cfg.LogFile, PidFile: m.paths.pidFile, Marker: m.paths.config,
+		StartedAttrs: []any{"config", m.paths.config, "version", m.cfg.Version},
 		Prepare:      m.removeStaleSocket,
 		Ready:        m.ready, Target: "CRI socket " + m.paths.socket,
 		Policy: restartPolicy, Logger: m.logger,
 	}
 }
+
+// defaultPath is containerd's PATH after binDir when skiff has none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// childEnv is containerd's environment: skiff's, with binDir (if set)
+// first on PATH, so that containerd starts binDir's runc shim (it looks on
+// PATH before its own directory).
+func childEnv(binDir string, env []string) []string {
+	if binDir == "" {
+		return nil
+	}
+	out := make([]string, 0, len(env)+1)
+	rest := defaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			rest = v
+			continue
+		}
+		out = append(out, kv)
+	}
+	if rest == "" {
+		return append(out, "PATH="+binDir)
+	}
+	return append(out, "PATH="+binDir+":"+rest)
+}
+
+// Version is the managed containerd's version ("v2.4.2").
+func (m *Managed) Version() string { return m.cfg.Version }
 
 // Endpoint is the CRI endpoint ("unix:///.../containerd.sock").
 func (m *Managed) Endpoint() string { return "unix://" + m.paths.socket }
