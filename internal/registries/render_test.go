@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd/remotes/docker"
-	"github.com/containerd/containerd/remotes/docker/config"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/core/remotes/docker/config"
 )
 
 func TestRender(t *testing.T) {

@@ -6,14 +6,12 @@ import (
 	"log/slog"
 	"time"
 
-	containerd "github.com/containerd/containerd"
 	apievents "github.com/containerd/containerd/api/events"
-	"github.com/containerd/containerd/events"
-	"github.com/containerd/containerd/pkg/dialer"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/events"
 	"github.com/containerd/typeurl/v2"
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/runtime"
@@ -60,8 +58,7 @@ type ExitWatcher struct {
 // socket of a containerd, or Managed.Address). The caller must Close it.
 // The connection outlives containerd restarts (gRPC reconnects).
 func NewExitWatcher(address string, logger *slog.Logger) (*ExitWatcher, error) {
-	client, err := containerd.New(address, containerd.WithDefaultNamespace(Namespace),
-		containerd.WithDialOpts(eventDialOptions()))
+	client, err := newEventClient(address)
 	if err != nil {
 		return nil, fmt.Errorf("connect to containerd at %s: %w", address, err)
 	}
@@ -79,20 +76,22 @@ func NewExitWatcher(address string, logger *slog.Logger) (*ExitWatcher, error) {
 // fix, runtime/cri's criWindow). An event is a few hundred bytes.
 const eventWindow = 1 << 20
 
-// eventDialOptions are containerd.New's default dial options (client.go,
-// containerd v1.7) with static windows: WithDialOpts replaces the
-// defaults rather than adding to them.
+// newEventClient connects the exit watcher's client: containerd.New's
+// dial options plus eventDialOptions.
+func newEventClient(address string) (*containerd.Client, error) {
+	return containerd.New(address, containerd.WithDefaultNamespace(Namespace),
+		containerd.WithExtraDialOpts(eventDialOptions()))
+}
+
+// eventDialOptions are what the event connection adds to containerd.New's
+// dial options: static windows, and reconnect attempts at most 3 s apart
+// while containerd restarts.
 func eventDialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
-		grpc.WithBlock(), //nolint:staticcheck // containerd.New's default: dial before returning
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.FailOnNonTempDialError(true), //nolint:staticcheck // containerd.New's default
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: grpcbackoff.Config{
 			BaseDelay: grpcbackoff.DefaultConfig.BaseDelay, Multiplier: grpcbackoff.DefaultConfig.Multiplier,
 			Jitter: grpcbackoff.DefaultConfig.Jitter, MaxDelay: 3 * time.Second,
 		}}),
-		grpc.WithContextDialer(dialer.ContextDialer),
-		grpc.WithReturnConnectionError(), //nolint:staticcheck // containerd.New's default
 		grpc.WithStaticStreamWindowSize(eventWindow),
 		grpc.WithStaticConnWindowSize(eventWindow),
 	}

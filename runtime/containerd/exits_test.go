@@ -9,7 +9,7 @@ import (
 	"time"
 
 	apievents "github.com/containerd/containerd/api/events"
-	"github.com/containerd/containerd/events"
+	"github.com/containerd/containerd/v2/core/events"
 	"github.com/containerd/typeurl/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 )

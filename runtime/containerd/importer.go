@@ -11,9 +11,9 @@ import (
 	"sort"
 	"strings"
 
-	containerd "github.com/containerd/containerd"
-	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/namespaces"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/distribution/reference"
 
 	"github.com/skiffnode/skiff/runtime"

@@ -3,7 +3,7 @@ package containerd
 import (
 	"testing"
 
-	"github.com/containerd/containerd/content"
+	"github.com/containerd/containerd/v2/core/content"
 )
 
 func TestDownloadTracker(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	apievents "github.com/containerd/containerd/api/events"
 	eventsapi "github.com/containerd/containerd/api/services/events/v1"
 	apitypes "github.com/containerd/containerd/api/types"
-	"github.com/containerd/containerd/pkg/dialer"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -53,17 +52,16 @@ func TestEventConnectionSendsNoBDPPings(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := grpc.DialContext(ctx, dialer.DialAddress(lis.Addr().String()), eventDialOptions()...) //nolint:staticcheck // as containerd.New dials
+	client, err := newEventClient(lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = conn.Close() })
-	stream, err := eventsapi.NewEventsClient(conn).Subscribe(ctx, &eventsapi.SubscribeRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = client.Close() })
+	envs, errs := client.Subscribe(ctx)
 	for range 20 {
-		if _, err := stream.Recv(); err != nil {
+		select {
+		case <-envs:
+		case err := <-errs:
 			t.Fatal(err)
 		}
 	}

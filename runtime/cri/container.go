@@ -179,7 +179,7 @@ func containerConfig(spec *runtime.ContainerSpec, sandbox *runtime.SandboxSpec) 
 		ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, spec.TargetContainerID
 	}
 	for _, kv := range spec.Env {
-		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: kv.Key, Value: kv.Value})
+		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: kv.Key, Value: []byte(kv.Value)})
 	}
 	for _, m := range spec.Mounts {
 		cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{

@@ -205,7 +205,7 @@ func TestCreateContainerMapping(t *testing.T) {
 			Metadata: &runtimeapi.ContainerMetadata{Name: "app", Attempt: 3},
 			Image:    &runtimeapi.ImageSpec{Image: "busybox:1", UserSpecifiedImage: "busybox:1"},
 			Command:  []string{"sh"}, Args: []string{"-c", "true"}, WorkingDir: "/w",
-			Envs:   []*runtimeapi.KeyValue{{Key: "A", Value: "1"}},
+			Envs:   []*runtimeapi.KeyValue{{Key: "A", Value: []byte("1")}},
 			Mounts: []*runtimeapi.Mount{{HostPath: "/h", ContainerPath: "/c", Readonly: true}},
 			Labels: map[string]string{"l": "1"}, Annotations: map[string]string{"x": "y"},
 			LogPath: "app/3.log", Stdin: true, StdinOnce: true, Tty: true,

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	containerd "github.com/containerd/containerd"
+	containerd "github.com/containerd/containerd/v2/client"
 	apievents "github.com/containerd/containerd/api/events"
 	"github.com/containerd/typeurl/v2"
 
