@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/errdefs"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 
 	"github.com/skiffnode/skiff/runtime"

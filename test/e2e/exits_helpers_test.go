@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	containerd "github.com/containerd/containerd/v2/client"
 	apievents "github.com/containerd/containerd/api/events"
+	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/typeurl/v2"
 
 	ctrd "github.com/skiffnode/skiff/runtime/containerd"
