@@ -128,7 +128,7 @@ func New(cfg Config) (*Agent, error) {
 		relisted: &a.relist.listings, owner: a, status: a.status,
 		volumes: cfg.Volumes, objectsChanged: &a.volumes.objectsChanged,
 		security: security,
-		puller:   cfg.Puller, credentials: cfg.Credentials,
+		puller:   cfg.Puller, credentials: cfg.Credentials, userns: cfg.UserNamespaces,
 		metricsPort: cfg.Metrics,
 	}
 	if cfg.ContainerGC != nil {

@@ -129,6 +129,19 @@ type Config struct {
 	// (e.g. the node shutdown manager's, which refuses pods while the
 	// node shuts down); nil: none.
 	Admitters []PodAdmitter
+	// UserNamespaces gives pods with spec.hostUsers: false their user
+	// namespaces (a *userns.Manager); nil: such pods fail to start.
+	UserNamespaces UserNamespaces
+}
+
+// UserNamespaces is the agent's port to the allocator of pods' user
+// namespaces. Both methods are safe for concurrent use.
+type UserNamespaces interface {
+	// Mapping returns the pod's ID mapping, the same on every call until
+	// Release.
+	Mapping(podUID string) (runtime.IDMapping, error)
+	// Release frees the pod's IDs once it is gone.
+	Release(podUID string) error
 }
 
 // setDefaults fills in the defaults of the fields left zero (see each

@@ -272,6 +272,11 @@ func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
 	if err := os.RemoveAll(dir); err != nil {
 		w.log.Warn("removing pod logs", "dir", dir, "err", err)
 	}
+	if w.d.userns != nil {
+		if err := w.d.userns.Release(string(w.uid)); err != nil {
+			w.log.Warn("releasing the pod's user namespace", "err", err)
+		}
+	}
 	if w.d.podsDir != "" {
 		if err := os.RemoveAll(filepath.Join(w.d.podsDir, string(w.uid))); err != nil {
 			w.log.Warn("removing pod directory", "err", err)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -29,6 +30,16 @@ func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxS
 		Annotations:  sandboxAnnotations(pod),
 		Privileged:   anyPrivileged(pod),
 		Security:     sandboxSecurity(pod),
+	}
+	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+		if d.userns == nil {
+			return nil, errors.New("can't set `spec.hostUsers: false`: this node has no user namespaces")
+		}
+		m, err := d.userns.Mapping(string(pod.UID))
+		if err != nil {
+			return nil, fmt.Errorf("create user namespace: %w", err)
+		}
+		spec.Security.UserNamespace = &m
 	}
 	if d.cgroups != nil {
 		spec.CgroupParent = d.cgroups.CgroupParent(pod)

@@ -53,6 +53,8 @@ type workerDeps struct {
 	credentials PullCredentials
 	// metricsPort: Config.Metrics; read through metrics() (nil: none).
 	metricsPort Metrics
+	// userns: Config.UserNamespaces (nil: none).
+	userns UserNamespaces
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Safe for

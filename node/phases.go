@@ -148,7 +148,7 @@ func (n *Node) newAgent(ctx context.Context) error {
 	})
 	// The prober stops after every loop returned, before the runtime.
 	n.onClose(prober.Stop)
-	a, err := n.buildAgent(prober, changes)
+	a, err := n.buildAgent(ctx, prober, changes)
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (n *Node) newAgent(ctx context.Context) error {
 }
 
 // buildAgent builds the agent from the phases before it.
-func (n *Node) buildAgent(prober *probes.Manager, changes chan types.UID) (*agent.Agent, error) {
+func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes chan types.UID) (*agent.Agent, error) {
 	o, rt, api, stor := &n.cfg, n.rt, n.api, n.stor
 	agentRT, err := withHangHook(rt.rt, n.log)
 	if err != nil {
@@ -209,6 +209,14 @@ func (n *Node) buildAgent(prober *probes.Manager, changes chan types.UID) (*agen
 	if rt.cgroups != nil {
 		podCgroups = rt.cgroups
 	}
+	usernsMgr, err := newUserNamespaces(o.RootDir, o.Resources.MaxPods)
+	if err != nil {
+		return nil, err
+	}
+	features, rtName := runtimeFeatures(ctx, rt.deps.rt)
+	n.log.Info("runtime features", "runtime", rtName, "userNamespaces", features.UserNamespaces,
+		"imageVolumes", features.ImageVolumes, "recursiveReadOnlyMounts", features.RecursiveReadOnlyMounts,
+		"supplementalGroupsPolicy", features.SupplementalGroupsPolicy)
 	var podChanged func(types.UID)
 	var services agent.ServiceEnv // nil interface without an API server
 	if api.source != nil {
@@ -243,6 +251,7 @@ func (n *Node) buildAgent(prober *probes.Manager, changes chan types.UID) (*agen
 		ContainerGCPeriod: o.GC.ContainerGCPeriod,
 		PodChanged:        podChanged,
 		Metrics:           rt.mx.kubelet,
-		Admitters:         []agent.PodAdmitter{api.shutdown.Admit},
+		Admitters:         []agent.PodAdmitter{featureAdmitter(features, rtName), api.shutdown.Admit},
+		UserNamespaces:    usernsMgr,
 	})
 }

@@ -51,7 +51,6 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 		{"ephemeralContainers", func(p *v1.Pod) {
 			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "e"}}}
 		}, "spec.ephemeralContainers"},
-		{"hostUsers false", func(p *v1.Pod) { p.Spec.HostUsers = ptr(false) }, "spec.hostUsers"},
 		{"affinity", func(p *v1.Pod) {
 			p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{}}}}}
 		}, "spec.affinity"},

@@ -79,7 +79,7 @@ func validateContainerList(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 		for i := range list {
 			c := &list[i]
 			p := listPath.Index(i)
-			errs = append(errs, validateContainer(c, p, isInit, spec.HostNetwork, spec.TerminationGracePeriodSeconds)...)
+			errs = append(errs, validateContainer(c, p, isInit, spec.HostNetwork, ownUserNamespace(spec), spec.TerminationGracePeriodSeconds)...)
 			if c.Name != "" && seen[c.Name] {
 				errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
 			}

@@ -14,7 +14,7 @@ import (
 )
 
 // validateContainer checks one init or app container.
-func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork bool, grace *int64) field.ErrorList {
+func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork, userns bool, grace *int64) field.ErrorList {
 	var errs field.ErrorList
 	if c.Name == "" {
 		errs = append(errs, field.Required(path.Child("name"), ""))
@@ -35,7 +35,7 @@ func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork bo
 	errs = append(errs, validateEnv(c.Env, path.Child("env"))...)
 	errs = append(errs, validateEnvFrom(c.EnvFrom, path.Child("envFrom"))...)
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
-	errs = append(errs, validateContainerSecurity(c.SecurityContext, path.Child("securityContext"))...)
+	errs = append(errs, validateContainerSecurity(c.SecurityContext, path.Child("securityContext"), userns)...)
 	if isInit && (c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways) {
 		errs = append(errs, forbidOnInit(c, path)...)
 	}

@@ -35,12 +35,23 @@ func isLinuxCapability(name string) bool {
 }
 
 // validatePodSecurity checks the pod-level security fields as the API
-// server does (validatePodSpecSecurityContext), plus what skiff cannot do:
-// user namespaces and supplementalGroupsPolicy Strict.
+// server does (validatePodSpecSecurityContext, validateHostUsers), plus
+// what skiff cannot do: supplementalGroupsPolicy Strict.
 func validatePodSecurity(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if spec.HostUsers != nil && !*spec.HostUsers {
-		errs = append(errs, field.Forbidden(path.Child("hostUsers"), notSupported))
+	if ownUserNamespace(spec) {
+		// The API server's validateHostUsers (hostNetwork needs an alpha
+		// feature upstream).
+		const msg = "when `hostUsers` is false"
+		if spec.HostNetwork {
+			errs = append(errs, field.Forbidden(path.Child("hostNetwork"), msg))
+		}
+		if spec.HostPID {
+			errs = append(errs, field.Forbidden(path.Child("HostPID"), msg))
+		}
+		if spec.HostIPC {
+			errs = append(errs, field.Forbidden(path.Child("HostIPC"), msg))
+		}
 	}
 	if spec.HostPID && spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace {
 		errs = append(errs, field.Invalid(path.Child("shareProcessNamespace"), true, "ShareProcessNamespace and HostPID cannot both be enabled"))
@@ -102,10 +113,16 @@ func validateSysctls(sysctls []v1.Sysctl, hostNetwork, hostIPC bool, path *field
 	return errs
 }
 
+// ownUserNamespace reports whether the pod asks for a user namespace of
+// its own (spec.hostUsers: false).
+func ownUserNamespace(spec *v1.PodSpec) bool {
+	return spec.HostUsers != nil && !*spec.HostUsers
+}
+
 // validateContainerSecurity checks a container's security context as the
-// API server does (ValidateSecurityContext); user namespaces are never on
-// (hostUsers: false is not supported), so procMount Unmasked is invalid.
-func validateContainerSecurity(sc *v1.SecurityContext, path *field.Path) field.ErrorList {
+// API server does (ValidateSecurityContext): procMount Unmasked needs the
+// pod's own user namespace (userns).
+func validateContainerSecurity(sc *v1.SecurityContext, path *field.Path, userns bool) field.ErrorList {
 	if sc == nil {
 		return nil
 	}
@@ -113,7 +130,7 @@ func validateContainerSecurity(sc *v1.SecurityContext, path *field.Path) field.E
 	if sc.ProcMount != nil {
 		pp := path.Child("procMount")
 		errs = append(errs, validateEnum(*sc.ProcMount, pp, v1.DefaultProcMount, v1.UnmaskedProcMount)...)
-		if *sc.ProcMount == v1.UnmaskedProcMount {
+		if *sc.ProcMount == v1.UnmaskedProcMount && !userns {
 			errs = append(errs, field.Invalid(pp, *sc.ProcMount, "`hostUsers` must be false to use `Unmasked`"))
 		}
 	}

@@ -52,8 +52,15 @@ func TestValidateSecurity_G15(t *testing.T) {
 		}, nil},
 
 		// Pod level.
-		{"hostUsers false", func(p *v1.Pod) { p.Spec.HostUsers = ptr(false) },
-			[]string{"spec.hostUsers: Forbidden: not supported by skiff yet"}},
+		{"hostUsers false, procMount Unmasked", func(p *v1.Pod) {
+			p.Spec.HostUsers = ptr(false)
+			csc(p).ProcMount = ptr(v1.UnmaskedProcMount)
+		}, nil},
+		{"hostUsers false with host namespaces", func(p *v1.Pod) {
+			p.Spec.HostUsers = ptr(false)
+			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true
+		}, []string{"spec.hostNetwork: Forbidden: when `hostUsers` is false", "spec.HostPID: Forbidden: when `hostUsers` is false",
+			"spec.HostIPC: Forbidden: when `hostUsers` is false"}},
 		{"shareProcessNamespace with hostPID", func(p *v1.Pod) {
 			p.Spec.HostPID, p.Spec.ShareProcessNamespace = true, ptr(true)
 		}, []string{"spec.shareProcessNamespace: Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled"}},

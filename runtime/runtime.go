@@ -26,6 +26,24 @@ type Runtime interface {
 	Images
 	// Version names the runtime and its version.
 	Version(ctx context.Context) (VersionInfo, error)
+	// Features says which optional pod features the runtime's default
+	// handler supports.
+	Features(ctx context.Context) (Features, error)
+}
+
+// Features are the optional pod features a runtime supports, as it
+// reports them (CRI Status) or as its version implies.
+type Features struct {
+	// UserNamespaces: pods with a user namespace of their own
+	// (SandboxSecurity.UserNamespace).
+	UserNamespaces bool
+	// RecursiveReadOnlyMounts: read-only mounts whose submounts are
+	// read-only too.
+	RecursiveReadOnlyMounts bool
+	// SupplementalGroupsPolicy: the Strict policy (only the pod's groups).
+	SupplementalGroupsPolicy bool
+	// ImageVolumes: OCI images mounted as volumes.
+	ImageVolumes bool
 }
 
 // Sandboxes manages pod sandboxes (the pause container and its namespaces).

@@ -20,6 +20,17 @@ type SandboxSecurity struct {
 	Seccomp *SecurityProfile
 	// SELinux labels the sandbox; nil: the runtime's choice.
 	SELinux *SELinuxOptions
+	// UserNamespace, if set, gives the pod a user namespace of its own
+	// (spec.hostUsers: false) mapping these IDs, the same for UIDs and
+	// GIDs; its containers share it, and their mounts are idmapped to it.
+	// nil: the node's user namespace.
+	UserNamespace *IDMapping
+}
+
+// IDMapping maps Length IDs from ContainerID in a user namespace to HostID
+// on the node.
+type IDMapping struct {
+	HostID, ContainerID, Length uint32
 }
 
 // ContainerSecurity is a container's effective security context beyond

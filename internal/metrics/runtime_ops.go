@@ -19,6 +19,12 @@ func (r *instrumentedRuntime) Version(ctx context.Context) (runtime.VersionInfo,
 	return v, err
 }
 
+// Features implements runtime.Runtime; the node asks once at start, so it
+// is passed through uncounted.
+func (r *instrumentedRuntime) Features(ctx context.Context) (runtime.Features, error) {
+	return r.rt.Features(ctx)
+}
+
 // RunSandbox implements runtime.Sandboxes.
 func (r *instrumentedRuntime) RunSandbox(ctx context.Context, spec *runtime.SandboxSpec) (string, error) {
 	start := r.clock.Now()

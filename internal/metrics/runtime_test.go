@@ -32,6 +32,10 @@ func (s *stubRuntime) Version(context.Context) (runtime.VersionInfo, error) {
 	return runtime.VersionInfo{}, s.do()
 }
 
+func (s *stubRuntime) Features(context.Context) (runtime.Features, error) {
+	return runtime.Features{}, s.do()
+}
+
 func (s *stubRuntime) RunSandbox(context.Context, *runtime.SandboxSpec) (string, error) {
 	return "", s.do()
 }

@@ -73,6 +73,9 @@ func Start(ctx context.Context, cfg Config) (*Managed, error) {
 			return nil, fmt.Errorf("create containerd directories: %w", err)
 		}
 	}
+	if err := traversable(cfg.RootDir, m.logger); err != nil {
+		return nil, err
+	}
 	if err := m.takeOver(ctx); err != nil {
 		return nil, err
 	}
@@ -114,6 +117,24 @@ func (m *Managed) spec() supervisor.Spec {
 		Ready:        m.ready, Target: "CRI socket " + m.paths.socket,
 		Policy: restartPolicy, Logger: m.logger,
 	}
+}
+
+// traversable gives dir the search (x) permission for everyone, as
+// containerd's own state directory has: the root of a pod with a user
+// namespace of its own is not the node's root, and its runc must reach
+// the container's root filesystem under dir (RootDir/containerd/state).
+func traversable(dir string, log *slog.Logger) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("root dir: %w", err)
+	}
+	if mode := fi.Mode().Perm(); mode&0o011 != 0o011 {
+		if err := os.Chmod(dir, mode|0o011); err != nil {
+			return fmt.Errorf("root dir: %w", err)
+		}
+		log.Info("root dir made searchable for pods with user namespaces", "dir", dir, "mode", fmt.Sprintf("%#o", mode|0o011))
+	}
+	return nil
 }
 
 // defaultPath is containerd's PATH after binDir when skiff has none.

@@ -181,12 +181,20 @@ func containerConfig(spec *runtime.ContainerSpec, sandbox *runtime.SandboxSpec) 
 	for _, kv := range spec.Env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: kv.Key, Value: []byte(kv.Value)})
 	}
+	// In a pod's own user namespace every mount is idmapped to it, as the
+	// kubelet asks (the runtime shifts the IDs; nothing is chowned).
+	var ids []*runtimeapi.IDMapping
+	if sandbox.Security != nil && sandbox.Security.UserNamespace != nil {
+		ids = idMappings(sandbox.Security.UserNamespace)
+	}
 	for _, m := range spec.Mounts {
 		cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{
 			HostPath:      m.HostPath,
 			ContainerPath: m.ContainerPath,
 			Readonly:      m.ReadOnly,
 			Propagation:   propagationToCRI(m.Propagation),
+			UidMappings:   ids,
+			GidMappings:   ids,
 		})
 	}
 	return cfg

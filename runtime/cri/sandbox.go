@@ -96,10 +96,26 @@ func networkMode(spec *runtime.SandboxSpec) runtimeapi.NamespaceMode {
 // per container, the pod's IPC namespace, the pod's or the node's network.
 func namespaceOptions(spec *runtime.SandboxSpec) *runtimeapi.NamespaceOption {
 	return &runtimeapi.NamespaceOption{
-		Network: networkMode(spec),
-		Pid:     pidMode(spec.Security),
-		Ipc:     ipcMode(spec.Security),
+		Network:       networkMode(spec),
+		Pid:           pidMode(spec.Security),
+		Ipc:           ipcMode(spec.Security),
+		UsernsOptions: usernsOptions(spec.Security),
 	}
+}
+
+// usernsOptions is the pod's own user namespace (mode POD) when the
+// sandbox has one; nil keeps the node's (the runtime's default, NODE).
+func usernsOptions(sec *runtime.SandboxSecurity) *runtimeapi.UserNamespace {
+	if sec == nil || sec.UserNamespace == nil {
+		return nil
+	}
+	ids := idMappings(sec.UserNamespace)
+	return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: ids, Gids: ids}
+}
+
+// idMappings is m as CRI's one-line mapping list.
+func idMappings(m *runtime.IDMapping) []*runtimeapi.IDMapping {
+	return []*runtimeapi.IDMapping{{HostId: m.HostID, ContainerId: m.ContainerID, Length: m.Length}}
 }
 
 // sandboxConfig maps a SandboxSpec to CRI. CreateContainer must send the

@@ -41,6 +41,22 @@ type Runtime struct {
 	execFn func(name string, cmd []string) (*runtime.ExecResult, error)
 	// exitFns receive Exit's reports (see WatchExits).
 	exitFns []func(id string)
+	// features is what Features reports (SetFeatures).
+	features runtime.Features
+}
+
+// SetFeatures sets what Features reports (default: none).
+func (r *Runtime) SetFeatures(f runtime.Features) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.features = f
+}
+
+// Features implements runtime.Runtime.
+func (r *Runtime) Features(context.Context) (runtime.Features, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.features, nil
 }
 
 // SetExec makes ExecSync answer with fn, given the container name and
