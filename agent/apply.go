@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -186,6 +189,10 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 	attempt := st.nextAttempt(c.Name)
 	typ := containerType(w.pod, c.Name, init)
 	image, err := w.ensureImage(ctx, c)
+	var imageVols map[string]string
+	if err == nil {
+		imageVols, err = w.ensureImageVolumes(ctx, c)
+	}
 	if err != nil {
 		var ie *imageError
 		if errors.As(err, &ie) {
@@ -196,7 +203,7 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 		}
 		return false, w.retryDelay()
 	}
-	id, err := w.createAndStart(ctx, st, c, attempt, image, init)
+	id, err := w.createAndStart(ctx, st, c, attempt, image, imageVols, init)
 	if err != nil {
 		reason := startFailureReason(err)
 		w.d.metrics().ContainerStarted(typ, reason)
@@ -222,7 +229,7 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 
 // createAndStart creates the container and starts it; a container that does
 // not start is removed again (rollback under a fresh bounded context).
-func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Container, attempt uint32, image string, init bool) (_ string, retErr error) {
+func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Container, attempt uint32, image string, imageVols map[string]string, init bool) (_ string, retErr error) {
 	rt := w.d.rt
 	sb := st.sandbox()
 	sbSpec, err := w.d.sandboxSpec(w.pod, sb.Attempt)
@@ -240,8 +247,11 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if spec.TargetContainerID, err = ephemeralTarget(w.pod, c.Name, st, sb.ID); err != nil {
 		return "", err
 	}
-	if err := w.addVolumeMounts(ctx, c, spec); err != nil {
+	if err := w.addVolumeMounts(ctx, c, spec, imageVols); err != nil {
 		return "", err
+	}
+	if len(imageVols) > 0 {
+		spec.Annotations[runtime.AnnotationImageVolumes] = strings.Join(slices.Sorted(maps.Values(imageVols)), ",")
 	}
 	if err := w.d.security.completeContainerSpec(ctx, rt, w.pod, c, spec); err != nil {
 		return "", err

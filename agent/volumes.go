@@ -143,8 +143,9 @@ func (w *podWorker) objectsGen() uint64 {
 }
 
 // addVolumeMounts adds c's volumeMounts to spec's mounts, before the
-// agent's own (termination message file).
-func (w *podWorker) addVolumeMounts(ctx context.Context, c *v1.Container, spec *runtime.ContainerSpec) error {
+// agent's own (termination message file); imageVols are the image IDs of
+// its image volumes (ensureImageVolumes).
+func (w *podWorker) addVolumeMounts(ctx context.Context, c *v1.Container, spec *runtime.ContainerSpec, imageVols map[string]string) error {
 	if len(c.VolumeMounts) == 0 {
 		return nil
 	}
@@ -155,7 +156,7 @@ func (w *podWorker) addVolumeMounts(ctx context.Context, c *v1.Container, spec *
 	if err != nil {
 		return err
 	}
-	mounts, err := containerMounts(c, vols, spec.Env, spec.Privileged)
+	mounts, err := containerMounts(c, vols, imageVols, spec.Env, spec.Privileged)
 	if err != nil {
 		return err
 	}
@@ -166,8 +167,10 @@ func (w *podWorker) addVolumeMounts(ctx context.Context, c *v1.Container, spec *
 // containerMounts turns c's volumeMounts into runtime mounts over the
 // set-up vols, as the kubelet's makeMounts does: subPathExpr expanded from
 // env, subPath created inside the volume, read-only if the mount or the
-// volume type says so, propagation translated.
-func containerMounts(c *v1.Container, vols map[string]PodVolume, env []runtime.KeyValue, privileged bool) ([]runtime.Mount, error) {
+// volume type says so, propagation translated. An image volume (its image
+// ID in imageVols) is the runtime's to mount, always read-only, its
+// subPath a directory of the image.
+func containerMounts(c *v1.Container, vols map[string]PodVolume, imageVols map[string]string, env []runtime.KeyValue, privileged bool) ([]runtime.Mount, error) {
 	var envMap map[string]string
 	out := make([]runtime.Mount, 0, len(c.VolumeMounts))
 	for _, vm := range c.VolumeMounts {
@@ -188,6 +191,14 @@ func containerMounts(c *v1.Container, vols map[string]PodVolume, env []runtime.K
 			if sub, err = volumes.ExpandSubPathExpr(vm.SubPathExpr, envMap); err != nil {
 				return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
 			}
+		}
+		if img, ok := imageVols[vm.Name]; ok {
+			prop, err := mountPropagation(vm.MountPropagation, privileged)
+			if err != nil {
+				return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
+			}
+			out = append(out, runtime.Mount{ContainerPath: vm.MountPath, ReadOnly: true, Propagation: prop, Image: img, ImageSubPath: sub})
+			continue
 		}
 		if sub != "" {
 			var err error

@@ -205,6 +205,31 @@ func TestAgentCleansOrphanedPodDirs_G1(t *testing.T) {
 	}
 }
 
+// TestContainerImageVolumeMounts: an image volume is the runtime's to
+// mount, by image ID, read-only whatever the mount says, its subPath (or
+// expanded subPathExpr) a directory of the image, never of the node.
+func TestContainerImageVolumeMounts(t *testing.T) {
+	vols := map[string]PodVolume{"img": {ReadOnly: true}}
+	env := []runtime.KeyValue{{Key: "DIR", Value: "etc"}}
+	c := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{
+		{Name: "img", MountPath: "/img"},
+		{Name: "img", MountPath: "/sub", SubPathExpr: "$(DIR)"},
+	}}
+	got, err := containerMounts(c, vols, map[string]string{"img": "sha256:abc"}, env, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []runtime.Mount{
+		{ContainerPath: "/img", ReadOnly: true, Image: "sha256:abc"},
+		{ContainerPath: "/sub", ReadOnly: true, Image: "sha256:abc", ImageSubPath: "etc"},
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("mount %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
 // TestContainerMounts_G1: subPathExpr from the env, propagation modes,
 // a mount of an unknown volume.
 func TestContainerMounts_G1(t *testing.T) {
@@ -217,7 +242,7 @@ func TestContainerMounts_G1(t *testing.T) {
 		{Name: "cm", MountPath: "/b", MountPropagation: prop(v1.MountPropagationNone)},
 		{Name: "v", MountPath: "/c", MountPropagation: prop(v1.MountPropagationBidirectional)},
 	}}
-	got, err := containerMounts(c, vols, env, true)
+	got, err := containerMounts(c, vols, nil, env, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,15 +256,15 @@ func TestContainerMounts_G1(t *testing.T) {
 			t.Errorf("mount %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if _, err := containerMounts(c, vols, env, false); err == nil || !strings.Contains(err.Error(), "bidirectional mount propagation") {
+	if _, err := containerMounts(c, vols, nil, env, false); err == nil || !strings.Contains(err.Error(), "bidirectional mount propagation") {
 		t.Errorf("Bidirectional in an unprivileged container: %v", err)
 	}
 	bad := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "nope", MountPath: "/x"}}}
-	if _, err := containerMounts(bad, vols, env, false); err == nil || err.Error() != `cannot find volume "nope" to mount into container "app"` {
+	if _, err := containerMounts(bad, vols, nil, env, false); err == nil || err.Error() != `cannot find volume "nope" to mount into container "app"` {
 		t.Errorf("unknown volume: %v", err)
 	}
 	missing := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/x", SubPathExpr: "$(UNSET)"}}}
-	if _, err := containerMounts(missing, vols, env, false); err == nil || !strings.Contains(err.Error(), "missing value for UNSET") {
+	if _, err := containerMounts(missing, vols, nil, env, false); err == nil || !strings.Contains(err.Error(), "missing value for UNSET") {
 		t.Errorf("unset variable: %v", err)
 	}
 }

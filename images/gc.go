@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -287,6 +288,11 @@ func (g *GC) detect(ctx context.Context, now time.Time) (map[string]*record, err
 	for _, c := range cs {
 		used[c.ImageRef] = true
 		used[c.Image] = true
+		if vols := c.Annotations[runtime.AnnotationImageVolumes]; vols != "" {
+			for _, id := range strings.Split(vols, ",") {
+				used[id] = true
+			}
+		}
 	}
 	delete(used, "")
 	keep := map[string]bool{}

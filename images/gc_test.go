@@ -108,10 +108,14 @@ func TestGarbageCollect_F2_F4(t *testing.T) {
 		{id: "sha256:pinned", size: 900 * mib, detected: time.Hour, pinned: true},
 		{id: "sha256:pause", size: 900 * mib, detected: time.Hour, tags: []string{pause}},
 		{id: "sha256:young", size: 900 * mib, detected: time.Minute},
+		{id: "sha256:volume", size: 900 * mib, detected: 3 * time.Hour},
 	}
 	containers := []*runtime.Container{
 		{ID: "c1", Image: "whatever", ImageRef: "sha256:inuse", State: runtime.ContainerExited},
 		{ID: "c2", Image: "skiff.test/busybox:1.36", ImageRef: "", State: runtime.ContainerRunning},
+		// Mounts sha256:volume as an image volume: never removed either.
+		{ID: "c3", Image: "x", ImageRef: "sha256:x", State: runtime.ContainerRunning,
+			Annotations: map[string]string{runtime.AnnotationImageVolumes: "sha256:other,sha256:volume"}},
 	}
 	tests := []struct {
 		name        string

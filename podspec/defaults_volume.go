@@ -11,6 +11,9 @@ import (
 // secret, downwardAPI and projected files default to mode 0644; hostPath's
 // type to "" (no check); downward API fieldRefs to apiVersion v1.
 func setVolumeDefaults(v *v1.Volume) {
+	if img := v.Image; img != nil && img.PullPolicy == "" {
+		img.PullPolicy = defaultPullPolicy(img.Reference)
+	}
 	if allPointersNil(&v.VolumeSource) {
 		v.VolumeSource = v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}
 	}

@@ -26,6 +26,7 @@ func volumeFieldPaths() []string {
 		"spec.volumes[*].projected.sources[*].configMap",
 		"spec.volumes[*].projected.sources[*].secret",
 		"spec.volumes[*].projected.sources[*].downwardAPI",
+		"spec.volumes[*].image",
 	}
 }
 
@@ -48,6 +49,7 @@ var supportedDownwardAPIVolumeFieldRefs = []string{
 // supportedVolumeTypes are the JSON names of the volume sources skiff sets up.
 var supportedVolumeTypes = map[string]bool{
 	"hostPath": true, "emptyDir": true, "configMap": true, "secret": true, "downwardAPI": true, "projected": true,
+	"image": true,
 }
 
 // validateVolumes checks spec.volumes as the API server's ValidateVolumes
@@ -114,6 +116,14 @@ func validateVolumeSource(src *v1.VolumeSource, p *field.Path) field.ErrorList {
 	}
 	if one(src.Projected != nil, "projected") {
 		errs = append(errs, validateProjected(src.Projected, p.Child("projected"))...)
+	}
+	if one(src.Image != nil, "image") {
+		// The API server's validateImageVolumeSource.
+		ip := p.Child("image")
+		if src.Image.Reference == "" {
+			errs = append(errs, field.Required(ip.Child("reference"), ""))
+		}
+		errs = append(errs, validateEnum(src.Image.PullPolicy, ip.Child("pullPolicy"), v1.PullAlways, v1.PullIfNotPresent, v1.PullNever)...)
 	}
 	// Unsupported types: the allow-list walk reports those with content
 	// Forbidden, an empty one ("nfs: {}") is reported here; all count, so

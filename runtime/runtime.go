@@ -232,12 +232,17 @@ type SandboxStatus struct {
 // KeyValue is an environment variable.
 type KeyValue struct{ Key, Value string }
 
-// Mount is a bind mount into a container.
+// Mount is a bind mount into a container, or an image mounted as a
+// volume.
 type Mount struct {
 	HostPath, ContainerPath string
 	ReadOnly                bool
 	// Propagation is the mount's propagation (zero: private).
 	Propagation MountPropagation
+	// Image, instead of HostPath, mounts this image (its ID; the image
+	// must be present) read-only; ImageSubPath mounts only that directory
+	// of it.
+	Image, ImageSubPath string
 }
 
 // MountPropagation is a mount's propagation mode (a volumeMount's
@@ -312,6 +317,11 @@ type Container struct {
 	Labels          map[string]string
 	Annotations     map[string]string
 }
+
+// AnnotationImageVolumes is the container annotation that lists, comma
+// separated, the IDs of the images the container mounts as volumes: the
+// image GC keeps them as it keeps the container's own image.
+const AnnotationImageVolumes = "io.skiff.image-volumes"
 
 // ContainerStatus adds execution details to Container.
 type ContainerStatus struct {

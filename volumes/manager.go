@@ -212,6 +212,10 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Volume, er
 func (m *Manager) setUpVolume(pod *v1.Pod, v *v1.Volume) (Volume, error) {
 	src := &v.VolumeSource
 	switch {
+	case src.Image != nil:
+		// The runtime mounts the image itself (the agent pulls it):
+		// nothing on the node's file system.
+		return Volume{ReadOnly: true}, nil
 	case src.HostPath != nil:
 		if err := checkHostPath(src.HostPath.Path, src.HostPath.Type); err != nil {
 			return Volume{}, err

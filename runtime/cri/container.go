@@ -188,14 +188,18 @@ func containerConfig(spec *runtime.ContainerSpec, sandbox *runtime.SandboxSpec) 
 		ids = idMappings(sandbox.Security.UserNamespace)
 	}
 	for _, m := range spec.Mounts {
-		cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{
+		mt := &runtimeapi.Mount{
 			HostPath:      m.HostPath,
 			ContainerPath: m.ContainerPath,
 			Readonly:      m.ReadOnly,
 			Propagation:   propagationToCRI(m.Propagation),
 			UidMappings:   ids,
 			GidMappings:   ids,
-		})
+		}
+		if m.Image != "" {
+			mt.Image, mt.ImageSubPath = &runtimeapi.ImageSpec{Image: m.Image}, m.ImageSubPath
+		}
+		cfg.Mounts = append(cfg.Mounts, mt)
 	}
 	return cfg
 }
