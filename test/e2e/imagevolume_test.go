@@ -9,13 +9,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// TestImageVolume_I31: an image volume (volumes[].image) mounts an OCI
+// TestImageVolume: an image volume (volumes[].image) mounts an OCI
 // image read-only into the pod where the runtime supports it (containerd
 // 2.1 and later): the container reads the image's files, whole and
 // through a subPath, and cannot write them. On a runtime without image
 // volumes (containerd 1.6) the pod is refused at admission, with the
 // reason.
-func TestImageVolume_I31(t *testing.T) {
+func TestImageVolume(t *testing.T) {
 	e := NewEnv(t)
 	e.StartAgent(t, AgentOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

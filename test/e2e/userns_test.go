@@ -13,7 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// TestUserNamespacePod_I31: a pod with spec.hostUsers: false runs in a
+// TestUserNamespacePod: a pod with spec.hostUsers: false runs in a
 // user namespace of its own where the runtime supports them (containerd
 // 2 with runc 1.5): its root is not the node's (uid_map maps 0 to a block
 // of 65536 IDs above the node's own), it writes to its emptyDir through
@@ -21,7 +21,7 @@ import (
 // is allowed, and the block is recorded in the pod's directory. On a
 // runtime without user namespaces (containerd 1.6) the pod is refused at
 // admission, with the reason.
-func TestUserNamespacePod_I31(t *testing.T) {
+func TestUserNamespacePod(t *testing.T) {
 	e := NewEnv(t)
 	e.StartAgent(t, AgentOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
