@@ -1,6 +1,8 @@
 package userns
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,7 +83,7 @@ func TestMappingAllocatesPersistsAndReleases(t *testing.T) {
 	if err := m2.Release("a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "a", "userns")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, "a", "userns")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("pod a's mapping file after release: %v", err)
 	}
 	if c, err := m2.Mapping("c"); err != nil || c != a {

@@ -121,7 +121,7 @@ func parseVersion(v string) (major, minor int, err error) {
 		s = s[1:]
 	}
 	if len(nums) == 0 || len(nums) == 1 && s != "" {
-		return 0, 0, fmt.Errorf("containerd version %q: want <major>.<minor>...", v)
+		return 0, 0, fmt.Errorf("containerd version %q: want <major>.<minor>[.<patch>]", v)
 	}
 	if len(nums) == 1 {
 		return nums[0], 0, nil

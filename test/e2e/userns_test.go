@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -76,7 +78,7 @@ func TestUserNamespacePod(t *testing.T) {
 	}
 	e.RemoveManifest(t, "userns.yaml")
 	e.WaitForPodGone(t, PodName("userns"), podGoneTimeout)
-	if _, err := os.Stat(filepath.Join(podDir, "userns")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(podDir, "userns")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the pod's mapping file outlives the pod: %v", err)
 	}
 }
