@@ -79,6 +79,14 @@ if ! wait_for pod_running; then
 	exit 1
 fi
 bin/skiff pods --root-dir "$root_dir"
+# The pod runs on skiff's own runtime (make runtime), not a containerd
+# from PATH: the agent's log names it and its versions.
+if ! grep -q 'msg="managed runtime" from="skiff'"'"'s own' "$agent_log"; then
+	log "the agent did not run skiff's own containerd:"
+	grep 'managed runtime' "$agent_log" || true
+	exit 1
+fi
+grep 'managed runtime' "$agent_log"
 log "pod $pod is Running; removing its manifest"
 
 rm -f "$manifests"/*.yaml
