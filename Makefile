@@ -198,6 +198,7 @@ test-v2: setup build images
 	$(GO) run ./test/vm/cmd/vmrun -timeout 30m -log _output/vm/console.log \
 		-require-cgroup2 cpu,memory,pids \
 		-add $(BIN):$(VM_GUEST)/bin/skiff -add $(BIN)-pause:$(VM_GUEST)/bin/skiff-pause -add $(IMAGES_DIR):$(VM_GUEST)/images \
+		$(foreach p,$(RUNTIME_PROGRAMS),-add bin/$(p):$(VM_GUEST)/bin/$(p)) \
 		-add $(E2E_TEST_BIN):$(VM_GUEST)/test/e2e/e2e.test -workdir $(VM_GUEST)/test/e2e \
 		-env SKIFF_E2E=1 -env SKIFF_BIN=$(VM_GUEST)/bin/skiff -env SKIFF_IMAGES=$(VM_GUEST)/images \
 		-- $(VM_GUEST)/test/e2e/e2e.test -test.v -test.count=1 -test.timeout 25m -test.run '$(V2_TESTS)'
