@@ -83,19 +83,23 @@ build-apiserver:
 # Install as a systemd service (issue 18): `make install`, then
 # `systemctl daemon-reload && systemctl enable --now skiff`. PREFIX, BINDIR,
 # SYSCONFDIR, UNITDIR and DESTDIR as usual; the unit's ExecStart= and paths
-# follow them. An existing skiff.env is kept.
+# follow them. An existing skiff.env is kept. skiff's own runtime (make
+# runtime) goes into SKIFF_LIBDIR, <BINDIR>/../lib/skiff
+# ($(PREFIX)/lib/skiff), where skiff's managed mode looks for it.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+SKIFF_LIBDIR = $(patsubst %/,%,$(dir $(patsubst %/,%,$(BINDIR))))/lib/skiff
 SYSCONFDIR ?= /etc
 UNITDIR ?= $(SYSCONFDIR)/systemd/system
 DESTDIR ?=
 SKIFF_ETC = $(SYSCONFDIR)/skiff
 INSTALL_SED = sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/skiff/|$(SKIFF_ETC)/|g'
 
-## install: skiff, skiff-pause, skiff-apiserver into $(BINDIR); skiff.service into $(UNITDIR); $(SYSCONFDIR)/skiff/skiff.env (flags) and manifests/ (DESTDIR, PREFIX aware)
+## install: skiff, skiff-pause, skiff-apiserver into $(BINDIR); its containerd, shim and runc into $(BINDIR)/../lib/skiff; skiff.service into $(UNITDIR); $(SYSCONFDIR)/skiff/skiff.env (flags) and manifests/ (DESTDIR, PREFIX aware)
 install: build build-apiserver
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SKIFF_ETC)/manifests
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SKIFF_LIBDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SKIFF_ETC)/manifests
 	install -m 0755 $(BIN) $(BIN)-pause $(APISERVER_BIN) $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(addprefix bin/,$(RUNTIME_PROGRAMS)) $(DESTDIR)$(SKIFF_LIBDIR)/
 	$(INSTALL_SED) contrib/systemd/skiff.service > $(DESTDIR)$(UNITDIR)/skiff.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/skiff.service
 	@if [ -e $(DESTDIR)$(SKIFF_ETC)/skiff.env ]; then echo "install: keeping $(DESTDIR)$(SKIFF_ETC)/skiff.env"; \
@@ -103,11 +107,13 @@ install: build build-apiserver
 	@echo "installed; flags in $(SKIFF_ETC)/skiff.env, static pods in $(SKIFF_ETC)/manifests. Next:"
 	@echo "  systemctl daemon-reload && systemctl enable --now skiff && journalctl -u skiff -f"
 
-## uninstall: stop and disable skiff.service (pods keep running), remove what install put in $(BINDIR) and $(UNITDIR); $(SYSCONFDIR)/skiff stays
+## uninstall: stop and disable skiff.service (pods keep running), remove what install put in $(BINDIR), $(BINDIR)/../lib/skiff and $(UNITDIR); $(SYSCONFDIR)/skiff stays
 uninstall:
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && [ -e $(UNITDIR)/skiff.service ]; then \
 		systemctl disable --now skiff || true; fi
 	rm -f $(DESTDIR)$(BINDIR)/skiff $(DESTDIR)$(BINDIR)/skiff-pause $(DESTDIR)$(BINDIR)/skiff-apiserver $(DESTDIR)$(UNITDIR)/skiff.service
+	rm -f $(addprefix $(DESTDIR)$(SKIFF_LIBDIR)/,$(RUNTIME_PROGRAMS))
+	rmdir $(DESTDIR)$(SKIFF_LIBDIR) 2>/dev/null || true
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
 	@echo "uninstalled; $(DESTDIR)$(SKIFF_ETC) (flags, manifests) and the root dir (/var/lib/skiff) are left in place"
 
@@ -115,16 +121,17 @@ uninstall:
 images:
 	$(GO) run ./test/images/build -out $(IMAGES_DIR)
 
-# The node image (issue 18): skiff with its managed containerd, runc, the
-# CNI plugins and iptables, taken from this host (test/setup.sh installs
-# them), as a docker-archive for privileged CI containers
+# The node image (issue 18): skiff with its own containerd and runc (make
+# runtime, in /usr/lib/skiff), the CNI plugins and iptables taken from this
+# host (test/setup.sh installs them), as a docker-archive for privileged CI
+# containers
 # (docs/node-image.md). Reproducible; rebuilt only when an input changed.
 NODE_IMAGE := _output/node-image.tar
 NODE_IMAGE_VERSION ?= $(shell git describe --always --dirty --tags 2>/dev/null || echo dev)
 
 ## node-image: the node image archive $(NODE_IMAGE), skiff.local/node:$(NODE_IMAGE_VERSION) (skiff agent + containerd, runc, CNI, iptables)
 node-image: setup-runtime build
-	$(GO) run ./test/images/build -node-image $(NODE_IMAGE) -node-ref skiff.local/node:$(NODE_IMAGE_VERSION) -skiff $(BIN) -skiff-pause $(BIN)-pause
+	$(GO) run ./test/images/build -node-image $(NODE_IMAGE) -node-ref skiff.local/node:$(NODE_IMAGE_VERSION) -skiff $(BIN) -skiff-pause $(BIN)-pause -runtime-dir bin
 
 ## e2e-node-image: only TestNodeImage (make e2e runs it too): skiff runs the node image as a privileged static pod, the skiff inside runs a busybox pod (root)
 e2e-node-image: setup build images node-image
@@ -191,6 +198,7 @@ test-v2: setup build images
 	$(GO) run ./test/vm/cmd/vmrun -timeout 30m -log _output/vm/console.log \
 		-require-cgroup2 cpu,memory,pids \
 		-add $(BIN):$(VM_GUEST)/bin/skiff -add $(BIN)-pause:$(VM_GUEST)/bin/skiff-pause -add $(IMAGES_DIR):$(VM_GUEST)/images \
+		$(foreach p,$(RUNTIME_PROGRAMS),-add bin/$(p):$(VM_GUEST)/bin/$(p)) \
 		-add $(E2E_TEST_BIN):$(VM_GUEST)/test/e2e/e2e.test -workdir $(VM_GUEST)/test/e2e \
 		-env SKIFF_E2E=1 -env SKIFF_BIN=$(VM_GUEST)/bin/skiff -env SKIFF_IMAGES=$(VM_GUEST)/images \
 		-- $(VM_GUEST)/test/e2e/e2e.test -test.v -test.count=1 -test.timeout 25m -test.run '$(V2_TESTS)'

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiffnode/skiff/internal/testregistry"
+	"github.com/skiffnode/skiff/runtime/containerd"
 	"github.com/skiffnode/skiff/runtime/cri"
 	"github.com/skiffnode/skiff/test/cluster"
 )
@@ -321,10 +322,8 @@ func startAgent(o options, c *cluster.Cluster, root, regFile string) (*agentProc
 		"--v", "2",
 	}
 	args = append(args, strings.Fields(o.agentArgs)...)
-	// A copy: a rebuild of bin/skiff during the run must not touch the
-	// running agent.
-	bin := filepath.Join(root, "skiff")
-	if err := copyFile(o.skiff, bin, 0o755); err != nil {
+	bin, err := copyAgent(o.skiff, filepath.Join(root, "bin"))
+	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
@@ -451,6 +450,24 @@ func unmountUnder(root string) {
 	for i := len(points) - 1; i >= 0; i-- {
 		_ = unix.Unmount(points[i], unix.MNT_DETACH)
 	}
+}
+
+// copyAgent copies skiff and its own runtime (make runtime: containerd, the
+// runc shim and runc beside it) into dir and returns the copy of skiff: a
+// rebuild of bin/ during the run must touch neither the running agent nor
+// its containerd, and skiff's managed mode finds the runtime beside its
+// executable (without it, it would run the containerd on PATH).
+func copyAgent(skiff, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for _, name := range containerd.BundledPrograms {
+		if err := copyFile(filepath.Join(filepath.Dir(skiff), name), filepath.Join(dir, name), 0o755); err != nil {
+			return "", fmt.Errorf("skiff's runtime (make runtime): %w", err)
+		}
+	}
+	bin := filepath.Join(dir, "skiff")
+	return bin, copyFile(skiff, bin, 0o755)
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

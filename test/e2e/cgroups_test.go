@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -80,46 +81,89 @@ func (c *cgroupEnv) read(t *testing.T, controller, rel, file string) string {
 // limits are the values a cgroup should hold; "" is not checked.
 type limits struct {
 	quota, period, shares, memory, pids string
+	// byRunc: runc wrote them (a container's cgroup), and on cgroup v2
+	// cpu.weight is runc's conversion of the shares, linear (skiff's own,
+	// cgroups.SharesToWeight, and older runc: Debian's 1.1) or quadratic
+	// (newer runc: skiff's own runtime, runc 1.5; runcWeight).
+	byRunc bool
+}
+
+// runcWeight converts cpu.shares to cpu.weight as newer runc does
+// (opencontainers/cgroups v0.1.0's ConvertCPUSharesToCgroupV2Value, copied:
+// skiff's module has v0.0.1, whose conversion is still the linear one): a
+// quadratic fit through 2 -> 1, 1024 -> 100 and 262144 -> 10000.
+func runcWeight(shares uint64) uint64 {
+	switch {
+	case shares <= 2:
+		return 1
+	case shares >= 262144:
+		return 10000
+	}
+	l := math.Log2(float64(shares))
+	return uint64(math.Ceil(math.Pow(10, (l*l+125*l)/612.0-7.0/34.0)))
+}
+
+// TestRuncWeight pins runcWeight to what runc 1.5.3 wrote in the cgroup v2
+// VM (512 -> 59, 102 -> 17) and to the conversion's fixed points; it needs
+// no agent.
+func TestRuncWeight(t *testing.T) {
+	for _, tt := range []struct{ shares, weight uint64 }{
+		{2, 1}, {102, 17}, {512, 59}, {1024, 100}, {262144, 10000},
+	} {
+		if got := runcWeight(tt.shares); got != tt.weight {
+			t.Errorf("runcWeight(%d) = %d, want %d", tt.shares, got, tt.weight)
+		}
+	}
 }
 
 // checkLimits compares the files of cgroup rel with want, translated to
 // the mode's file names: v1 cpu.cfs_quota_us/cpu.cfs_period_us, cpu.shares,
 // memory.limit_in_bytes, pids.max; v2 cpu.max, cpu.weight, memory.max,
-// pids.max.
+// pids.max. A runc-written cpu.weight may also be runcWeight's.
 func (c *cgroupEnv) checkLimits(t *testing.T, what, rel string, want limits) {
 	t.Helper()
-	type check struct{ controller, file, want string }
+	// alt, if set, is accepted as well as want.
+	type check struct{ controller, file, want, alt string }
 	var checks []check
 	if c.mode == cgroups.V2 {
 		if want.quota != "" {
-			checks = append(checks, check{"", "cpu.max", want.quota + " " + want.period})
+			checks = append(checks, check{"", "cpu.max", want.quota + " " + want.period, ""})
 		}
 		if want.shares != "" {
 			s, _ := strconv.ParseUint(want.shares, 10, 64)
-			checks = append(checks, check{"", "cpu.weight", strconv.FormatUint(cgroups.SharesToWeight(s), 10)})
+			ch := check{"", "cpu.weight", strconv.FormatUint(cgroups.SharesToWeight(s), 10), ""}
+			if want.byRunc {
+				ch.alt = strconv.FormatUint(runcWeight(s), 10)
+			}
+			checks = append(checks, ch)
 		}
 		if want.memory != "" {
-			checks = append(checks, check{"", "memory.max", want.memory})
+			checks = append(checks, check{"", "memory.max", want.memory, ""})
 		}
 		if want.pids != "" {
-			checks = append(checks, check{"", "pids.max", want.pids})
+			checks = append(checks, check{"", "pids.max", want.pids, ""})
 		}
 	} else {
 		if want.quota != "" {
-			checks = append(checks, check{"cpu", "cpu.cfs_quota_us", want.quota}, check{"cpu", "cpu.cfs_period_us", want.period})
+			checks = append(checks, check{"cpu", "cpu.cfs_quota_us", want.quota, ""}, check{"cpu", "cpu.cfs_period_us", want.period, ""})
 		}
 		if want.shares != "" {
-			checks = append(checks, check{"cpu", "cpu.shares", want.shares})
+			checks = append(checks, check{"cpu", "cpu.shares", want.shares, ""})
 		}
 		if want.memory != "" {
-			checks = append(checks, check{"memory", "memory.limit_in_bytes", want.memory})
+			checks = append(checks, check{"memory", "memory.limit_in_bytes", want.memory, ""})
 		}
 		if want.pids != "" {
-			checks = append(checks, check{"pids", "pids.max", want.pids})
+			checks = append(checks, check{"pids", "pids.max", want.pids, ""})
 		}
 	}
 	for _, ch := range checks {
-		if got := c.read(t, ch.controller, rel, ch.file); got != ch.want {
+		got := c.read(t, ch.controller, rel, ch.file)
+		switch {
+		case got == ch.want, ch.alt != "" && got == ch.alt:
+		case ch.alt != "":
+			t.Errorf("%s: %s = %q, want %q or %q (%s)", what, ch.file, got, ch.want, ch.alt, c.dir(ch.controller, rel))
+		default:
 			t.Errorf("%s: %s = %q, want %q (%s)", what, ch.file, got, ch.want, c.dir(ch.controller, rel))
 		}
 	}
@@ -268,9 +312,9 @@ func TestCgroupLimitsQoSAndCleanup_D4_D6_D13_A36(t *testing.T) {
 	c.checkLimits(t, "burstable parent", "kubepods/burstable", limits{shares: "307"})
 
 	gc := e.PodContainer(t, PodName("guaranteed"), "app")
-	c.checkLimits(t, "guaranteed container", podRel(g)+"/"+gc.ID, limits{quota: "50000", period: "100000", shares: "512", memory: mem(64)})
+	c.checkLimits(t, "guaranteed container", podRel(g)+"/"+gc.ID, limits{quota: "50000", period: "100000", shares: "512", memory: mem(64), byRunc: true})
 	bc := e.PodContainer(t, PodName("burstable"), "app")
-	c.checkLimits(t, "burstable container", podRel(b)+"/"+bc.ID, limits{quota: "20000", period: "100000", shares: "102", memory: mem(64)})
+	c.checkLimits(t, "burstable container", podRel(b)+"/"+bc.ID, limits{quota: "20000", period: "100000", shares: "102", memory: mem(64), byRunc: true})
 
 	eventually(t, 30*time.Second, func() (bool, string) {
 		return !c.exists(stale, false), "stale pod cgroup " + stale + " still there"

@@ -17,7 +17,7 @@ import (
 )
 
 // nodeImageTimeout bounds the node pod's start: the outer containerd
-// imports the node image (~120 MB unpacked), then the inner skiff starts its
+// imports the node image (~110 MB unpacked), then the inner skiff starts its
 // own containerd, imports busybox and runs its pod.
 const nodeImageTimeout = 3 * time.Minute
 
@@ -91,6 +91,11 @@ spec:
 	t.Logf("inner pod Running after %s, IP %s", time.Since(start).Round(time.Millisecond), p.Status.PodIP)
 	if !strings.HasPrefix(p.Status.PodIP, "10.89.") {
 		t.Errorf("inner pod IP %q, want one from the inner skiff's 10.89.0.0/16", p.Status.PodIP)
+	}
+	// The inner skiff runs the image's own runtime (/usr/lib/skiff, make
+	// runtime), which it names in its log.
+	if out, err := e.Skiff(t, "logs", PodName("node")); err != nil || !strings.Contains(out, "containerd=/usr/lib/skiff/containerd ") {
+		t.Errorf("the inner skiff does not log its runtime as /usr/lib/skiff/containerd (%v):\n%s", err, out)
 	}
 	// exec through the inner skiff (its API socket on the hostPath, the
 	// inner containerd's streaming server in the node pod's network); on

@@ -10,9 +10,9 @@ import (
 )
 
 // The same host tree that becomes the VM's initramfs also becomes the node
-// container image (test/images/build -node-image): the runtime programs and
-// their shared libraries are found the same way, and the tree is written as
-// an image layer instead of a cpio archive.
+// container image (test/images/build -node-image): the programs and their
+// shared libraries are found the same way, and the tree is written as an
+// image layer instead of a cpio archive.
 
 // NodeCNIPlugins are the CNI plugins skiff's managed containerd runs:
 // bridge, host-local and portmap from network.BridgeConflist, and loopback,
@@ -20,13 +20,14 @@ import (
 // containernetworking-plugins (34 MB) is left out of the node image.
 var NodeCNIPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
 
-// AddNodeRuntime adds what a node container runs besides skiff: a static
-// busybox with its applet links (a shell for debugging), containerd, its
-// runc shim, runc, the CNI plugins named in plugins (from /usr/lib/cni;
-// nil: all), and iptables with its extensions (the bridge plugin's
-// masquerading and the portmap plugin), each with its shared libraries.
+// AddNodeRuntime adds what a node container takes from the host besides
+// skiff and its runtime (AddBundledRuntime): a static busybox with its
+// applet links (a shell for debugging), the CNI plugins named in plugins
+// (from /usr/lib/cni; nil: all), and iptables with its extensions (the
+// bridge plugin's masquerading and the portmap plugin), each with its
+// shared libraries. The host's containerd and runc stay out.
 func AddNodeRuntime(ctx context.Context, r *Rootfs, plugins []string) error {
-	steps := []func(context.Context, *Rootfs, Image) error{addBusybox, addContainerRuntime, addIptables}
+	steps := []func(context.Context, *Rootfs, Image) error{addBusybox, addIptables}
 	for _, step := range steps {
 		if err := step(ctx, r, Image{}); err != nil {
 			return fmt.Errorf("node runtime: %w", err)

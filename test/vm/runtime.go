@@ -9,8 +9,10 @@ import (
 )
 
 // runtimePrograms are the container runtime executables skiff's managed
-// containerd needs, found in the host's PATH and placed at the same path in
-// the guest (whose PATH has the same directories).
+// containerd needs: the initramfs takes them from the host's PATH and places
+// them at the same path in the guest (whose PATH has the same directories);
+// AddBundledRuntime takes skiff's own (make runtime, the same names as
+// runtime/containerd.BundledPrograms) from one directory.
 var runtimePrograms = []string{"containerd", "containerd-shim-runc-v2", "runc"}
 
 // cniDir is where Debian's containernetworking-plugins install, and the
@@ -31,6 +33,24 @@ func addContainerRuntime(ctx context.Context, r *Rootfs, _ Image) error {
 		}
 		if err := r.AddExecutable(ctx, bin, bin); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// AddBundledRuntime adds skiff's own runtime, the runtimePrograms that
+// `make runtime` puts in dir (bin/), at guestDir, each with the shared
+// libraries it needs (none: the three are static). skiff's managed mode
+// finds them beside its executable or in <its directory>/../lib/skiff. It
+// fails, naming make runtime, when dir lacks one of them.
+func AddBundledRuntime(ctx context.Context, r *Rootfs, guestDir, dir string) error {
+	for _, name := range runtimePrograms {
+		src := filepath.Join(dir, name)
+		if _, err := os.Stat(src); err != nil {
+			return fmt.Errorf("skiff's runtime: %w (make runtime)", err)
+		}
+		if err := r.AddExecutable(ctx, path.Join(guestDir, name), src); err != nil {
+			return fmt.Errorf("skiff's runtime: %w", err)
 		}
 	}
 	return nil

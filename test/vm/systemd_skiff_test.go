@@ -10,8 +10,8 @@ import (
 
 // The hooks for the skiff.service tests of issue 18 (the unit of
 // contrib/systemd, READY=1, restart, watchdog, graceful node shutdown):
-// skiffGuest puts bin/skiff, the busybox image, a unit and manifests into
-// the systemd VM, and guestShellLib gives the guest script fail and
+// skiffGuest puts bin/skiff with skiff's own runtime, the busybox image, a
+// unit and manifests into the systemd VM, and guestShellLib gives the guest script fail and
 // wait_pod_running. A test then boots with runSystemdVM:
 //
 //	runSystemdVM(t, SystemdOptions{
@@ -28,14 +28,18 @@ const (
 	skiffGuestUnit      = "/etc/systemd/system/skiff.service"
 	skiffGuestEnv       = "/etc/skiff/skiff.env"
 	skiffGuestManifests = "/etc/skiff/manifests"
+	// skiffGuestRuntime holds skiff's containerd, shim and runc where `make
+	// install` puts them: /usr/local/lib/skiff, ../lib/skiff from skiff.
+	skiffGuestRuntime = "/usr/local/lib/skiff"
 )
 
 // skiffGuest returns the Adds that install skiff in the systemd VM:
-// bin/skiff as /usr/local/bin/skiff, busybox.tar in /var/lib/skiff/images/
-// (imported at start), unit as skiff.service, testdata/skiff.env and the
-// manifests. The binary
-// and the images are $SKIFF_BIN and $SKIFF_IMAGES, else the repository's
-// bin/skiff (make build) and _output/images (make images).
+// bin/skiff as /usr/local/bin/skiff, the containerd, containerd-shim-runc-v2
+// and runc beside it (make runtime) in skiffGuestRuntime, busybox.tar in
+// /var/lib/skiff/images/ (imported at start), unit as skiff.service,
+// testdata/skiff.env and the manifests. The binary and the images are
+// $SKIFF_BIN and $SKIFF_IMAGES, else the repository's bin/skiff (make
+// build) and _output/images (make images); a missing one fails the test.
 func skiffGuest(t *testing.T, unit string, manifests ...string) []Add {
 	t.Helper()
 	bin := os.Getenv("SKIFF_BIN")
@@ -52,6 +56,9 @@ func skiffGuest(t *testing.T, unit string, manifests ...string) []Add {
 		{Host: busybox, Guest: "/var/lib/skiff/images/busybox.tar"},
 		{Host: unit, Guest: skiffGuestUnit},
 		{Host: "testdata/skiff.env", Guest: skiffGuestEnv},
+	}
+	for _, name := range runtimePrograms {
+		adds = append(adds, Add{Host: filepath.Join(filepath.Dir(bin), name), Guest: skiffGuestRuntime + "/" + name})
 	}
 	for _, m := range manifests {
 		adds = append(adds, Add{Host: m, Guest: skiffGuestManifests + "/" + filepath.Base(m)})
@@ -96,6 +103,8 @@ func TestSystemdVMSkiffStaticPod(t *testing.T) {
 systemctl start skiff.service || fail "systemctl start skiff.service"
 wait_pod_running vm-sleeper-skiff-vm 300
 skiff pods --root-dir /var/lib/skiff
+journalctl -u skiff.service --no-pager | grep 'managed runtime' | grep -q 'containerd=` + skiffGuestRuntime + `/containerd' ||
+	fail "skiff does not run its own containerd from ` + skiffGuestRuntime + `"
 `},
 		Timeout: 12 * time.Minute,
 	})

@@ -13,8 +13,9 @@
 // test server is built with the go command in the current module.
 //
 // With -node-image FILE it writes only the node image (`make node-image`):
-// skiff, skiff-pause, containerd, runc, the CNI plugins and iptables from
-// the host, tagged -node-ref, entrypoint `skiff agent` (node.go).
+// skiff, skiff-pause, skiff's own containerd and runc (-runtime-dir, from
+// make runtime), the CNI plugins and iptables from the host, tagged
+// -node-ref, entrypoint `skiff agent` (node.go).
 package main
 
 import (
@@ -53,6 +54,7 @@ func main() {
 	flag.StringVar(&o.node.ref, "node-ref", "skiff.local/node:dev", "reference of the node image")
 	flag.StringVar(&o.node.skiff, "skiff", "bin/skiff", "skiff executable of the node image")
 	flag.StringVar(&o.node.skiffPause, "skiff-pause", "bin/skiff-pause", "skiff-pause executable of the node image")
+	flag.StringVar(&o.node.runtimeDir, "runtime-dir", "bin", "directory of skiff's own containerd, containerd-shim-runc-v2 and runc (make runtime) for the node image")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -15,19 +15,24 @@ const (
 	nodeRootDir     = "/var/lib/skiff"
 	nodePodLogsDir  = "/var/log/pods"
 	nodeSkiff       = "/usr/bin/skiff"
+	// nodeRuntimeDir holds skiff's own containerd, shim and runc: skiff
+	// looks in <its directory>/../lib/skiff.
+	nodeRuntimeDir = "/usr/lib/skiff"
 )
 
 // nodeOptions say what goes into the node image.
 type nodeOptions struct {
 	out, ref          string
 	skiff, skiffPause string
+	// runtimeDir holds skiff's own runtime (make runtime: bin/).
+	runtimeDir string
 }
 
-// nodeImage assembles the node image: skiff and skiff-pause, busybox,
-// containerd, the runc shim, runc, the CNI plugins skiff's conflist uses and
-// iptables, all taken from the host with their shared libraries (the same
-// assembly as the cgroup v2 VM's root, test/vm). Its entrypoint is
-// `skiff agent` with the managed containerd.
+// nodeImage assembles the node image: skiff and skiff-pause, skiff's own
+// containerd, runc shim and runc (o.runtimeDir, at nodeRuntimeDir), and from
+// the host busybox, the CNI plugins skiff's conflist uses and iptables with
+// their shared libraries (the same assembly as the cgroup v2 VM's root,
+// test/vm). Its entrypoint is `skiff agent` with the managed containerd.
 func nodeImage(ctx context.Context, o nodeOptions) (image, error) {
 	for _, p := range []string{o.skiff, o.skiffPause} {
 		if _, err := os.Stat(p); err != nil {
@@ -35,6 +40,9 @@ func nodeImage(ctx context.Context, o nodeOptions) (image, error) {
 		}
 	}
 	r := vm.NewRootfs()
+	if err := vm.AddBundledRuntime(ctx, r, nodeRuntimeDir, o.runtimeDir); err != nil {
+		return image{}, fmt.Errorf("node image: %w", err)
+	}
 	if err := vm.AddNodeRuntime(ctx, r, vm.NodeCNIPlugins); err != nil {
 		return image{}, fmt.Errorf("node image: %w", err)
 	}
