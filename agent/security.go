@@ -107,6 +107,7 @@ func sandboxSecurity(pod *v1.Pod) *runtime.SandboxSecurity {
 	}
 	sec.RunAsUser, sec.RunAsGroup = psc.RunAsUser, psc.RunAsGroup
 	sec.SupplementalGroups = podGroups(psc)
+	sec.StrictGroups = strictGroups(psc)
 	sec.SELinux = selinuxOptions(psc.SELinuxOptions)
 	for _, s := range psc.Sysctls {
 		if sec.Sysctls == nil {
@@ -115,6 +116,11 @@ func sandboxSecurity(pod *v1.Pod) *runtime.SandboxSecurity {
 		sec.Sysctls[normalizeSysctl(s.Name)] = s.Value
 	}
 	return sec
+}
+
+// strictGroups reports supplementalGroupsPolicy Strict.
+func strictGroups(psc *v1.PodSecurityContext) bool {
+	return psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict
 }
 
 // podGroups are the pod's fsGroup, then its supplementalGroups: the extra
@@ -152,6 +158,7 @@ func (p *securityPolicy) containerSecurity(pod *v1.Pod, c *v1.Container) *runtim
 	}
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		sec.SupplementalGroups = podGroups(psc)
+		sec.StrictGroups = strictGroups(psc)
 		sec.FSGroup = psc.FSGroup
 		sec.SELinux = selinuxOptions(psc.SELinuxOptions)
 	}

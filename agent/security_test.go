@@ -54,6 +54,9 @@ func TestSandboxSecurity_G15(t *testing.T) {
 			Seccomp:            runtimeDefault,
 			SELinux:            &runtime.SELinuxOptions{Level: "s0:c1"},
 		}},
+		{"supplementalGroupsPolicy Strict", secPod(func(p *v1.Pod, _ *v1.SecurityContext) {
+			p.Spec.SecurityContext.SupplementalGroupsPolicy = ptrTo(v1.SupplementalGroupsPolicyStrict)
+		}), &runtime.SandboxSecurity{StrictGroups: true, Seccomp: runtimeDefault}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +123,9 @@ func TestContainerSecurity_G15(t *testing.T) {
 			s.SupplementalGroups, s.FSGroup = []int64{2000, 4000}, ptrTo(int64(2000))
 			s.SELinux = &runtime.SELinuxOptions{Type: "spc_t"}
 		})},
+		{"supplementalGroupsPolicy Strict", SecurityConfig{}, secPod(func(p *v1.Pod, _ *v1.SecurityContext) {
+			p.Spec.SecurityContext.SupplementalGroupsPolicy = ptrTo(v1.SupplementalGroupsPolicyStrict)
+		}), with(func(s *runtime.ContainerSecurity) { s.StrictGroups = true })},
 		{"AppArmor: pod field", SecurityConfig{}, secPod(func(p *v1.Pod, _ *v1.SecurityContext) {
 			p.Spec.SecurityContext.AppArmorProfile = &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}
 		}), with(func(s *runtime.ContainerSecurity) { s.AppArmor = runtimeDefault })},

@@ -35,8 +35,7 @@ func isLinuxCapability(name string) bool {
 }
 
 // validatePodSecurity checks the pod-level security fields as the API
-// server does (validatePodSpecSecurityContext, validateHostUsers), plus
-// what skiff cannot do: supplementalGroupsPolicy Strict.
+// server does (validatePodSpecSecurityContext, validateHostUsers).
 func validatePodSecurity(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if ownUserNamespace(spec) {
@@ -75,9 +74,6 @@ func validatePodSecurity(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	if p := sc.SupplementalGroupsPolicy; p != nil {
 		pp := scPath.Child("supplementalGroupsPolicy")
 		errs = append(errs, validateEnum(*p, pp, v1.SupplementalGroupsPolicyMerge, v1.SupplementalGroupsPolicyStrict)...)
-		if *p == v1.SupplementalGroupsPolicyStrict {
-			errs = append(errs, field.Forbidden(pp, "Strict is "+notSupported))
-		}
 	}
 	errs = append(errs, validateSysctls(sc.Sysctls, spec.HostNetwork, spec.HostIPC, scPath.Child("sysctls"))...)
 	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, scPath.Child("seccompProfile"))...)

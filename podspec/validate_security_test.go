@@ -80,9 +80,12 @@ func TestValidateSecurity_G15(t *testing.T) {
 		{"supplementalGroupsPolicy value", func(p *v1.Pod) {
 			p.Spec.SecurityContext.SupplementalGroupsPolicy = ptr(v1.SupplementalGroupsPolicy("Loose"))
 		}, []string{`spec.securityContext.supplementalGroupsPolicy: Unsupported value: "Loose"`}},
-		{"supplementalGroupsPolicy Strict", func(p *v1.Pod) {
+		{"supplementalGroupsPolicy Strict (the runtime's support is the node's admission)", func(p *v1.Pod) {
 			p.Spec.SecurityContext.SupplementalGroupsPolicy = ptr(v1.SupplementalGroupsPolicyStrict)
-		}, []string{"spec.securityContext.supplementalGroupsPolicy: Forbidden: Strict is not supported by skiff yet"}},
+		}, nil},
+		{"supplementalGroupsPolicy unknown", func(p *v1.Pod) {
+			p.Spec.SecurityContext.SupplementalGroupsPolicy = ptr(v1.SupplementalGroupsPolicy("Loose"))
+		}, []string{`spec.securityContext.supplementalGroupsPolicy: Unsupported value: "Loose"`}},
 		{"sysctl name required", func(p *v1.Pod) { p.Spec.SecurityContext.Sysctls = []v1.Sysctl{{Value: "1"}} },
 			[]string{"spec.securityContext.sysctls[0].name: Required value"}},
 		{"sysctl name format", func(p *v1.Pod) { p.Spec.SecurityContext.Sysctls = []v1.Sysctl{{Name: "Net.Core..x", Value: "1"}} },

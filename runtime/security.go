@@ -14,6 +14,10 @@ type SandboxSecurity struct {
 	// SupplementalGroups are the pod's fsGroup (first, when set) and
 	// supplementalGroups.
 	SupplementalGroups []int64
+	// StrictGroups: the processes get only SupplementalGroups, not also the
+	// groups the image's /etc/group gives their user
+	// (supplementalGroupsPolicy: Strict).
+	StrictGroups bool
 	// Sysctls are set in the pod's namespaces (names with dots).
 	Sysctls map[string]string
 	// Seccomp is the sandbox's own profile; nil: the runtime's choice.
@@ -48,6 +52,8 @@ type ContainerSecurity struct {
 	// SupplementalGroups are the pod's fsGroup (first, when set) and
 	// supplementalGroups, added to the process's groups.
 	SupplementalGroups []int64
+	// StrictGroups: see SandboxSecurity.StrictGroups.
+	StrictGroups bool
 	// FSGroup is the pod's fsGroup, also in SupplementalGroups; the volume
 	// manager gives volumes to this group.
 	FSGroup *int64

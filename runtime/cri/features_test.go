@@ -91,3 +91,22 @@ func TestUserNamespaceToCRI(t *testing.T) {
 		t.Errorf("no user namespace: mount mappings %v / %v", mt.GetUidMappings(), mt.GetGidMappings())
 	}
 }
+
+// TestSupplementalGroupsPolicyToCRI: Strict goes to the sandbox and the
+// container; without it CRI's default, Merge.
+func TestSupplementalGroupsPolicyToCRI(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		want := runtimeapi.SupplementalGroupsPolicy_Merge
+		if strict {
+			want = runtimeapi.SupplementalGroupsPolicy_Strict
+		}
+		sb := &runtime.SandboxSpec{Name: "p", Security: &runtime.SandboxSecurity{SupplementalGroups: []int64{5}, StrictGroups: strict}}
+		if got := sandboxConfig(sb).GetLinux().GetSecurityContext().GetSupplementalGroupsPolicy(); got != want {
+			t.Errorf("strict=%v: sandbox policy %v, want %v", strict, got, want)
+		}
+		c := containerConfig(&runtime.ContainerSpec{Name: "c", Security: &runtime.ContainerSecurity{StrictGroups: strict}}, sb)
+		if got := c.GetLinux().GetSecurityContext().GetSupplementalGroupsPolicy(); got != want {
+			t.Errorf("strict=%v: container policy %v, want %v", strict, got, want)
+		}
+	}
+}

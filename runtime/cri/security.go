@@ -38,6 +38,7 @@ func applySandboxSecurity(lc *runtimeapi.LinuxPodSandboxConfig, sec *runtime.San
 	sc.RunAsUser = int64Value(sec.RunAsUser)
 	sc.RunAsGroup = int64Value(sec.RunAsGroup)
 	sc.SupplementalGroups = sec.SupplementalGroups
+	sc.SupplementalGroupsPolicy = groupsPolicy(sec.StrictGroups)
 	sc.Seccomp = profileToCRI(sec.Seccomp)
 	sc.SelinuxOptions = selinuxToCRI(sec.SELinux)
 	if len(sec.Sysctls) > 0 {
@@ -58,12 +59,22 @@ func applyContainerSecurity(sc *runtimeapi.LinuxContainerSecurityContext, sec *r
 	sc.ReadonlyRootfs = sec.ReadOnlyRootfs
 	sc.NoNewPrivs = sec.NoNewPrivs
 	sc.SupplementalGroups = sec.SupplementalGroups
+	sc.SupplementalGroupsPolicy = groupsPolicy(sec.StrictGroups)
 	sc.MaskedPaths = sec.MaskedPaths
 	sc.ReadonlyPaths = sec.ReadonlyPaths
 	sc.Seccomp = profileToCRI(sec.Seccomp)
 	sc.Apparmor = profileToCRI(sec.AppArmor)
 	sc.ApparmorProfile = deprecatedAppArmorName(sec.AppArmor) //nolint:staticcheck // sent beside Apparmor for older runtimes, as the kubelet does
 	sc.SelinuxOptions = selinuxToCRI(sec.SELinux)
+}
+
+// groupsPolicy is CRI's supplemental groups policy: Merge (the default,
+// the image's groups added) unless strict.
+func groupsPolicy(strict bool) runtimeapi.SupplementalGroupsPolicy {
+	if strict {
+		return runtimeapi.SupplementalGroupsPolicy_Strict
+	}
+	return runtimeapi.SupplementalGroupsPolicy_Merge
 }
 
 func profileToCRI(p *runtime.SecurityProfile) *runtimeapi.SecurityProfile {
