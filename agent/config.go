@@ -129,6 +129,9 @@ type Config struct {
 	// (e.g. the node shutdown manager's, which refuses pods while the
 	// node shuts down); nil: none.
 	Admitters []PodAdmitter
+	// RuntimeFeatures are what the runtime supports (runtime.Features):
+	// recursiveReadOnly IfPossible follows RecursiveReadOnlyMounts.
+	RuntimeFeatures runtime.Features
 	// UserNamespaces gives pods with spec.hostUsers: false their user
 	// namespaces (a *userns.Manager); nil: such pods fail to start.
 	UserNamespaces UserNamespaces

@@ -156,7 +156,7 @@ func (w *podWorker) addVolumeMounts(ctx context.Context, c *v1.Container, spec *
 	if err != nil {
 		return err
 	}
-	mounts, err := containerMounts(c, vols, imageVols, spec.Env, spec.Privileged)
+	mounts, err := containerMounts(c, vols, imageVols, spec.Env, mountOptions{privileged: spec.Privileged, rro: w.d.rro})
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (w *podWorker) addVolumeMounts(ctx context.Context, c *v1.Container, spec *
 // volume type says so, propagation translated. An image volume (its image
 // ID in imageVols) is the runtime's to mount, always read-only, its
 // subPath a directory of the image.
-func containerMounts(c *v1.Container, vols map[string]PodVolume, imageVols map[string]string, env []runtime.KeyValue, privileged bool) ([]runtime.Mount, error) {
+func containerMounts(c *v1.Container, vols map[string]PodVolume, imageVols map[string]string, env []runtime.KeyValue, o mountOptions) ([]runtime.Mount, error) {
 	var envMap map[string]string
 	out := make([]runtime.Mount, 0, len(c.VolumeMounts))
 	for _, vm := range c.VolumeMounts {
@@ -192,12 +192,16 @@ func containerMounts(c *v1.Container, vols map[string]PodVolume, imageVols map[s
 				return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
 			}
 		}
+		rro, err := recursiveReadOnly(vm, o.rro)
+		if err != nil {
+			return nil, &configError{fmt.Errorf("failed to resolve recursive read-only mode: %w", err)}
+		}
 		if img, ok := imageVols[vm.Name]; ok {
-			prop, err := mountPropagation(vm.MountPropagation, privileged)
+			prop, err := mountPropagation(vm.MountPropagation, o.privileged)
 			if err != nil {
 				return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
 			}
-			out = append(out, runtime.Mount{ContainerPath: vm.MountPath, ReadOnly: true, Propagation: prop, Image: img, ImageSubPath: sub})
+			out = append(out, runtime.Mount{ContainerPath: vm.MountPath, ReadOnly: true, RecursiveReadOnly: rro, Propagation: prop, Image: img, ImageSubPath: sub})
 			continue
 		}
 		if sub != "" {
@@ -206,16 +210,46 @@ func containerMounts(c *v1.Container, vols map[string]PodVolume, imageVols map[s
 				return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
 			}
 		}
-		prop, err := mountPropagation(vm.MountPropagation, privileged)
+		prop, err := mountPropagation(vm.MountPropagation, o.privileged)
 		if err != nil {
 			return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
 		}
 		out = append(out, runtime.Mount{
 			HostPath: host, ContainerPath: vm.MountPath,
-			ReadOnly: vm.ReadOnly || vol.ReadOnly, Propagation: prop,
+			ReadOnly: vm.ReadOnly || vol.ReadOnly, RecursiveReadOnly: rro, Propagation: prop,
 		})
 	}
 	return out, nil
+}
+
+// mountOptions are what containerMounts needs besides the mounts: the
+// container is privileged; the runtime has recursive read-only mounts.
+type mountOptions struct{ privileged, rro bool }
+
+// recursiveReadOnly is the kubelet's resolveRecursiveReadOnly: whether vm
+// is mounted recursively read-only, given whether the runtime can
+// (supported). IfPossible falls back to a plain read-only mount; Enabled
+// on a runtime without it is an error.
+func recursiveReadOnly(vm v1.VolumeMount, supported bool) (bool, error) {
+	if vm.RecursiveReadOnly == nil || *vm.RecursiveReadOnly == v1.RecursiveReadOnlyDisabled {
+		return false, nil
+	}
+	if !vm.ReadOnly {
+		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not read-only", vm.Name)
+	}
+	if p := vm.MountPropagation; p != nil && *p != v1.MountPropagationNone {
+		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not compatible with propagation %q", vm.Name, *p)
+	}
+	switch *vm.RecursiveReadOnly {
+	case v1.RecursiveReadOnlyIfPossible:
+		return supported, nil
+	case v1.RecursiveReadOnlyEnabled:
+		if !supported {
+			return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not supported by the runtime", vm.Name)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("unknown recursive read-only mode %q", *vm.RecursiveReadOnly)
 }
 
 // mountPropagation is the kubelet's translateMountPropagation.

@@ -215,7 +215,7 @@ func TestContainerImageVolumeMounts(t *testing.T) {
 		{Name: "img", MountPath: "/img"},
 		{Name: "img", MountPath: "/sub", SubPathExpr: "$(DIR)"},
 	}}
-	got, err := containerMounts(c, vols, map[string]string{"img": "sha256:abc"}, env, false)
+	got, err := containerMounts(c, vols, map[string]string{"img": "sha256:abc"}, env, mountOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestContainerMounts_G1(t *testing.T) {
 		{Name: "cm", MountPath: "/b", MountPropagation: prop(v1.MountPropagationNone)},
 		{Name: "v", MountPath: "/c", MountPropagation: prop(v1.MountPropagationBidirectional)},
 	}}
-	got, err := containerMounts(c, vols, nil, env, true)
+	got, err := containerMounts(c, vols, nil, env, mountOptions{privileged: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,15 +256,15 @@ func TestContainerMounts_G1(t *testing.T) {
 			t.Errorf("mount %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if _, err := containerMounts(c, vols, nil, env, false); err == nil || !strings.Contains(err.Error(), "bidirectional mount propagation") {
+	if _, err := containerMounts(c, vols, nil, env, mountOptions{}); err == nil || !strings.Contains(err.Error(), "bidirectional mount propagation") {
 		t.Errorf("Bidirectional in an unprivileged container: %v", err)
 	}
 	bad := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "nope", MountPath: "/x"}}}
-	if _, err := containerMounts(bad, vols, nil, env, false); err == nil || err.Error() != `cannot find volume "nope" to mount into container "app"` {
+	if _, err := containerMounts(bad, vols, nil, env, mountOptions{}); err == nil || err.Error() != `cannot find volume "nope" to mount into container "app"` {
 		t.Errorf("unknown volume: %v", err)
 	}
 	missing := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/x", SubPathExpr: "$(UNSET)"}}}
-	if _, err := containerMounts(missing, vols, nil, env, false); err == nil || !strings.Contains(err.Error(), "missing value for UNSET") {
+	if _, err := containerMounts(missing, vols, nil, env, mountOptions{}); err == nil || !strings.Contains(err.Error(), "missing value for UNSET") {
 		t.Errorf("unset variable: %v", err)
 	}
 }
@@ -314,4 +314,46 @@ func TestAgentRefreshesVolumesOnObjectChange_G13(t *testing.T) {
 		b, _ := os.ReadFile(file)
 		return string(b) == "v2"
 	})
+}
+
+// TestRecursiveReadOnly: the kubelet's resolution of a mount's
+// recursiveReadOnly against the runtime's support, with its messages.
+func TestRecursiveReadOnly(t *testing.T) {
+	mode := func(m v1.RecursiveReadOnlyMode) *v1.RecursiveReadOnlyMode { return &m }
+	hostToContainer := v1.MountPropagationHostToContainer
+	tests := []struct {
+		name      string
+		vm        v1.VolumeMount
+		supported bool
+		want      bool
+		wantErr   string
+	}{
+		{"unset", v1.VolumeMount{Name: "v", ReadOnly: true}, true, false, ""},
+		{"Disabled", v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyDisabled)}, true, false, ""},
+		{"IfPossible, supported", v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyIfPossible)}, true, true, ""},
+		{"IfPossible, unsupported: plain read-only", v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyIfPossible)}, false, false, ""},
+		{"Enabled, supported", v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)}, true, true, ""},
+		{"Enabled, unsupported", v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)}, false, false,
+			`volume "v" requested recursive read-only mode, but it is not supported by the runtime`},
+		{"not read-only", v1.VolumeMount{Name: "v", RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)}, true, false,
+			`volume "v" requested recursive read-only mode, but it is not read-only`},
+		{"propagation", v1.VolumeMount{Name: "v", ReadOnly: true, MountPropagation: &hostToContainer, RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)}, true, false,
+			`volume "v" requested recursive read-only mode, but it is not compatible with propagation "HostToContainer"`},
+	}
+	for _, tt := range tests {
+		got, err := recursiveReadOnly(tt.vm, tt.supported)
+		if got != tt.want || (err == nil) != (tt.wantErr == "") || err != nil && err.Error() != tt.wantErr {
+			t.Errorf("%s: %v, %v; want %v, %q", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
+	// In containerMounts the error is the container's config error.
+	c := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)}}}
+	_, err := containerMounts(c, map[string]PodVolume{"v": {HostPath: t.TempDir()}}, nil, nil, mountOptions{})
+	if startFailureReason(err) != reasonCreateContainerConfigError || !strings.HasPrefix(err.Error(), "failed to resolve recursive read-only mode: ") {
+		t.Errorf("containerMounts on a runtime without it: %v (%s)", err, startFailureReason(err))
+	}
+	ms, err := containerMounts(c, map[string]PodVolume{"v": {HostPath: "/h"}}, nil, nil, mountOptions{rro: true})
+	if err != nil || !ms[0].RecursiveReadOnly || !ms[0].ReadOnly {
+		t.Errorf("containerMounts with it: %+v, %v", ms, err)
+	}
 }

@@ -55,6 +55,9 @@ type workerDeps struct {
 	metricsPort Metrics
 	// userns: Config.UserNamespaces (nil: none).
 	userns UserNamespaces
+	// rro: the runtime has recursive read-only mounts
+	// (Config.RuntimeFeatures).
+	rro bool
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Safe for

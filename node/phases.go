@@ -252,6 +252,7 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 		PodChanged:        podChanged,
 		Metrics:           rt.mx.kubelet,
 		Admitters:         []agent.PodAdmitter{featureAdmitter(features, rtName), api.shutdown.Admit},
+		RuntimeFeatures:   features,
 		UserNamespaces:    usernsMgr,
 	})
 }

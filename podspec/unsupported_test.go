@@ -35,11 +35,6 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
 				Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}}}
 		}, "spec.volumes[0].projected.sources[0].serviceAccountToken"},
-		{"G.1 recursiveReadOnly", func(p *v1.Pod) {
-			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
-			rro := v1.RecursiveReadOnlyEnabled
-			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: "/v", ReadOnly: true, RecursiveReadOnly: &rro}}
-		}, "spec.containers[0].volumeMounts[0].recursiveReadOnly"},
 		{"G.1 emptyDir on huge pages", func(p *v1.Pod) {
 			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages}}}}
 		}, "spec.volumes[0].emptyDir.medium"},

@@ -31,12 +31,12 @@ func volumeFieldPaths() []string {
 }
 
 // volumeMountFieldPaths are the volumeMount fields skiff implements
-// (relative to a container); recursiveReadOnly needs a runtime that
-// supports it and stays unsupported.
+// (relative to a container).
 func volumeMountFieldPaths() []string {
 	return []string{
 		"volumeMounts[*].name", "volumeMounts[*].mountPath", "volumeMounts[*].readOnly",
 		"volumeMounts[*].subPath", "volumeMounts[*].subPathExpr", "volumeMounts[*].mountPropagation",
+		"volumeMounts[*].recursiveReadOnly",
 	}
 }
 
@@ -404,8 +404,31 @@ func validateVolumeMounts(c *v1.Container, vols map[string]*v1.Volume, p *field.
 				errs = append(errs, field.NotSupported(mp.Child("mountPropagation"), *mode, modes))
 			}
 		}
+		errs = append(errs, validateRecursiveReadOnly(&m, mp.Child("recursiveReadOnly"))...)
 	}
 	return errs
+}
+
+// validateRecursiveReadOnly is the API server's validateMountRecursiveReadOnly.
+func validateRecursiveReadOnly(m *v1.VolumeMount, p *field.Path) field.ErrorList {
+	if m.RecursiveReadOnly == nil {
+		return nil
+	}
+	switch *m.RecursiveReadOnly {
+	case v1.RecursiveReadOnlyDisabled:
+		return nil
+	case v1.RecursiveReadOnlyIfPossible, v1.RecursiveReadOnlyEnabled:
+		var errs field.ErrorList
+		if !m.ReadOnly {
+			errs = append(errs, field.Forbidden(p, "may only be specified when readOnly is true"))
+		}
+		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
+			errs = append(errs, field.Forbidden(p, "may only be specified when mountPropagation is None or not specified"))
+		}
+		return errs
+	}
+	return field.ErrorList{field.NotSupported(p, *m.RecursiveReadOnly,
+		[]v1.RecursiveReadOnlyMode{v1.RecursiveReadOnlyDisabled, v1.RecursiveReadOnlyEnabled, v1.RecursiveReadOnlyIfPossible})}
 }
 
 // validatePodVolumes checks spec.volumes and every container's mounts.

@@ -133,6 +133,12 @@ func TestValidateVolumes_G1(t *testing.T) {
 			[]string{"spec.containers[0].volumeMounts[0].subPathExpr: Invalid value: \"b\": subPathExpr and subPath are mutually exclusive"}},
 		{"mountPropagation enum", volPod([]v1.Volume{emptyDirVol("v")}, v1.VolumeMount{Name: "v", MountPath: "/d", MountPropagation: prop("Shared")}),
 			[]string{`spec.containers[0].volumeMounts[0].mountPropagation: Unsupported value: "Shared"`}},
+		{"recursiveReadOnly Enabled, read-only", volPod([]v1.Volume{emptyDirVol("v")}, v1.VolumeMount{Name: "v", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: rro(v1.RecursiveReadOnlyEnabled)}), nil},
+		{"recursiveReadOnly needs readOnly and no propagation", volPod([]v1.Volume{emptyDirVol("v")}, v1.VolumeMount{Name: "v", MountPath: "/d", RecursiveReadOnly: rro(v1.RecursiveReadOnlyIfPossible), MountPropagation: prop(v1.MountPropagationHostToContainer)}),
+			[]string{"spec.containers[0].volumeMounts[0].recursiveReadOnly: Forbidden: may only be specified when readOnly is true",
+				"spec.containers[0].volumeMounts[0].recursiveReadOnly: Forbidden: may only be specified when mountPropagation is None or not specified"}},
+		{"recursiveReadOnly enum", volPod([]v1.Volume{emptyDirVol("v")}, v1.VolumeMount{Name: "v", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: rro("Always")}),
+			[]string{`spec.containers[0].volumeMounts[0].recursiveReadOnly: Unsupported value: "Always"`}},
 		{"Bidirectional only for privileged containers", volPod([]v1.Volume{emptyDirVol("v")}, v1.VolumeMount{Name: "v", MountPath: "/d", MountPropagation: prop(v1.MountPropagationBidirectional)}),
 			[]string{"spec.containers[0].volumeMounts[0].mountPropagation: Forbidden: Bidirectional mount propagation is available only to privileged containers"}},
 		{"Bidirectional for a privileged container", func() *v1.Pod {
@@ -173,3 +179,5 @@ func TestSetDefaultsVolumes_G1(t *testing.T) {
 		t.Errorf("fieldRef apiVersion = %q, want v1", v)
 	}
 }
+
+func rro(m v1.RecursiveReadOnlyMode) *v1.RecursiveReadOnlyMode { return &m }

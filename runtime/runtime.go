@@ -239,6 +239,9 @@ type Mount struct {
 	ReadOnly                bool
 	// Propagation is the mount's propagation (zero: private).
 	Propagation MountPropagation
+	// RecursiveReadOnly makes the mounts under a read-only mount read-only
+	// too (the runtime must support it).
+	RecursiveReadOnly bool
 	// Image, instead of HostPath, mounts this image (its ID; the image
 	// must be present) read-only; ImageSubPath mounts only that directory
 	// of it.

@@ -189,12 +189,13 @@ func containerConfig(spec *runtime.ContainerSpec, sandbox *runtime.SandboxSpec) 
 	}
 	for _, m := range spec.Mounts {
 		mt := &runtimeapi.Mount{
-			HostPath:      m.HostPath,
-			ContainerPath: m.ContainerPath,
-			Readonly:      m.ReadOnly,
-			Propagation:   propagationToCRI(m.Propagation),
-			UidMappings:   ids,
-			GidMappings:   ids,
+			HostPath:          m.HostPath,
+			ContainerPath:     m.ContainerPath,
+			Readonly:          m.ReadOnly,
+			RecursiveReadOnly: m.RecursiveReadOnly,
+			Propagation:       propagationToCRI(m.Propagation),
+			UidMappings:       ids,
+			GidMappings:       ids,
 		}
 		if m.Image != "" {
 			mt.Image, mt.ImageSubPath = &runtimeapi.ImageSpec{Image: m.Image}, m.ImageSubPath

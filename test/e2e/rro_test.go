@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestRecursiveReadOnlyMount: a read-only hostPath mount with
+// recursiveReadOnly Enabled makes the mounts under it read-only too where
+// the runtime supports it (containerd 2 with runc 1.5 on kernel 5.12+),
+// while a plain read-only mount leaves them writable; on a runtime without
+// it the container waits with the kubelet's CreateContainerConfigError.
+func TestRecursiveReadOnlyMount(t *testing.T) {
+	e := NewEnv(t)
+	dir := filepath.Join(e.Dir, "rro")
+	sub := filepath.Join(dir, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(sub, unix.MNT_DETACH) })
+	e.StartAgent(t, AgentOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	features, err := e.CRI(t).Features(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.WriteManifest(t, "rro.yaml", podSpec("rro", []string{
+		"terminationGracePeriodSeconds: 2",
+		"volumes: [{name: host, hostPath: {path: " + dir + "}}]",
+	}, nil, []string{
+		sleeper("rro", "volumeMounts: [{name: host, mountPath: /v, readOnly: true, recursiveReadOnly: Enabled}]"),
+		sleeper("ro", "volumeMounts: [{name: host, mountPath: /v, readOnly: true}]"),
+	}))
+	if !features.RecursiveReadOnlyMounts {
+		p := e.WaitForPod(t, PodName("rro"), containerCond("rro", waitingReason("CreateContainerConfigError")), podStartTimeout)
+		if w := statusOf(t, p, "rro").State.Waiting; !strings.Contains(w.Message, `volume "host" requested recursive read-only mode, but it is not supported by the runtime`) {
+			t.Errorf("on a runtime without recursive read-only mounts: %q", w.Message)
+		}
+		return
+	}
+	p := e.WaitForPod(t, PodName("rro"), runningAndReady, podStartTimeout)
+	if out := e.Exec(t, e.PodContainer(t, p.Name, "rro").ID, "sh", "-c", "touch /v/sub/x 2>&1; true"); !strings.Contains(out, "Read-only file system") {
+		t.Errorf("recursiveReadOnly Enabled: writing the submount gave %q, want EROFS", out)
+	}
+	if out := e.Exec(t, e.PodContainer(t, p.Name, "ro").ID, "sh", "-c", "touch /v/sub/y && echo written"); out != "written\n" {
+		t.Errorf("plain readOnly: writing the submount gave %q, want it writable (only the top mount is read-only)", out)
+	}
+}
