@@ -179,7 +179,7 @@ test:
 	$(MAKE) test-systemd
 
 # The e2e tests the cgroup v2 VM runs, and where their binary is built.
-V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52|TestVolumes_G1_G14|TestContainerSecurityContext_G15_G16|TestVolumeOwnershipFSGroup_G15
+V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52|TestVolumes_G1_G14|TestContainerSecurityContext_G15_G16|TestVolumeOwnershipFSGroup_G15|TestImageVolume|TestRecursiveReadOnlyMount
 E2E_TEST_BIN := _output/e2e.test
 VM_GUEST := /skiff
 # The cgroups package's tests, run as root in the VM too: their cgroup v2
