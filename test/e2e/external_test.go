@@ -192,3 +192,24 @@ func TestAgentUsesTheSuitesRuntime_Issue31(t *testing.T) {
 		t.Errorf("external runtime reports %s %s, want containerd %s (%s)", v.Name, v.Version, e.s.external.version, e.s.external.binary)
 	}
 }
+
+// TestRuntimeMode: SKIFF_E2E_RUNTIME selects the mode; unknown values fail.
+// Pure (runs without SKIFF_E2E).
+func TestRuntimeMode(t *testing.T) {
+	for _, tc := range []struct {
+		env, want string
+		wantErr   bool
+	}{
+		{"", runtimeManaged, false},
+		{"managed", runtimeManaged, false},
+		{"external", runtimeExternal, false},
+		{"External", "", true},
+		{"containerd", "", true},
+	} {
+		t.Setenv("SKIFF_E2E_RUNTIME", tc.env)
+		got, err := runtimeMode()
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("SKIFF_E2E_RUNTIME=%q: %q, %v; want %q, error %t", tc.env, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
