@@ -140,7 +140,8 @@ func containerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
 	return nil
 }
 
-// CRI returns a CRI client for the agent's managed containerd.
+// CRI returns a CRI client for the agents' runtime: the managed
+// containerd, or the external one in external mode.
 func (e *Env) CRI(t *testing.T) *cri.Runtime {
 	t.Helper()
 	if e.rt != nil {

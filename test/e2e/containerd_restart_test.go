@@ -33,6 +33,7 @@ const exitOnSignalFile = `trap 'exit 0' TERM; while [ ! -e /tmp/exit-now ]; do s
 // is noticed.
 func TestManagedContainerdRestartedAfterKill(t *testing.T) {
 	e := NewEnv(t)
+	e.SkipOnExternalRuntime(t, "it kills the containerd that skiff supervises")
 	e.StartAgent(t, AgentOptions{})
 	const keep = 5
 	for i := range keep {

@@ -97,7 +97,9 @@ func unixHTTPClient(sock string) *http.Client {
 func PodName(manifestName string) string { return manifestName + "-" + nodeName }
 
 // StartAgent starts `skiff agent` for this test and waits until its
-// /healthz answers 200. The agent's output goes to a per-test log file.
+// /healthz answers 200. The agent's output goes to a per-test log file. In
+// external mode the agent dials the suite's containerd
+// (--container-runtime-endpoint, before opts.Args, which may override it).
 func (e *Env) StartAgent(t *testing.T, opts AgentOptions) {
 	t.Helper()
 	if e.agent != nil {
@@ -110,13 +112,17 @@ func (e *Env) StartAgent(t *testing.T, opts AgentOptions) {
 	}
 	defer logFile.Close()
 	e.agentLogs = append(e.agentLogs, logPath)
-	args := append([]string{"agent",
+	args := []string{"agent",
 		"--pod-manifest-path", e.ManifestDir,
 		"--root-dir", e.s.Root,
 		"--hostname-override", nodeName,
 		"--pod-logs-dir", e.PodLogsDir,
 		"--v", "4",
-	}, opts.Args...)
+	}
+	if e.s.external != nil {
+		args = append(args, "--container-runtime-endpoint", e.s.external.endpoint())
+	}
+	args = append(args, opts.Args...)
 	bin := e.s.Bin
 	if opts.Bin != "" {
 		bin = opts.Bin

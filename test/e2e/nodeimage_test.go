@@ -35,6 +35,7 @@ func TestNodeImage(t *testing.T) {
 		t.Skip("SKIFF_NODE_IMAGE is not set (make e2e-node-image)")
 	}
 	e := NewEnv(t)
+	e.SkipOnExternalRuntime(t, "skiff imports the node image archive from <root>/images into its managed containerd only")
 	ref, err := archiveRef(archive)
 	if err != nil {
 		t.Fatal(err)

@@ -145,9 +145,12 @@ func pushUnique(t *testing.T, reg *testregistry.Registry, repo string) testregis
 }
 
 // registriesFile writes a registries.yaml (k3s format) with content into
-// the test's directory and returns its path.
+// the test's directory and returns its path. On the external runtime it
+// skips the test: skiff refuses --registry-config there, as it configures
+// the managed containerd's registries.
 func (e *Env) registriesFile(t *testing.T, content string) string {
 	t.Helper()
+	e.SkipOnExternalRuntime(t, "--registry-config configures the managed containerd's registries")
 	path := filepath.Join(e.Dir, "registries.yaml")
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)

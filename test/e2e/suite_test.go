@@ -14,12 +14,19 @@
 //	SKIFF_IMAGES       directory with busybox.tar and testserver.tar
 //	                   (default ../../_output/images, built with test/images/build)
 //	SKIFF_E2E_KEEP=1   keep the suite's root directory after the run
+//	SKIFF_E2E_RUNTIME  "managed" (default): each agent starts its managed
+//	                   containerd; "external": the suite starts one
+//	                   containerd itself and every agent dials it with
+//	                   --container-runtime-endpoint (make e2e-external)
+//	SKIFF_E2E_CONTAINERD  the external mode's containerd (default
+//	                   containerd from PATH, Debian's 1.6)
 //
 // Layout: one root directory per run (/tmp/ske2e-*, short because unix
 // socket paths are limited to 108 bytes) is the agent's --root-dir for every
 // test, with the image archives in <root>/images/. Each test gets
 // <root>/t/<n>/ with its manifest directory, pod logs directory and agent
-// log files. Tests run one at a time: only one agent may own the root.
+// log files. Tests run one at a time: only one agent may own the root. In
+// external mode the suite's containerd lives in <root>/ext.
 package e2e
 
 import (
@@ -55,6 +62,9 @@ type Suite struct {
 	Bin string
 	// Root is the agent's --root-dir for every test.
 	Root string
+	// external is the containerd the suite started in external mode; nil
+	// in managed mode.
+	external *externalRuntime
 	// tests numbers the per-test directories.
 	tests atomic.Int64
 }
@@ -95,8 +105,14 @@ func runMain(m *testing.M) int {
 	return code
 }
 
-// newSuite locates (or builds) the binary and images and prepares the root.
+// newSuite locates (or builds) the binary and images, prepares the root and,
+// in external mode, starts the suite's containerd. On error nothing is left
+// running.
 func newSuite() (*Suite, error) {
+	mode, err := runtimeMode()
+	if err != nil {
+		return nil, err
+	}
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		return nil, err
@@ -119,7 +135,14 @@ func newSuite() (*Suite, error) {
 			return nil, err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "e2e: skiff %s, images %s, root %s\n", bin, images, root)
+	fmt.Fprintf(os.Stderr, "e2e: skiff %s, images %s, root %s, runtime %s\n", bin, images, root, mode)
+	if mode == runtimeExternal {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if s.external, err = startExternal(ctx, root, bin); err != nil {
+			return nil, errors.Join(err, s.teardown())
+		}
+	}
 	return s, nil
 }
 
@@ -182,18 +205,25 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// criEndpoint is the managed containerd's CRI socket under the root.
+// criEndpoint is the CRI socket of the runtime the agents use: the
+// managed containerd's under the root, or the external one's.
 func (s *Suite) criEndpoint() string {
+	if s.external != nil {
+		return s.external.endpoint()
+	}
 	return "unix://" + filepath.Join(s.Root, "containerd", "containerd.sock")
 }
 
 // teardown removes whatever the agents left behind: sandboxes still known
-// to containerd, processes started from the root (containerd, shims),
-// mounts under the root, and finally the root itself.
+// to containerd, the external containerd, processes started from the root
+// (containerd, shims), mounts under the root, and finally the root itself.
 func (s *Suite) teardown() error {
 	var errs []error
 	if err := s.removeAllSandboxes(); err != nil {
 		errs = append(errs, err)
+	}
+	if s.external != nil {
+		errs = append(errs, s.external.stop())
 	}
 	killProcessesUnder(s.Root)
 	unmountUnder(s.Root)
