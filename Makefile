@@ -201,7 +201,10 @@ E2E_EXTERNAL_LIST := \
 	TestGracePeriodEndsWithSIGKILL_A42_A43 \
 	TestTerminationMessages_A8_A55 \
 	TestCgroupLimitsQoSAndCleanup_D4_D6_D13_A36 \
-	TestAgentUsesTheSuitesRuntime_Issue31
+	TestAgentUsesTheSuitesRuntime_Issue31 \
+	TestUserNamespacePod \
+	TestImageVolume \
+	TestRecursiveReadOnlyMount
 E2E_EXTERNAL_EMPTY :=
 E2E_EXTERNAL_TESTS ?= ^($(subst $(E2E_EXTERNAL_EMPTY) $(E2E_EXTERNAL_EMPTY),|,$(strip $(E2E_EXTERNAL_LIST))))$$
 E2E_EXTERNAL_CONTAINERD ?= /usr/bin/containerd
