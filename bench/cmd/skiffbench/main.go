@@ -36,7 +36,8 @@ type config struct {
 	startupPods      int
 	densityPods      int
 	steady           time.Duration
-	floorParallelism []int // 0: unbounded
+	idle             time.Duration // the node footprint's idle window, before the first scenario (issue 31)
+	floorParallelism []int         // 0: unbounded
 	reactionRuns     int
 	scale            []int
 	scaleSteady      time.Duration
@@ -76,10 +77,10 @@ type config struct {
 }
 
 var modes = map[string]config{
-	"quick": {mode: "quick", startupPods: 3, densityPods: 5, steady: 5 * time.Second, floorParallelism: []int{2, 0},
+	"quick": {mode: "quick", startupPods: 3, densityPods: 5, steady: 5 * time.Second, idle: 3 * time.Second, floorParallelism: []int{2, 0},
 		reactionRuns: 1, scale: []int{2, 5}, scaleSteady: 3 * time.Second, scaleFloor: true, scaleKubelet: true, pullRuns: 3,
 		probeWindow: 3 * time.Second, listRuns: 3, shimConfigMaps: 200},
-	"full": {mode: "full", startupPods: 20, densityPods: 110, steady: 60 * time.Second, floorParallelism: []int{4, 8, 0},
+	"full": {mode: "full", startupPods: 20, densityPods: 110, steady: 60 * time.Second, idle: 10 * time.Second, floorParallelism: []int{4, 8, 0},
 		reactionRuns: 3, scale: []int{10, 50, 110, 250}, scaleSteady: 10 * time.Second, scaleFloorEnds: true, pullRuns: 10,
 		probeWindow: 20 * time.Second, listRuns: 10, shimConfigMaps: 200},
 }
@@ -229,6 +230,11 @@ func run(f flags, log *slog.Logger) (retErr error) {
 func (b *bench) measure(ctx context.Context, run *report.Run) error {
 	var err error
 	rt := run.Runtime
+	if b.cfg.runs("density") {
+		// The node's footprint: idle now, loaded in the density scenario.
+		run.Footprint = &report.Footprint{}
+		b.idleFootprint(ctx, run.Footprint)
+	}
 	if b.cfg.runs("startup") {
 		b.log.Info("scenario 1: startup latency", "runtime", rt, "pods", b.cfg.startupPods)
 		if run.Startup, err = b.startup(ctx); err != nil {
@@ -237,7 +243,7 @@ func (b *bench) measure(ctx context.Context, run *report.Run) error {
 	}
 	if b.cfg.runs("density") {
 		b.log.Info("scenario 2: density", "runtime", rt, "pods", b.cfg.densityPods)
-		if run.Density, err = b.density(ctx); err != nil {
+		if run.Density, err = b.density(ctx, run.Footprint); err != nil {
 			return fmt.Errorf("%s: density scenario: %w", rt, err)
 		}
 	}

@@ -18,12 +18,12 @@ import (
 const profileTop = 15
 
 // steadyWindow samples agent a over the steady window d into res.Steady
-// (see sampleSteady). With path != "" and an agent socket it also fetches
+// with sample (sampleSteady over d, or loadedFootprint). With path != "" and an agent socket it also fetches
 // a CPU profile of the agent over the window (whole seconds, ending a
 // second before the window does), writes it raw to path and its summary
 // into res.Profile; a profile that fails is recorded in res.ProfileError,
 // never returned: only the /proc sampling fails the window.
-func steadyWindow(ctx context.Context, a *agent, res *report.Agent, d time.Duration, path string) error {
+func steadyWindow(ctx context.Context, a *agent, res *report.Agent, d time.Duration, path string, sample func() (procfs.Window, error)) error {
 	type fetched struct {
 		data []byte
 		err  error
@@ -39,7 +39,7 @@ func steadyWindow(ctx context.Context, a *agent, res *report.Agent, d time.Durat
 		}()
 	}
 	var err error
-	if res.Steady, err = sampleSteady(ctx, a.pid(), d); err != nil || prof == nil {
+	if res.Steady, err = sample(); err != nil || prof == nil {
 		return err
 	}
 	var p fetched

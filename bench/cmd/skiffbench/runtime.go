@@ -66,7 +66,11 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 	if cfg.profileBase != "" {
 		b.profilePath = cfg.profileBase + "-" + rt + "-steady.pprof"
 	}
-	run.Containerd = describeRuntime(ctx, c, ext)
+	b.runtimeProcs = managedProcs(skiffRoot)
+	if ext != nil {
+		b.runtimeProcs = externalProcs(ext)
+	}
+	run.RuntimeVersion, run.Containerd = describeRuntime(ctx, c, ext)
 	mErr = b.measure(ctx, &run)
 	tErr = errors.Join(b.teardown(), stopExt())
 	if tErr == nil {
@@ -76,19 +80,21 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 	return run, mErr, tErr
 }
 
-// describeRuntime is the report's line about a runtime: the CRI's version
-// and how the containerd is configured (ext nil: skiff's managed one).
-func describeRuntime(ctx context.Context, c *criops.Client, ext *externalContainerd) string {
-	v, err := c.Version(ctx)
+// describeRuntime returns the CRI's runtime name and version ("" when
+// the call failed) and the report's line about a runtime: that version and
+// how the containerd is configured (ext nil: skiff's managed one).
+func describeRuntime(ctx context.Context, c *criops.Client, ext *externalContainerd) (version, line string) {
+	version, err := c.Version(ctx)
+	v := version
 	if err != nil {
 		v = "unknown version (" + err.Error() + ")"
 	}
 	if ext == nil {
-		return fmt.Sprintf("%s (CRI): containerd from PATH, started and configured by skiff under its --root-dir: "+
+		return version, fmt.Sprintf("%s (CRI): the containerd skiff finds (beside its executable, else from PATH), started and configured by skiff under its --root-dir: "+
 			"runc v2 (cgroupfs), skiff's CNI conflist (bridge skiff0 10.88.0.0/16 + portmap; containerd adds loopback), "+
 			"skiff's built-in pause image.", v)
 	}
-	return fmt.Sprintf("%s (CRI): %s", v, extcd.Summary(ext.cfg))
+	return version, fmt.Sprintf("%s (CRI): %s", v, extcd.Summary(ext.cfg))
 }
 
 // killStrayShims kills the containerd shims of the containerd whose socket

@@ -51,6 +51,9 @@ type bench struct {
 	// profilePath is where skiff's CPU profile of the density scenario's
 	// steady window is written ("": none taken).
 	profilePath string
+	// runtimeProcs finds the runtime's containerd and shims for the node
+	// footprint (nil: not measured).
+	runtimeProcs runtimeProcs
 }
 
 // kubeletSettle is how long the kubelet runs before a scenario writes its
@@ -255,8 +258,10 @@ func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
 
 // agentDensity writes n density manifests at once, waits for all to run,
 // samples the agent over the steady window (with profile != "" also taking
-// a CPU profile into that file, see steadyWindow) and removes them all.
-func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.Duration, profile string) (*report.Agent, error) {
+// a CPU profile into that file, see steadyWindow; with fp != nil sampling
+// the runtime's containerd and shims with it into fp.Loaded, see
+// loadedFootprint) and removes them all.
+func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.Duration, profile string, fp *report.Footprint) (*report.Agent, error) {
 	manifests := make(map[string][]byte, n)
 	names := make([]string, 0, n)
 	pods := make([]string, 0, n)
@@ -282,7 +287,11 @@ func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.D
 	first, last := spanOf(started)
 	res := &report.Agent{Pods: n, FirstRunningS: first.Sub(t0).Seconds(), AllRunningS: last.Sub(t0).Seconds()}
 	b.log.Info("density running", "agent", a.name, "pods", n, "first_s", res.FirstRunningS, "all_s", res.AllRunningS)
-	if err := steadyWindow(ctx, a, res, steady, profile); err != nil {
+	sample := func() (procfs.Window, error) { return sampleSteady(ctx, a.pid(), steady) }
+	if fp != nil {
+		sample = func() (procfs.Window, error) { return b.loadedFootprint(ctx, a, n, steady, fp) }
+	}
+	if err := steadyWindow(ctx, a, res, steady, profile, sample); err != nil {
 		return nil, fmt.Errorf("%s density %d steady window: %w", a.name, n, err)
 	}
 	if res.ProfileError != "" {
@@ -309,22 +318,9 @@ func spanOf(started map[string]time.Time) (first, last time.Time) {
 
 // sampleSteady reads /proc/<pid> once a second for d.
 func sampleSteady(ctx context.Context, pid int, d time.Duration) (procfs.Window, error) {
-	var samples []procfs.Sample
-	end := time.Now().Add(d)
-	for {
-		s, err := procfs.Read("/proc", pid, time.Now())
-		if err != nil {
-			return procfs.Window{}, err
-		}
-		samples = append(samples, s)
-		if !s.At.Before(end) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return procfs.Window{}, ctx.Err()
-		case <-time.After(min(time.Second, time.Until(end))):
-		}
+	samples, err := sampleEvery(ctx, d, func(now time.Time) (procfs.Sample, error) { return procfs.Read("/proc", pid, now) })
+	if err != nil {
+		return procfs.Window{}, err
 	}
 	return procfs.Summarize(samples)
 }
@@ -371,12 +367,15 @@ func (b *bench) floorDensity(ctx context.Context, n, parallelism int, probes boo
 	return res, b.cleanFloor(ctx)
 }
 
-func (b *bench) density(ctx context.Context) (*report.Density, error) {
+// density runs scenario 2: skiff's n pods (its steady window also the
+// node footprint's loaded window, into fp; nil: not), the floors and the
+// kubelet.
+func (b *bench) density(ctx context.Context, fp *report.Footprint) (*report.Density, error) {
 	n := b.cfg.densityPods
 	d := &report.Density{Pods: n, SteadyS: b.cfg.steady.Seconds(), ProbePeriodS: densityFloorProbe().Period.Seconds()}
 	var err error
 	// Interleaved: skiff, then the floor at each parallelism.
-	if d.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.steady, b.profilePath); err != nil {
+	if d.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.steady, b.profilePath, fp); err != nil {
 		return nil, err
 	}
 	for _, p := range b.cfg.floorParallelism {
@@ -396,7 +395,7 @@ func (b *bench) density(ctx context.Context) (*report.Density, error) {
 		d.Floor = append(d.Floor, f)
 	}
 	err = b.withKubelet(ctx, func(k *agent) error {
-		d.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.steady, "")
+		d.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.steady, "", nil)
 		return err
 	})
 	return d, err
@@ -423,7 +422,7 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 		}
 		s := report.Scale{Pods: n}
 		var err error
-		if s.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.scaleSteady, ""); err != nil {
+		if s.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.scaleSteady, "", nil); err != nil {
 			return out, err
 		}
 		if b.cfg.scaleFloor || (b.cfg.scaleFloorEnds && (n == slices.Min(b.cfg.scale) || n == slices.Max(b.cfg.scale))) {
@@ -435,7 +434,7 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 		}
 		if b.cfg.scaleKubelet {
 			err = b.withKubelet(ctx, func(k *agent) error {
-				s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady, "")
+				s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady, "", nil)
 				return err
 			})
 			if err != nil {

@@ -1,7 +1,8 @@
 // Package procfs samples a process's CPU time and resident memory from
 // /proc, from outside the process: utime+stime of /proc/<pid>/stat and VmRSS
 // of /proc/<pid>/status. The parsers are pure; Read does the I/O.
-// ShimsOf finds containerd shims by their command line.
+// ShimsOf finds containerd shims by their command line; ReadNode samples
+// an agent, its containerd and that containerd's shims together.
 package procfs
 
 import (
@@ -24,6 +25,8 @@ type Sample struct {
 	At       time.Time // when the sample was read
 	CPUTicks uint64    // utime + stime, in 1/UserHZ seconds
 	RSSBytes uint64    // VmRSS
+	// ChildTicks is cutime + cstime: the CPU of reaped children.
+	ChildTicks uint64
 }
 
 // ParseStat returns utime+stime from the contents of /proc/<pid>/stat. The
@@ -84,6 +87,10 @@ func Read(procRoot string, pid int, now time.Time) (Sample, error) {
 	if err != nil {
 		return Sample{}, fmt.Errorf("process %d: %w", pid, err)
 	}
+	children, err := ParseStatChildren(string(stat))
+	if err != nil {
+		return Sample{}, fmt.Errorf("process %d: %w", pid, err)
+	}
 	status, err := os.ReadFile(filepath.Join(dir, "status"))
 	if err != nil {
 		return Sample{}, fmt.Errorf("read process %d status: %w", pid, err)
@@ -92,7 +99,7 @@ func Read(procRoot string, pid int, now time.Time) (Sample, error) {
 	if err != nil {
 		return Sample{}, fmt.Errorf("process %d: %w", pid, err)
 	}
-	return Sample{At: now, CPUTicks: ticks, RSSBytes: rss}, nil
+	return Sample{At: now, CPUTicks: ticks, RSSBytes: rss, ChildTicks: children}, nil
 }
 
 // CPUPercent is the CPU used between two samples as a percentage of one

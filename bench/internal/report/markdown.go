@@ -38,6 +38,7 @@ func Markdown(w io.Writer, r *Results, l Limits, plots Plots) error {
 	if len(r.Runs) > 1 {
 		writeGlance(&b, r.Runs)
 	}
+	writeFootprint(&b, r.Runs)
 	for i, run := range r.Runs {
 		writeRun(&b, i+1, run, l, plots[run.Runtime])
 	}

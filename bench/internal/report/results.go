@@ -41,13 +41,20 @@ type Run struct {
 	Runtime string `json:"runtime"` // RuntimeManaged or RuntimeExternal
 	// Containerd describes the runtime: version and a summary of its
 	// configuration (CNI network, pause image, runc options).
-	Containerd string    `json:"containerd"`
-	Startup    *Startup  `json:"startup,omitempty"`
-	Density    *Density  `json:"density,omitempty"`
-	Reaction   *Reaction `json:"reaction,omitempty"`
-	Scale      []Scale   `json:"scale,omitempty"`
-	Burst      *Burst    `json:"burst,omitempty"`
-	Pull       *Pull     `json:"pull,omitempty"`
+	Containerd string `json:"containerd"`
+	// RuntimeVersion is the CRI Version's runtime name and version
+	// ("containerd v2.4.2"); "": results from before the field (see
+	// Run.Version).
+	RuntimeVersion string `json:"runtime_version,omitempty"`
+	// Footprint: the node's processes at idle and with the density pods
+	// (issue 31); nil: not measured.
+	Footprint *Footprint `json:"footprint,omitempty"`
+	Startup   *Startup   `json:"startup,omitempty"`
+	Density   *Density   `json:"density,omitempty"`
+	Reaction  *Reaction  `json:"reaction,omitempty"`
+	Scale     []Scale    `json:"scale,omitempty"`
+	Burst     *Burst     `json:"burst,omitempty"`
+	Pull      *Pull      `json:"pull,omitempty"`
 	// API: pods through a real kube-apiserver (issue 16); nil: not run.
 	API *API `json:"api,omitempty"`
 	// Shim: skiff's own control plane (issue 17); nil: not run.

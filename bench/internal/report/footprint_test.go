@@ -1,0 +1,112 @@
+package report
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/skiffnode/skiff/bench/internal/procfs"
+)
+
+// nodeWindow is a footprint window with the given RSS (max) and CPU of the
+// agent, the containerd and n shims, and the children's CPU.
+func nodeWindow(pods int, agent, cd, shims procfs.Window, n int, children float64) *NodeFootprint {
+	total := procfs.Window{RSSMaxMB: agent.RSSMaxMB + cd.RSSMaxMB + shims.RSSMaxMB,
+		CPUPercent: agent.CPUPercent + cd.CPUPercent + shims.CPUPercent + children}
+	return &NodeFootprint{Pods: pods, NodeWindow: procfs.NodeWindow{Seconds: 60, Agent: agent, Containerd: cd, Shims: shims,
+		ShimCount: n, ChildrenCPUPercent: children, Total: total}}
+}
+
+func TestFootprintTable(t *testing.T) {
+	managed := Run{Runtime: RuntimeManaged, RuntimeVersion: "containerd v2.4.2", Footprint: &Footprint{
+		Idle: nodeWindow(0, procfs.Window{RSSMaxMB: 30, CPUPercent: 0.1}, procfs.Window{RSSMaxMB: 40, CPUPercent: 0.2}, procfs.Window{}, 0, 0),
+		Loaded: nodeWindow(110, procfs.Window{RSSMaxMB: 42, CPUPercent: 2}, procfs.Window{RSSMaxMB: 60, CPUPercent: 5},
+			procfs.Window{RSSMaxMB: 1100, CPUPercent: 1.5}, 110, 10),
+	}}
+	// Results from before RuntimeVersion: the version from Containerd.
+	external := Run{Runtime: RuntimeExternal, Containerd: "containerd 1.6.20 (CRI): /usr/bin/containerd, plain config",
+		Footprint: &Footprint{Loaded: nodeWindow(5, procfs.Window{RSSMaxMB: 35, CPUPercent: 0.5}, procfs.Window{RSSMaxMB: 50, CPUPercent: 1},
+			procfs.Window{RSSMaxMB: 45, CPUPercent: 0.25}, 5, 0.5)}}
+	header := "| runtime | state | pods | window | agent RSS / CPU | containerd RSS / CPU | shims (n) RSS / CPU | runc + execs CPU | total RSS / CPU |"
+	managedIdle := "| containerd v2.4.2 (managed) | idle | 0 | 60 s | 30.0 MB / 0.10 % | 40.0 MB / 0.20 % | (0) 0.0 MB / 0.00 % | 0.00 % | 70.0 MB / 0.30 % |"
+	managedLoaded := "| containerd v2.4.2 (managed) | loaded | 110 | 60 s | 42.0 MB / 2.00 % | 60.0 MB / 5.00 % | (110) 1100.0 MB / 1.50 % | 10.00 % | 1202.0 MB / 18.50 % |"
+	externalLoaded := "| containerd 1.6.20 (external) | loaded | 5 | 60 s | 35.0 MB / 0.50 % | 50.0 MB / 1.00 % | (5) 45.0 MB / 0.25 % | 0.50 % | 130.0 MB / 2.25 % |"
+	for _, tc := range []struct {
+		name    string
+		runs    []Run
+		want    []string // in this order
+		notWant []string
+	}{
+		{"both runtimes", []Run{managed, external}, []string{"## Node footprint (issue 31)", header, managedIdle, managedLoaded, externalLoaded}, []string{"| containerd 1.6.20 (external) | idle"}},
+		{"one runtime", []Run{external}, []string{"## Node footprint", externalLoaded}, []string{"(managed)"}},
+		{"not measured", []Run{{Runtime: RuntimeManaged}, {Runtime: RuntimeExternal}}, nil, []string{"Node footprint"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := Markdown(&b, &Results{Mode: "quick", Runs: tc.runs}, IssueLimits, nil); err != nil {
+				t.Fatal(err)
+			}
+			md, at := b.String(), 0
+			for _, want := range tc.want {
+				i := strings.Index(md[at:], want)
+				if i < 0 {
+					t.Fatalf("report lacks %q after offset %d:\n%s", want, at, md)
+				}
+				at += i + len(want)
+			}
+			for _, nw := range tc.notWant {
+				if strings.Contains(md, nw) {
+					t.Errorf("report has %q:\n%s", nw, md)
+				}
+			}
+		})
+	}
+}
+
+func TestRunVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  Run
+		want string
+	}{
+		{"from the CRI version", Run{Runtime: RuntimeManaged, RuntimeVersion: "containerd v2.4.2", Containerd: "containerd 1.6.20 (CRI): x"}, "containerd v2.4.2"},
+		{"older results", Run{Runtime: RuntimeManaged, Containerd: "containerd 1.6.20 (CRI): containerd from PATH"}, "containerd 1.6.20"},
+		{"unknown", Run{Runtime: RuntimeExternal, Containerd: "a plain config"}, RuntimeExternal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.run.Version(); got != tc.want {
+				t.Errorf("Version = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Results written before the footprint load without it, and a footprint
+// survives a round trip.
+func TestFootprintJSON(t *testing.T) {
+	var old Results
+	if err := json.Unmarshal([]byte(`{"mode":"full","runs":[{"runtime":"managed","containerd":"containerd 1.6.20 (CRI): x","density":{"pods":110}}]}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if r := old.Runs[0]; r.Footprint != nil || r.RuntimeVersion != "" || r.Density.Pods != 110 {
+		t.Errorf("old results: %+v", r)
+	}
+	in := Run{Runtime: RuntimeManaged, RuntimeVersion: "containerd v2.4.2", Footprint: &Footprint{
+		Loaded: nodeWindow(110, procfs.Window{RSSMaxMB: 42}, procfs.Window{RSSMeanMB: 55, RSSMaxMB: 60}, procfs.Window{RSSMaxMB: 1100}, 110, 10)}}
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"runtime_version":"containerd v2.4.2"`, `"loaded":{"pods":110,`, `"shim_count":110`, `"children_cpu_percent_of_core":10`} {
+		if !strings.Contains(string(data), key) {
+			t.Errorf("JSON lacks %s: %s", key, data)
+		}
+	}
+	var out Run
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	if f := out.Footprint; f == nil || f.Idle != nil || f.Loaded.Containerd.RSSMeanMB != 55 || f.Loaded.ShimCount != 110 {
+		t.Errorf("round trip: %+v", out.Footprint)
+	}
+}
