@@ -28,7 +28,8 @@ build: runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)-pause ./cmd/skiff-pause
 
 # The managed runtime (issue 31): containerd, its runc shim and runc at
-# pinned versions, built from the Go module proxy once per version into
+# pinned versions (contrib/runtime's go.mod and go.sum, which must name the
+# same versions), built from the Go module proxy once per version into
 # RUNTIME_CACHE (minutes cold) and copied beside bin/skiff, where skiff's
 # managed mode looks first (docs/decisions/0096-bundled-runtime.md).
 # containerd is static (CGO_ENABLED=0, without the btrfs, devmapper and zfs
@@ -42,25 +43,26 @@ RUNTIME_PROGRAMS := containerd containerd-shim-runc-v2 runc
 CONTAINERD_CACHE = $(RUNTIME_CACHE)/containerd-$(CONTAINERD_VERSION)
 RUNC_CACHE = $(RUNTIME_CACHE)/runc-$(RUNC_VERSION)
 
-## runtime: containerd $(CONTAINERD_VERSION) and runc $(RUNC_VERSION), built once into $(RUNTIME_CACHE), copied into bin/
+## runtime: containerd $(CONTAINERD_VERSION) and runc $(RUNC_VERSION), built once into $(RUNTIME_CACHE) from contrib/runtime (its go.sum pins them), copied into bin/
 runtime:
 	@set -e; c=$(CONTAINERD_CACHE); r=$(RUNC_CACHE); \
 	if [ ! -x $$c/containerd ] || [ ! -x $$c/containerd-shim-runc-v2 ]; then \
 		echo "building containerd $(CONTAINERD_VERSION) into $$c (about 2 minutes, once)" >&2; \
-		rm -rf $$c.tmp && mkdir -p $$c.tmp && \
-		GOBIN=$$c.tmp CGO_ENABLED=0 $(GO) install -trimpath -tags no_btrfs,no_devmapper,no_zfs \
-			-ldflags '-s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)' \
-			github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION) \
-			github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$(CONTAINERD_VERSION) && \
+		rm -rf $$c.tmp && mkdir -p $$c.tmp; \
+		for p in containerd containerd-shim-runc-v2; do \
+			(cd contrib/runtime && CGO_ENABLED=0 $(GO) build -trimpath -tags no_btrfs,no_devmapper,no_zfs \
+				-ldflags '-s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)' \
+				-o $$c.tmp/$$p github.com/containerd/containerd/v2/cmd/$$p) || exit 1; \
+		done; \
 		rm -rf $$c && mv $$c.tmp $$c; \
 	fi; \
 	if [ ! -x $$r/runc ]; then \
 		pkg-config --exists libseccomp 2>/dev/null || { echo "make runtime: runc needs gcc, pkg-config and libseccomp-dev (make setup-runtime installs them)" >&2; exit 1; }; \
 		echo "building runc $(RUNC_VERSION) into $$r (about 30 seconds, once)" >&2; \
-		rm -rf $$r.tmp && mkdir -p $$r.tmp && \
-		GOBIN=$$r.tmp CGO_ENABLED=1 $(GO) install -trimpath -tags 'seccomp netgo osusergo urfave_cli_no_docs' \
+		rm -rf $$r.tmp && mkdir -p $$r.tmp; \
+		(cd contrib/runtime && CGO_ENABLED=1 $(GO) build -trimpath -tags 'seccomp netgo osusergo urfave_cli_no_docs' \
 			-ldflags '-s -w -X main.version=$(RUNC_VERSION:v%=%) -extldflags -static' \
-			github.com/opencontainers/runc@$(RUNC_VERSION) && \
+			-o $$r.tmp/runc github.com/opencontainers/runc) || exit 1; \
 		rm -rf $$r && mv $$r.tmp $$r; \
 	fi; \
 	mkdir -p bin; \
