@@ -157,6 +157,20 @@ func (e *Env) CRI(t *testing.T) *cri.Runtime {
 	return rt
 }
 
+// RuntimeFeatures asks the agents' runtime what it supports, as the node
+// does at start: the feature tests expect a run where it does and a
+// refusal where it does not.
+func (e *Env) RuntimeFeatures(t *testing.T) runtime.Features {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, err := e.CRI(t).Features(ctx)
+	if err != nil {
+		t.Fatalf("runtime features: %v", err)
+	}
+	return f
+}
+
 // criAll selects every container.
 func criAll() runtime.ContainerFilter { return runtime.ContainerFilter{} }
 

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -18,12 +16,7 @@ import (
 func TestImageVolume(t *testing.T) {
 	e := NewEnv(t)
 	e.StartAgent(t, AgentOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	features, err := e.CRI(t).Features(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	features := e.RuntimeFeatures(t)
 	e.WriteManifest(t, "imgvol.yaml", podSpec("imgvol", []string{
 		"terminationGracePeriodSeconds: 2",
 		"volumes: [{name: tools, image: {reference: " + busyboxImage + ", pullPolicy: IfNotPresent}}]",

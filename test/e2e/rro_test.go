@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,12 +26,7 @@ func TestRecursiveReadOnlyMount(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = unix.Unmount(sub, unix.MNT_DETACH) })
 	e.StartAgent(t, AgentOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	features, err := e.CRI(t).Features(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	features := e.RuntimeFeatures(t)
 	e.WriteManifest(t, "rro.yaml", podSpec("rro", []string{
 		"terminationGracePeriodSeconds: 2",
 		"volumes: [{name: host, hostPath: {path: " + dir + "}}]",

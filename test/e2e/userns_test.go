@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -26,12 +24,7 @@ import (
 func TestUserNamespacePod(t *testing.T) {
 	e := NewEnv(t)
 	e.StartAgent(t, AgentOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	features, err := e.CRI(t).Features(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	features := e.RuntimeFeatures(t)
 	e.WriteManifest(t, "userns.yaml", podSpec("userns", []string{
 		"terminationGracePeriodSeconds: 2",
 		"hostUsers: false",
