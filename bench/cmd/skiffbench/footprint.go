@@ -113,6 +113,6 @@ func (b *bench) loadedFootprint(ctx context.Context, a *agent, n int, d time.Dur
 	}
 	fp.Loaded = &report.NodeFootprint{Pods: n, NodeWindow: w}
 	b.log.Info("loaded footprint", "pods", n, "containerd_rss_mb", w.Containerd.RSSMaxMB, "containerd_cpu_pct", w.Containerd.CPUPercent,
-		"shims", w.ShimCount, "shims_rss_mb", w.Shims.RSSMaxMB, "children_cpu_pct", w.ChildrenCPUPercent, "total_cpu_pct", w.Total.CPUPercent)
+		"shims", w.ShimCount, "shims_rss_mb", w.Shims.RSSMaxMB, "shims_pss_mb", w.Shims.PSSMaxMB, "children_cpu_pct", w.ChildrenCPUPercent, "total_cpu_pct", w.Total.CPUPercent)
 	return w.Agent, nil
 }

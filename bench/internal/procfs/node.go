@@ -27,10 +27,11 @@ type NodeSample struct {
 	Shims      map[int]Sample
 }
 
-// NodeWindow summarises node samples over a window. RSS figures are summed
-// over the processes of each sample (mean and maximum of the sums); a
-// shim's shared pages (its executable) count once per shim, so the shims'
-// and the total RSS are an upper bound of the memory they use.
+// NodeWindow summarises node samples over a window. RSS and PSS figures
+// are summed over the processes of each sample (mean and maximum of the
+// sums). A shim's shared pages (its executable) count once per shim in the
+// RSS sum, an upper bound of the memory the shims use; in the PSS sum they
+// count once in all, which is what the shims cost the node.
 type NodeWindow struct {
 	Seconds    float64 `json:"seconds"`
 	Agent      Window  `json:"agent"`
@@ -92,10 +93,10 @@ func IsShimOf(args []string, socket string) bool {
 func ReadNode(procRoot string, agentPid int, rt Runtime, now time.Time) (NodeSample, error) {
 	s := NodeSample{At: now, Shims: map[int]Sample{}}
 	var err error
-	if s.Agent, err = Read(procRoot, agentPid, now); err != nil {
+	if s.Agent, err = ReadWithPSS(procRoot, agentPid, now); err != nil {
 		return s, fmt.Errorf("agent: %w", err)
 	}
-	if s.Containerd, err = Read(procRoot, rt.ContainerdPid, now); err != nil {
+	if s.Containerd, err = ReadWithPSS(procRoot, rt.ContainerdPid, now); err != nil {
 		return s, fmt.Errorf("containerd: %w", err)
 	}
 	entries, err := os.ReadDir(procRoot)
@@ -111,7 +112,7 @@ func ReadNode(procRoot string, agentPid int, rt Runtime, now time.Time) (NodeSam
 		if err != nil || !IsShimOf(strings.Split(strings.TrimRight(string(data), "\x00"), "\x00"), rt.Socket) {
 			continue
 		}
-		if sh, err := Read(procRoot, pid, now); err == nil {
+		if sh, err := ReadWithPSS(procRoot, pid, now); err == nil {
 			s.Shims[pid] = sh
 		}
 	}
@@ -133,8 +134,10 @@ func SummarizeNode(samples []NodeSample) (NodeWindow, error) {
 		shims[i] = Sample{At: s.At}
 		for _, sh := range s.Shims {
 			shims[i].RSSBytes += sh.RSSBytes
+			shims[i].PSSBytes += sh.PSSBytes
 		}
-		total[i] = Sample{At: s.At, RSSBytes: s.Agent.RSSBytes + s.Containerd.RSSBytes + shims[i].RSSBytes}
+		total[i] = Sample{At: s.At, RSSBytes: s.Agent.RSSBytes + s.Containerd.RSSBytes + shims[i].RSSBytes,
+			PSSBytes: s.Agent.PSSBytes + s.Containerd.PSSBytes + shims[i].PSSBytes}
 	}
 	// The shims' and children's CPU: ticks between the first and the
 	// last sample of the processes in both.

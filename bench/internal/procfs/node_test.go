@@ -65,7 +65,7 @@ func TestIsShimOf(t *testing.T) {
 }
 
 // fakeProcess is a process under a fake /proc: its cmdline, stat (""
-// for one that vanished) and VmRSS in kB.
+// for one that vanished) and VmRSS in kB; its Pss is half its VmRSS.
 type fakeProcess struct {
 	cmdline, stat string
 	rssKB         int
@@ -81,6 +81,7 @@ func writeProc(t *testing.T, root string, procs map[string]fakeProcess) {
 		if p.stat != "" {
 			must(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(p.stat), 0o644))
 			must(t, os.WriteFile(filepath.Join(dir, "status"), []byte("VmRSS:\t"+strconv.Itoa(p.rssKB)+" kB\n"), 0o644))
+			must(t, os.WriteFile(filepath.Join(dir, "smaps_rollup"), []byte("Rss:\t"+strconv.Itoa(p.rssKB)+" kB\nPss:\t"+strconv.Itoa(p.rssKB/2)+" kB\n"), 0o644))
 		}
 	}
 }
@@ -102,7 +103,8 @@ func TestReadNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Agent.CPUTicks != 15 || s.Agent.RSSBytes != 40000*1024 || s.Containerd.CPUTicks != 40 || s.Containerd.ChildTicks != 5 {
+	if s.Agent.CPUTicks != 15 || s.Agent.RSSBytes != 40000*1024 || s.Agent.PSSBytes != 20000*1024 ||
+		s.Containerd.CPUTicks != 40 || s.Containerd.ChildTicks != 5 || s.Containerd.PSSBytes != 15000*1024 {
 		t.Errorf("agent %+v, containerd %+v", s.Agent, s.Containerd)
 	}
 	pids := make([]int, 0, len(s.Shims))
@@ -110,7 +112,7 @@ func TestReadNode(t *testing.T) {
 		pids = append(pids, pid)
 	}
 	slices.Sort(pids)
-	if !slices.Equal(pids, []int{30, 31}) || s.Shims[30].ChildTicks != 70 || s.Shims[31].RSSBytes != 9000*1024 {
+	if !slices.Equal(pids, []int{30, 31}) || s.Shims[30].ChildTicks != 70 || s.Shims[31].RSSBytes != 9000*1024 || s.Shims[31].PSSBytes != 4500*1024 {
 		t.Errorf("shims %v: %+v, want 30 and 31 (its socket, readable)", pids, s.Shims)
 	}
 	if _, err := ReadNode(root, 10, Runtime{ContainerdPid: 99, Socket: sock}, now); err == nil {
@@ -125,8 +127,8 @@ func TestSummarizeNode(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	mb := uint64(1e6)
 	samples := []NodeSample{
-		{At: t0, Agent: Sample{At: t0, CPUTicks: 100, RSSBytes: 40 * mb}, Containerd: Sample{At: t0, CPUTicks: 500, RSSBytes: 30 * mb, ChildTicks: 10},
-			Shims: map[int]Sample{1: {CPUTicks: 10, RSSBytes: 10 * mb, ChildTicks: 100}, 2: {CPUTicks: 20, RSSBytes: 10 * mb}, 3: {CPUTicks: 5, RSSBytes: 10 * mb}}},
+		{At: t0, Agent: Sample{At: t0, CPUTicks: 100, RSSBytes: 40 * mb, PSSBytes: 39 * mb}, Containerd: Sample{At: t0, CPUTicks: 500, RSSBytes: 30 * mb, ChildTicks: 10},
+			Shims: map[int]Sample{1: {CPUTicks: 10, RSSBytes: 10 * mb, PSSBytes: 2 * mb, ChildTicks: 100}, 2: {CPUTicks: 20, RSSBytes: 10 * mb, PSSBytes: 3 * mb}, 3: {CPUTicks: 5, RSSBytes: 10 * mb, PSSBytes: 4 * mb}}},
 		{At: t0.Add(5 * time.Second), Agent: Sample{At: t0.Add(5 * time.Second), CPUTicks: 105, RSSBytes: 42 * mb}, Containerd: Sample{At: t0.Add(5 * time.Second), CPUTicks: 510, RSSBytes: 30 * mb, ChildTicks: 10},
 			Shims: map[int]Sample{1: {CPUTicks: 12, RSSBytes: 10 * mb, ChildTicks: 150}, 2: {CPUTicks: 21, RSSBytes: 12 * mb}}},
 		// Shim 3 is gone; shim 4 is new: neither counts for CPU.
@@ -155,6 +157,10 @@ func TestSummarizeNode(t *testing.T) {
 		{"total cpu", w.Total.CPUPercent, 14.6},
 		{"total rss max", w.Total.RSSMaxMB, 104},
 		{"total rss mean", w.Total.RSSMeanMB, 298.0 / 3},
+		// PSS only in the first sample: agent 39, shims 2 + 3 + 4.
+		{"shims pss max", w.Shims.PSSMaxMB, 9},
+		{"agent pss max", w.Agent.PSSMaxMB, 39},
+		{"total pss max", w.Total.PSSMaxMB, 48},
 		{"shim count", float64(w.ShimCount), 3},
 	} {
 		if math.Abs(c.got-c.want) > 1e-9 {

@@ -1,6 +1,7 @@
 // Package procfs samples a process's CPU time and resident memory from
-// /proc, from outside the process: utime+stime of /proc/<pid>/stat and VmRSS
-// of /proc/<pid>/status. The parsers are pure; Read does the I/O.
+// /proc, from outside the process: utime+stime of /proc/<pid>/stat, VmRSS
+// of /proc/<pid>/status and (for the node footprint) Pss of
+// /proc/<pid>/smaps_rollup. The parsers are pure; Read does the I/O.
 // ShimsOf finds containerd shims by their command line; ReadNode samples
 // an agent, its containerd and that containerd's shims together.
 package procfs
@@ -27,6 +28,10 @@ type Sample struct {
 	RSSBytes uint64    // VmRSS
 	// ChildTicks is cutime + cstime: the CPU of reaped children.
 	ChildTicks uint64
+	// PSSBytes is the proportional set size (Pss of smaps_rollup: a page
+	// shared by n processes counts 1/n to each); 0 where not read (only
+	// ReadNode reads it).
+	PSSBytes uint64
 }
 
 // ParseStat returns utime+stime from the contents of /proc/<pid>/stat. The
@@ -54,25 +59,38 @@ func ParseStat(data string) (uint64, error) {
 	return utime + stime, nil
 }
 
+// ParsePss returns Pss in bytes from the contents of
+// /proc/<pid>/smaps_rollup.
+func ParsePss(data string) (uint64, error) {
+	return parseKB(data, "Pss:", "smaps_rollup")
+}
+
 // ParseVmRSS returns VmRSS in bytes from the contents of /proc/<pid>/status.
 func ParseVmRSS(data string) (uint64, error) {
+	return parseKB(data, "VmRSS:", "status")
+}
+
+// parseKB returns the value of the first line starting with key, given as
+// "<n> kB", in bytes; file names the /proc file in errors.
+func parseKB(data, key, file string) (uint64, error) {
+	name := strings.TrimSuffix(key, ":")
 	sc := bufio.NewScanner(strings.NewReader(data))
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		rest, ok := strings.CutPrefix(sc.Text(), key)
 		if !ok {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("parse VmRSS %q: want \"<n> kB\"", rest)
+			return 0, fmt.Errorf("parse %s %q: want \"<n> kB\"", name, rest)
 		}
 		kb, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("parse VmRSS: %w", err)
+			return 0, fmt.Errorf("parse %s: %w", name, err)
 		}
 		return kb * 1024, nil
 	}
-	return 0, fmt.Errorf("parse /proc status: no VmRSS line")
+	return 0, fmt.Errorf("parse /proc %s: no %s line", file, name)
 }
 
 // Read samples process pid under procRoot (normally "/proc"). Not
@@ -102,6 +120,24 @@ func Read(procRoot string, pid int, now time.Time) (Sample, error) {
 	return Sample{At: now, CPUTicks: ticks, RSSBytes: rss, ChildTicks: children}, nil
 }
 
+// ReadWithPSS is Read plus the process's Pss from smaps_rollup (the
+// kernel walks the process's page tables for it: kept to the node
+// footprint's once-a-second samples).
+func ReadWithPSS(procRoot string, pid int, now time.Time) (Sample, error) {
+	s, err := Read(procRoot, pid, now)
+	if err != nil {
+		return s, err
+	}
+	data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "smaps_rollup"))
+	if err != nil {
+		return Sample{}, fmt.Errorf("read process %d smaps_rollup: %w", pid, err)
+	}
+	if s.PSSBytes, err = ParsePss(string(data)); err != nil {
+		return Sample{}, fmt.Errorf("process %d: %w", pid, err)
+	}
+	return s, nil
+}
+
 // CPUPercent is the CPU used between two samples as a percentage of one
 // core (100 = one core fully busy). It returns an error when b is not after
 // a or the tick counter went backwards (a different process).
@@ -123,6 +159,8 @@ type Window struct {
 	CPUPercent float64 `json:"cpu_percent_of_core"`
 	RSSMeanMB  float64 `json:"rss_mean_mb"`
 	RSSMaxMB   float64 `json:"rss_max_mb"`
+	// PSSMaxMB is the maximum Pss (0: not read).
+	PSSMaxMB float64 `json:"pss_max_mb,omitempty"`
 }
 
 // Summarize reduces samples (in time order, at least two) to the CPU
@@ -137,16 +175,18 @@ func Summarize(samples []Sample) (Window, error) {
 	if err != nil {
 		return Window{}, err
 	}
-	var sum, peak uint64
+	var sum, peak, pss uint64
 	for _, s := range samples {
 		sum += s.RSSBytes
 		peak = max(peak, s.RSSBytes)
+		pss = max(pss, s.PSSBytes)
 	}
 	return Window{
 		Seconds:    last.At.Sub(first.At).Seconds(),
 		CPUPercent: cpu,
 		RSSMeanMB:  float64(sum) / float64(len(samples)) / 1e6,
 		RSSMaxMB:   float64(peak) / 1e6,
+		PSSMaxMB:   float64(pss) / 1e6,
 	}, nil
 }
 

@@ -61,6 +61,16 @@ func TestParseVmRSS(t *testing.T) {
 	}
 }
 
+func TestParsePss(t *testing.T) {
+	const rollup = "55d0c0000000-7ffd9f3f1000 ---p 00000000 00:00 0  [rollup]\nRss:\t   18000 kB\nPss:\t    1234 kB\nPss_Anon:\t 900 kB\n"
+	if got, err := ParsePss(rollup); err != nil || got != 1234*1024 {
+		t.Errorf("ParsePss = %d, %v; want %d", got, err, 1234*1024)
+	}
+	if _, err := ParsePss("Rss:\t1 kB\n"); err == nil {
+		t.Error("ParsePss without a Pss line: want error")
+	}
+}
+
 func TestCPUPercent(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {

@@ -64,10 +64,11 @@ func writeFootprint(b *strings.Builder, runs []Run) {
 	b.WriteString("## Node footprint (issue 31)\n\n")
 	b.WriteString("The agent, its containerd and every containerd-shim started with that containerd's socket (`-address`), ")
 	b.WriteString("sampled together from `/proc` once a second: idle before the first scenario, loaded in the density scenario's steady window. ")
-	b.WriteString("RSS is the maximum over the window of the sum over the processes, in MB (10^6 bytes); a shim's shared pages count once per shim, ")
-	b.WriteString("so the shims' sum is an upper bound. CPU is % of one core; \"runc + execs\" is the CPU of the containerd's and the shims' children ")
+	b.WriteString("Memory is the maximum over the window of the sum over the processes, in MB (10^6 bytes): PSS (`Pss` of `/proc/<pid>/smaps_rollup`: ")
+	b.WriteString("a page shared by n processes counts 1/n to each, so the shims' common executable counts once), then RSS, where a shim's shared pages ")
+	b.WriteString("count once per shim (an upper bound). CPU is % of one core; \"runc + execs\" is the CPU of the containerd's and the shims' children ")
 	b.WriteString("reaped in the window (runc calls, exec'd probe commands, CNI plugins), included in the total.\n\n")
-	b.WriteString("| runtime | state | pods | window | agent RSS / CPU | containerd RSS / CPU | shims (n) RSS / CPU | runc + execs CPU | total RSS / CPU |\n")
+	b.WriteString("| runtime | state | pods | window | agent PSS (RSS) / CPU | containerd PSS (RSS) / CPU | shims (n) PSS (RSS) / CPU | runc + execs CPU | total PSS (RSS) / CPU |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range rows {
 		b.WriteString(row)
@@ -83,7 +84,12 @@ func writeFootprint(b *strings.Builder, runs []Run) {
 
 // footprintRow is one row of the footprint table.
 func footprintRow(r Run, state string, f *NodeFootprint) string {
-	cell := func(w procfs.Window) string { return fmt.Sprintf("%.1f MB / %.2f %%", w.RSSMaxMB, w.CPUPercent) }
+	cell := func(w procfs.Window) string {
+		if w.PSSMaxMB == 0 { // results from before PSS was read
+			return fmt.Sprintf("(%.1f MB) / %.2f %%", w.RSSMaxMB, w.CPUPercent)
+		}
+		return fmt.Sprintf("%.1f (%.1f) MB / %.2f %%", w.PSSMaxMB, w.RSSMaxMB, w.CPUPercent)
+	}
 	return fmt.Sprintf("| %s (%s) | %s | %d | %.0f s | %s | %s | (%d) %s | %.2f %% | %s |\n", r.Version(), r.Runtime, state, f.Pods, f.Seconds,
 		cell(f.Agent), cell(f.Containerd), f.ShimCount, cell(f.Shims), f.ChildrenCPUPercent, cell(f.Total))
 }

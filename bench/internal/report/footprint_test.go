@@ -8,10 +8,10 @@ import (
 	"github.com/skiffnode/skiff/bench/internal/procfs"
 )
 
-// nodeWindow is a footprint window with the given RSS (max) and CPU of the
-// agent, the containerd and n shims, and the children's CPU.
+// nodeWindow is a footprint window with the given RSS and PSS (max) and
+// CPU of the agent, the containerd and n shims, and the children's CPU.
 func nodeWindow(pods int, agent, cd, shims procfs.Window, n int, children float64) *NodeFootprint {
-	total := procfs.Window{RSSMaxMB: agent.RSSMaxMB + cd.RSSMaxMB + shims.RSSMaxMB,
+	total := procfs.Window{RSSMaxMB: agent.RSSMaxMB + cd.RSSMaxMB + shims.RSSMaxMB, PSSMaxMB: agent.PSSMaxMB + cd.PSSMaxMB + shims.PSSMaxMB,
 		CPUPercent: agent.CPUPercent + cd.CPUPercent + shims.CPUPercent + children}
 	return &NodeFootprint{Pods: pods, NodeWindow: procfs.NodeWindow{Seconds: 60, Agent: agent, Containerd: cd, Shims: shims,
 		ShimCount: n, ChildrenCPUPercent: children, Total: total}}
@@ -19,18 +19,19 @@ func nodeWindow(pods int, agent, cd, shims procfs.Window, n int, children float6
 
 func TestFootprintTable(t *testing.T) {
 	managed := Run{Runtime: RuntimeManaged, RuntimeVersion: "containerd v2.4.2", Footprint: &Footprint{
-		Idle: nodeWindow(0, procfs.Window{RSSMaxMB: 30, CPUPercent: 0.1}, procfs.Window{RSSMaxMB: 40, CPUPercent: 0.2}, procfs.Window{}, 0, 0),
-		Loaded: nodeWindow(110, procfs.Window{RSSMaxMB: 42, CPUPercent: 2}, procfs.Window{RSSMaxMB: 60, CPUPercent: 5},
-			procfs.Window{RSSMaxMB: 1100, CPUPercent: 1.5}, 110, 10),
+		Idle: nodeWindow(0, procfs.Window{RSSMaxMB: 30, PSSMaxMB: 29, CPUPercent: 0.1}, procfs.Window{RSSMaxMB: 40, PSSMaxMB: 38, CPUPercent: 0.2}, procfs.Window{}, 0, 0),
+		Loaded: nodeWindow(110, procfs.Window{RSSMaxMB: 42, PSSMaxMB: 41, CPUPercent: 2}, procfs.Window{RSSMaxMB: 60, PSSMaxMB: 58, CPUPercent: 5},
+			procfs.Window{RSSMaxMB: 1100, PSSMaxMB: 330, CPUPercent: 1.5}, 110, 10),
 	}}
-	// Results from before RuntimeVersion: the version from Containerd.
+	// Results from before RuntimeVersion and PSS: the version from
+	// Containerd, RSS only.
 	external := Run{Runtime: RuntimeExternal, Containerd: "containerd 1.6.20 (CRI): /usr/bin/containerd, plain config",
 		Footprint: &Footprint{Loaded: nodeWindow(5, procfs.Window{RSSMaxMB: 35, CPUPercent: 0.5}, procfs.Window{RSSMaxMB: 50, CPUPercent: 1},
 			procfs.Window{RSSMaxMB: 45, CPUPercent: 0.25}, 5, 0.5)}}
-	header := "| runtime | state | pods | window | agent RSS / CPU | containerd RSS / CPU | shims (n) RSS / CPU | runc + execs CPU | total RSS / CPU |"
-	managedIdle := "| containerd v2.4.2 (managed) | idle | 0 | 60 s | 30.0 MB / 0.10 % | 40.0 MB / 0.20 % | (0) 0.0 MB / 0.00 % | 0.00 % | 70.0 MB / 0.30 % |"
-	managedLoaded := "| containerd v2.4.2 (managed) | loaded | 110 | 60 s | 42.0 MB / 2.00 % | 60.0 MB / 5.00 % | (110) 1100.0 MB / 1.50 % | 10.00 % | 1202.0 MB / 18.50 % |"
-	externalLoaded := "| containerd 1.6.20 (external) | loaded | 5 | 60 s | 35.0 MB / 0.50 % | 50.0 MB / 1.00 % | (5) 45.0 MB / 0.25 % | 0.50 % | 130.0 MB / 2.25 % |"
+	header := "| runtime | state | pods | window | agent PSS (RSS) / CPU | containerd PSS (RSS) / CPU | shims (n) PSS (RSS) / CPU | runc + execs CPU | total PSS (RSS) / CPU |"
+	managedIdle := "| containerd v2.4.2 (managed) | idle | 0 | 60 s | 29.0 (30.0) MB / 0.10 % | 38.0 (40.0) MB / 0.20 % | (0) (0.0 MB) / 0.00 % | 0.00 % | 67.0 (70.0) MB / 0.30 % |"
+	managedLoaded := "| containerd v2.4.2 (managed) | loaded | 110 | 60 s | 41.0 (42.0) MB / 2.00 % | 58.0 (60.0) MB / 5.00 % | (110) 330.0 (1100.0) MB / 1.50 % | 10.00 % | 429.0 (1202.0) MB / 18.50 % |"
+	externalLoaded := "| containerd 1.6.20 (external) | loaded | 5 | 60 s | (35.0 MB) / 0.50 % | (50.0 MB) / 1.00 % | (5) (45.0 MB) / 0.25 % | 0.50 % | (130.0 MB) / 2.25 % |"
 	for _, tc := range []struct {
 		name    string
 		runs    []Run
