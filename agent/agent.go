@@ -129,8 +129,9 @@ func New(cfg Config) (*Agent, error) {
 		volumes: cfg.Volumes, objectsChanged: &a.volumes.objectsChanged,
 		security: security,
 		puller:   cfg.Puller, credentials: cfg.Credentials, userns: cfg.UserNamespaces,
-		rro:         cfg.RuntimeFeatures.RecursiveReadOnlyMounts,
-		metricsPort: cfg.Metrics,
+		rro:          cfg.RuntimeFeatures.RecursiveReadOnlyMounts,
+		oomGroupKill: cfg.OOMGroupKill,
+		metricsPort:  cfg.Metrics,
 	}
 	if cfg.ContainerGC != nil {
 		a.gc = &containerGC{

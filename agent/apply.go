@@ -244,6 +244,9 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err != nil {
 		return "", fmt.Errorf("container %q: %w", c.Name, err)
 	}
+	if w.d.oomGroupKill {
+		spec.Resources.Unified = map[string]string{"memory.oom.group": "1"}
+	}
 	if spec.TargetContainerID, err = ephemeralTarget(w.pod, c.Name, st, sb.ID); err != nil {
 		return "", err
 	}

@@ -135,6 +135,10 @@ type Config struct {
 	// UserNamespaces gives pods with spec.hostUsers: false their user
 	// namespaces (a *userns.Manager); nil: such pods fail to start.
 	UserNamespaces UserNamespaces
+	// OOMGroupKill: every container gets memory.oom.group=1, so that an
+	// OOM kill takes the whole container, as the kubelet on cgroup v2 with
+	// singleProcessOOMKill false (its default there). Only for cgroup v2.
+	OOMGroupKill bool
 }
 
 // UserNamespaces is the agent's port to the allocator of pods' user

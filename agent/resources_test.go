@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -444,5 +445,22 @@ func TestOSFailure_A2(t *testing.T) {
 				t.Errorf("failure %+v, want reason %s", f, tt.wantReason)
 			}
 		})
+	}
+}
+
+// TestOOMGroupKill: with OOMGroupKill (cgroup v2, the kubelet's default)
+// every container asks for memory.oom.group=1; without it, nothing.
+func TestOOMGroupKill(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		rt := newFakeRuntime()
+		cfg := testConfig(t, rt)
+		cfg.OOMGroupKill = on
+		h := runTestAgent(t, cfg)
+		h.src.ch <- []*v1.Pod{testPod("Always", nil, "a")}
+		h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+		got := appSpec(t, h).Resources.Unified
+		if on && !maps.Equal(got, map[string]string{"memory.oom.group": "1"}) || !on && got != nil {
+			t.Errorf("OOMGroupKill %v: unified %v", on, got)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ type statusInput struct {
 	// RuntimeName is the runtime's name ("containerd", "cri-o"), the scheme
 	// of container IDs in the status.
 	RuntimeName string
+	// RecursiveReadOnly: the runtime supports recursive read-only mounts
+	// (what recursiveReadOnly: IfPossible resolves to).
+	RecursiveReadOnly bool
 }
 
 // containerIDOf is a container's ID in a pod status: <runtime>://<id>, as
@@ -146,7 +150,7 @@ func containerStatuses(specs []v1.Container, in statusInput, latest map[string]*
 }
 
 func containerStatus(c v1.Container, in statusInput, cs *runtime.ContainerStatus, init bool) v1.ContainerStatus {
-	st := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	st := v1.ContainerStatus{Name: c.Name, Image: c.Image, VolumeMounts: volumeMountStatuses(c.VolumeMounts, in.RecursiveReadOnly)}
 	hist := in.State.history(c.Name)
 	if len(hist) > 0 {
 		st.RestartCount = int32(hist[0].Attempt)
@@ -163,6 +167,7 @@ func containerStatus(c v1.Container, in statusInput, cs *runtime.ContainerStatus
 	}
 	st.ContainerID = containerIDOf(in.RuntimeName, cs.ID)
 	st.ImageID = cs.ImageRef
+	st.User = containerUser(cs.User)
 	st.State = containerState(cs, in.RuntimeName)
 	if len(hist) > 1 && hist[0] == cs {
 		st.LastTerminationState = terminatedState(hist[1], in.RuntimeName)
@@ -185,6 +190,36 @@ func containerStatus(c v1.Container, in statusInput, cs *runtime.ContainerStatus
 		st.Ready = cs.State == runtime.ContainerExited && cs.ExitCode == 0
 	}
 	return st
+}
+
+// volumeMountStatuses are a container's volumeMounts as its status lists
+// them, the kubelet's way: every mount, and for a read-only one whether it
+// is recursively read-only (Enabled or Disabled, resolved as the container
+// was created; a mount that cannot be resolved says Disabled, the
+// container itself failing with CreateContainerConfigError). Pure.
+func volumeMountStatuses(mounts []v1.VolumeMount, rroSupported bool) []v1.VolumeMountStatus {
+	var out []v1.VolumeMountStatus
+	for _, vm := range mounts {
+		st := v1.VolumeMountStatus{Name: vm.Name, MountPath: vm.MountPath, ReadOnly: vm.ReadOnly}
+		if vm.ReadOnly {
+			mode := v1.RecursiveReadOnlyDisabled
+			if rro, err := recursiveReadOnly(vm, rroSupported); err == nil && rro {
+				mode = v1.RecursiveReadOnlyEnabled
+			}
+			st.RecursiveReadOnly = &mode
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// containerUser is the identity the runtime reports, as the status's
+// user.linux; nil where the runtime reports none (containerd 1.x).
+func containerUser(u *runtime.ContainerUser) *v1.ContainerUser {
+	if u == nil {
+		return nil
+	}
+	return &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: u.UID, GID: u.GID, SupplementalGroups: slices.Clone(u.SupplementalGroups)}}
 }
 
 func defaultWaiting(in statusInput, init bool) *v1.ContainerStateWaiting {

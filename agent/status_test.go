@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/skiffnode/skiff/runtime"
 )
 
 func cond(s v1.PodStatus, t v1.PodConditionType) v1.ConditionStatus {
@@ -195,5 +198,58 @@ func TestQOSClass(t *testing.T) {
 		if got := qosClass(tt.pod); got != tt.want {
 			t.Errorf("case %d: %s, want %s", i, got, tt.want)
 		}
+	}
+}
+
+// TestVolumeMountsAndUserStatus: every container status lists its
+// volumeMounts as the kubelet does (read-only ones with their resolved
+// recursiveReadOnly), from before the container exists; a running one has
+// the user the runtime reports.
+func TestVolumeMountsAndUserStatus(t *testing.T) {
+	ifPossible, enabled := v1.RecursiveReadOnlyIfPossible, v1.RecursiveReadOnlyEnabled
+	pod := testPod("Always", []string{"init"}, "a")
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+		{Name: "rw", MountPath: "/rw"},
+		{Name: "ro", MountPath: "/ro", ReadOnly: true},
+		{Name: "maybe", MountPath: "/maybe", ReadOnly: true, RecursiveReadOnly: &ifPossible},
+		{Name: "must", MountPath: "/must", ReadOnly: true, RecursiveReadOnly: &enabled},
+	}
+	a := running("a", 0)
+	a.User = &runtime.ContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}}
+	mode := func(vm v1.VolumeMountStatus) string {
+		if vm.RecursiveReadOnly == nil {
+			return vm.Name + ":-"
+		}
+		return vm.Name + ":" + string(*vm.RecursiveReadOnly)
+	}
+	for _, tc := range []struct {
+		name      string
+		supported bool
+		want      string
+	}{
+		{"containerd 2.4", true, "[rw:- ro:Disabled maybe:Enabled must:Enabled]"},
+		// "must" fails the container (CreateContainerConfigError); its
+		// status says Disabled.
+		{"containerd 1.6", false, "[rw:- ro:Disabled maybe:Disabled must:Disabled]"},
+	} {
+		s := computePodStatus(statusInput{Pod: pod, State: state(sandboxReady(0), exited("init", 0, 0, t0), a), Now: t0, RecursiveReadOnly: tc.supported})
+		cs := s.ContainerStatuses[0]
+		var got []string
+		for _, vm := range cs.VolumeMounts {
+			got = append(got, mode(vm))
+		}
+		if fmt.Sprint(got) != tc.want || cs.VolumeMounts[1].MountPath != "/ro" || !cs.VolumeMounts[1].ReadOnly {
+			t.Errorf("%s: volumeMounts %v (%+v), want %s", tc.name, got, cs.VolumeMounts, tc.want)
+		}
+		if u := cs.User; u == nil || u.Linux.UID != 1000 || u.Linux.GID != 3000 || fmt.Sprint(u.Linux.SupplementalGroups) != "[3000 4000]" {
+			t.Errorf("%s: user %+v", tc.name, cs.User)
+		}
+		if init := s.InitContainerStatuses[0]; init.VolumeMounts != nil || init.User != nil {
+			t.Errorf("%s: init container without mounts or a reported user: %+v %+v", tc.name, init.VolumeMounts, init.User)
+		}
+	}
+	waiting := computePodStatus(statusInput{Pod: pod, State: state(sandboxReady(0)), Now: t0})
+	if cs := waiting.ContainerStatuses[0]; len(cs.VolumeMounts) != 4 || cs.User != nil {
+		t.Errorf("waiting container: volumeMounts %+v user %+v, want the mounts and no user", cs.VolumeMounts, cs.User)
 	}
 }

@@ -349,12 +349,13 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 	s := computePodStatus(statusInput{
 		Pod: w.pod, State: st, Waiting: w.waiting, Previous: w.status,
 		HostIPs: w.d.env.hostIPs, StartTime: w.startTime, Now: now,
-		Ready:         func(name string) bool { return w.d.prober.Ready(w.uid, name) },
-		Started:       func(name string) bool { return w.d.prober.Started(w.uid, name) },
-		InPostStart:   w.inPostStart,
-		Failure:       w.failure,
-		RestartAnyway: w.marks.probeKilled,
-		RuntimeName:   w.d.runtimeName,
+		Ready:             func(name string) bool { return w.d.prober.Ready(w.uid, name) },
+		Started:           func(name string) bool { return w.d.prober.Started(w.uid, name) },
+		InPostStart:       w.inPostStart,
+		Failure:           w.failure,
+		RestartAnyway:     w.marks.probeKilled,
+		RuntimeName:       w.d.runtimeName,
+		RecursiveReadOnly: w.d.rro,
 	})
 	w.status = &s
 	w.placeholderDue = false

@@ -58,6 +58,8 @@ type workerDeps struct {
 	// rro: the runtime has recursive read-only mounts
 	// (Config.RuntimeFeatures).
 	rro bool
+	// oomGroupKill: Config.OOMGroupKill.
+	oomGroupKill bool
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Safe for

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiffnode/skiff/agent"
 	"github.com/skiffnode/skiff/apisource"
@@ -216,6 +217,9 @@ func nodeFacts(rt runtime.Runtime, hostname, rootDir string, capacity, allocatab
 		} else {
 			f.Info.ContainerRuntimeVersion = v.Name + "://" + v.Version
 		}
+		if feats, err := rt.Features(ctx); err == nil {
+			f.RuntimeHandlers, f.Features = nodeRuntimeFeatures(feats)
+		}
 		if imgs, err := rt.ListImages(ctx); err == nil {
 			for _, img := range imgs {
 				f.Images = append(f.Images, nodestatus.Image{RepoDigests: img.RepoDigests, RepoTags: img.RepoTags, Size: int64(img.Size)})
@@ -223,6 +227,23 @@ func nodeFacts(rt runtime.Runtime, hostname, rootDir string, capacity, allocatab
 		}
 		return f, h
 	}
+}
+
+// nodeRuntimeFeatures are the node status's runtimeHandlers and features
+// from what the runtime reports, as the kubelet's RuntimeHandlers and
+// NodeFeatures setters: every handler with both its features, and the
+// supplementalGroupsPolicy only where the runtime reported runtime-wide
+// features. Pure.
+func nodeRuntimeFeatures(f runtime.Features) ([]v1.NodeRuntimeHandler, *v1.NodeFeatures) {
+	var handlers []v1.NodeRuntimeHandler
+	for _, h := range f.Handlers {
+		handlers = append(handlers, v1.NodeRuntimeHandler{Name: h.Name, Features: &v1.NodeRuntimeHandlerFeatures{
+			RecursiveReadOnlyMounts: ptr.To(h.RecursiveReadOnlyMounts), UserNamespaces: ptr.To(h.UserNamespaces)}})
+	}
+	if !f.Reported {
+		return handlers, nil
+	}
+	return handlers, &v1.NodeFeatures{SupplementalGroupsPolicy: ptr.To(f.SupplementalGroupsPolicy)}
 }
 
 // signalFanIn returns a loop that forwards a signal of any of ins to out

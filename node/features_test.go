@@ -1,11 +1,13 @@
 package node
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/runtime"
 )
 
@@ -49,6 +51,41 @@ func TestFeatureFailure(t *testing.T) {
 		ok, r, _ := featureAdmitter(tt.f, "containerd 1.6.20")(p)
 		if ok != (tt.wantReason == "") || !strings.EqualFold(r, tt.wantReason) {
 			t.Errorf("%s: admitter %v %q", tt.name, ok, r)
+		}
+	}
+}
+
+// TestNodeRuntimeFeatures: the node status lists every handler with both
+// features (containerd 2.4: "" and runc) and the runtime-wide
+// supplementalGroupsPolicy; containerd 1.6 reports neither.
+func TestNodeRuntimeFeatures(t *testing.T) {
+	h, f := nodeRuntimeFeatures(runtime.Features{})
+	if h != nil || f != nil {
+		t.Errorf("containerd 1.6: %v %v, want none", h, f)
+	}
+	h, f = nodeRuntimeFeatures(runtime.Features{Reported: true, SupplementalGroupsPolicy: true, Handlers: []runtime.Handler{
+		{Name: "", UserNamespaces: true, RecursiveReadOnlyMounts: true}, {Name: "kata", UserNamespaces: true}}})
+	got, _ := json.Marshal(struct {
+		H []v1.NodeRuntimeHandler `json:"runtimeHandlers"`
+		F *v1.NodeFeatures        `json:"features"`
+	}{h, f})
+	want := `{"runtimeHandlers":[{"name":"","features":{"recursiveReadOnlyMounts":true,"userNamespaces":true}},` +
+		`{"name":"kata","features":{"recursiveReadOnlyMounts":false,"userNamespaces":true}}],"features":{"supplementalGroupsPolicy":true}}`
+	if string(got) != want {
+		t.Errorf("status %s\nwant   %s", got, want)
+	}
+}
+
+// TestOOMGroupKill: memory.oom.group only on cgroup v2, unless
+// --single-process-oom-kill.
+func TestOOMGroupKill(t *testing.T) {
+	for _, tt := range []struct {
+		mode   cgroups.Mode
+		single bool
+		want   bool
+	}{{cgroups.V2, false, true}, {cgroups.V2, true, false}, {cgroups.V1, false, false}, {cgroups.V1, true, false}} {
+		if got := oomGroupKill(tt.mode, tt.single); got != tt.want {
+			t.Errorf("oomGroupKill(%v, %v) = %v, want %v", tt.mode, tt.single, got, tt.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/agent"
+	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/images"
 	imageservice "github.com/skiffnode/skiff/images/service"
 	"github.com/skiffnode/skiff/internal/credentials"
@@ -217,6 +218,10 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 	n.log.Info("runtime features", "runtime", rtName, "userNamespaces", features.UserNamespaces,
 		"imageVolumes", features.ImageVolumes, "recursiveReadOnlyMounts", features.RecursiveReadOnlyMounts,
 		"supplementalGroupsPolicy", features.SupplementalGroupsPolicy)
+	mode, err := cgroups.DetectMode(cgroups.UnifiedMountpoint)
+	if err != nil {
+		return nil, err
+	}
 	var podChanged func(types.UID)
 	var services agent.ServiceEnv // nil interface without an API server
 	if api.source != nil {
@@ -254,5 +259,6 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 		Admitters:         []agent.PodAdmitter{featureAdmitter(features, rtName), api.shutdown.Admit},
 		RuntimeFeatures:   features,
 		UserNamespaces:    usernsMgr,
+		OOMGroupKill:      oomGroupKill(mode, o.Resources.SingleProcessOOMKill),
 	})
 }

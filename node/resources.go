@@ -24,6 +24,16 @@ type ResourcesConfig struct {
 	EvictionHard   string
 	MaxPods        int64
 	PodMaxPids     int64
+	// SingleProcessOOMKill: on cgroup v2, an OOM kill takes one process of
+	// a container, not the whole container (the kubelet's
+	// singleProcessOOMKill; cgroup v1 always kills one).
+	SingleProcessOOMKill bool
+}
+
+// oomGroupKill reports whether containers get memory.oom.group=1: on
+// cgroup v2 (mode) unless --single-process-oom-kill, as the kubelet.
+func oomGroupKill(mode cgroups.Mode, singleProcess bool) bool {
+	return mode == cgroups.V2 && !singleProcess
 }
 
 // parseResourceList parses "cpu=100m,memory=100Mi" (flag names a flag

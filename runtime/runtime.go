@@ -44,6 +44,20 @@ type Features struct {
 	SupplementalGroupsPolicy bool
 	// ImageVolumes: OCI images mounted as volumes.
 	ImageVolumes bool
+	// Handlers are the runtime handlers the runtime reports, in its
+	// order, with their own features ("" is the default handler): what
+	// the node status lists as runtimeHandlers. None from a runtime whose
+	// CRI Status lists none (containerd 1.x).
+	Handlers []Handler
+	// Reported: the runtime's CRI Status carried runtime-wide features
+	// (containerd 2); the node status lists its features only then.
+	Reported bool
+}
+
+// Handler is one runtime handler and what it supports.
+type Handler struct {
+	Name                                    string
+	UserNamespaces, RecursiveReadOnlyMounts bool
 }
 
 // Sandboxes manages pod sandboxes (the pause container and its namespaces).
@@ -336,6 +350,16 @@ type ContainerStatus struct {
 	Reason, Message string
 	// LogPath is the absolute path of the container's log file.
 	LogPath string
+	// User is the identity the container's first process runs as, as the
+	// runtime reports it (containerd 2); nil where it does not.
+	User *ContainerUser
+}
+
+// ContainerUser is a Linux process identity: uid, primary gid and the
+// supplementary groups.
+type ContainerUser struct {
+	UID, GID           int64
+	SupplementalGroups []int64
 }
 
 // ExecResult is the outcome of ExecSync.

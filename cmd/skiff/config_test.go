@@ -83,6 +83,7 @@ func TestConfigFileSetsEachField(t *testing.T) {
 		{"evictionHard", "evictionHard: {memory.available: 200Mi, nodefs.available: 10%}", "eviction-hard", "memory.available<200Mi"},
 		{"maxPods", "maxPods: 20", "max-pods", "20"},
 		{"podPidsLimit", "podPidsLimit: 1024", "pod-max-pids", "1024"},
+		{"singleProcessOOMKill", "singleProcessOOMKill: true", "single-process-oom-kill", "true"},
 		{"seccompDefault", "seccompDefault: true", "seccomp-default", "true"},
 		{"allowedUnsafeSysctls", "allowedUnsafeSysctls: ['kernel.msg*', net.core.somaxconn]", "allowed-unsafe-sysctls", "[kernel.msg*,net.core.somaxconn]"},
 		{"serializeImagePulls", "serializeImagePulls: false", "serialize-image-pulls", "false"},

@@ -76,6 +76,12 @@ type Facts struct {
 	Images []Image
 	// KubeletPort is the daemon endpoint's port (10250; 0: none).
 	KubeletPort int32
+	// RuntimeHandlers are the runtime's handlers with their features, as
+	// the runtime reports them (none from containerd 1.x).
+	RuntimeHandlers []v1.NodeRuntimeHandler
+	// Features are the runtime-wide features; nil where the runtime
+	// reports none.
+	Features *v1.NodeFeatures
 }
 
 // Image is one runtime image as the status lists it.
@@ -86,8 +92,8 @@ type Image struct {
 
 // SetStatus writes f into node's status (everything but the conditions):
 // the addresses (InternalIPs, then Hostname, as the kubelet with
-// --node-ip), capacity, allocatable, nodeInfo, daemon endpoint and images.
-// Pure but for node.
+// --node-ip), capacity, allocatable, nodeInfo, daemon endpoint, images,
+// runtime handlers and features. Pure but for node.
 func SetStatus(node *v1.Node, f Facts) {
 	st := &node.Status
 	st.Addresses = st.Addresses[:0]
@@ -105,6 +111,8 @@ func SetStatus(node *v1.Node, f Facts) {
 		st.DaemonEndpoints.KubeletEndpoint.Port = f.KubeletPort
 	}
 	st.Images = statusImages(f.Images)
+	st.RuntimeHandlers = slices.Clone(f.RuntimeHandlers)
+	st.Features = f.Features.DeepCopy()
 }
 
 // statusImages is the kubelet's Images setter over an image list it

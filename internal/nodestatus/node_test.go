@@ -88,6 +88,20 @@ func TestSetStatus_H5_H7_H8(t *testing.T) {
 	if n.Status.Capacity.Pods().Value() != 110 {
 		t.Error("SetStatus shares the caller's capacity")
 	}
+	if st.RuntimeHandlers != nil || st.Features != nil {
+		t.Errorf("containerd 1.6 reports no handlers or features: %v %v", st.RuntimeHandlers, st.Features)
+	}
+	yes := true
+	f.RuntimeHandlers = []v1.NodeRuntimeHandler{{Name: "", Features: &v1.NodeRuntimeHandlerFeatures{UserNamespaces: &yes, RecursiveReadOnlyMounts: &yes}}}
+	f.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: &yes}
+	SetStatus(n, f)
+	if len(n.Status.RuntimeHandlers) != 1 || !*n.Status.RuntimeHandlers[0].Features.UserNamespaces || !*n.Status.Features.SupplementalGroupsPolicy {
+		t.Errorf("runtime handlers %v features %v", n.Status.RuntimeHandlers, n.Status.Features)
+	}
+	f.Features.SupplementalGroupsPolicy = nil
+	if n.Status.Features.SupplementalGroupsPolicy == nil {
+		t.Error("SetStatus shares the caller's features")
+	}
 }
 
 // TestNeedsReport_H10: a status is sent when it changed in anything but

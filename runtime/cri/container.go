@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -296,7 +297,16 @@ func containerStatusFromCRI(s *runtimeapi.ContainerStatus) *runtime.ContainerSta
 		Reason:     s.Reason,
 		Message:    s.Message,
 		LogPath:    s.LogPath,
+		User:       containerUserFromCRI(s.GetUser().GetLinux()),
 	}
+}
+
+// containerUserFromCRI is the reported identity; nil for none.
+func containerUserFromCRI(u *runtimeapi.LinuxContainerUser) *runtime.ContainerUser {
+	if u == nil {
+		return nil
+	}
+	return &runtime.ContainerUser{UID: u.Uid, GID: u.Gid, SupplementalGroups: slices.Clone(u.SupplementalGroups)}
 }
 
 // ReopenContainerLog asks the runtime to reopen the container's log file

@@ -257,6 +257,7 @@ func TestStatusMapping(t *testing.T) {
 		ExitCode: 137, Image: &runtimeapi.ImageSpec{Image: "docker.io/library/busybox:1"}, ImageRef: "sha256:abc",
 		Reason: "OOMKilled", Message: "boom", LogPath: "/var/log/pods/x/app/4.log",
 		Labels: map[string]string{"k": "v"}, Annotations: map[string]string{"a": "b"},
+		User: &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{Uid: 1000, Gid: 3000, SupplementalGroups: []int64{3000, 4000}}},
 	}
 	f.ctrSandbox["c1"] = "sb1"
 	f.containers["c2"] = &runtimeapi.ContainerStatus{Id: "c2", State: runtimeapi.ContainerState_CONTAINER_CREATED}
@@ -288,6 +289,7 @@ func TestStatusMapping(t *testing.T) {
 			Image: "docker.io/library/busybox:1", ImageRef: "sha256:abc", State: runtime.ContainerExited,
 			CreatedAt: created, Labels: map[string]string{"k": "v"}, Annotations: map[string]string{"a": "b"}},
 		StartedAt: started, ExitCode: 137, Reason: "OOMKilled", Message: "boom", LogPath: "/var/log/pods/x/app/4.log",
+		User: &runtime.ContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}},
 	}
 	if !reflect.DeepEqual(cs, wantC) {
 		t.Errorf("ContainerStatus =\n%+v\nwant\n%+v", cs, wantC)
@@ -295,7 +297,7 @@ func TestStatusMapping(t *testing.T) {
 	if !cs.FinishedAt.IsZero() {
 		t.Errorf("FinishedAt 0 should stay the zero time, got %v", cs.FinishedAt)
 	}
-	if cs, err := r.ContainerStatus(ctx, "c2"); err != nil || cs.State != runtime.ContainerCreated {
+	if cs, err := r.ContainerStatus(ctx, "c2"); err != nil || cs.State != runtime.ContainerCreated || cs.User != nil {
 		t.Errorf("ContainerStatus c2 = %+v, %v", cs, err)
 	}
 }

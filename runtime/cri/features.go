@@ -41,8 +41,10 @@ func (r *Runtime) Features(ctx context.Context) (runtime.Features, error) {
 
 // featuresFromStatus reads a CRI Status response's features.
 func featuresFromStatus(st *runtimeapi.StatusResponse) runtime.Features {
-	f := runtime.Features{SupplementalGroupsPolicy: st.GetFeatures().GetSupplementalGroupsPolicy()}
+	f := runtime.Features{SupplementalGroupsPolicy: st.GetFeatures().GetSupplementalGroupsPolicy(), Reported: st.GetFeatures() != nil}
 	for _, h := range st.GetRuntimeHandlers() {
+		f.Handlers = append(f.Handlers, runtime.Handler{Name: h.GetName(),
+			UserNamespaces: h.GetFeatures().GetUserNamespaces(), RecursiveReadOnlyMounts: h.GetFeatures().GetRecursiveReadOnlyMounts()})
 		if h.GetName() == "" {
 			f.UserNamespaces = h.GetFeatures().GetUserNamespaces()
 			f.RecursiveReadOnlyMounts = h.GetFeatures().GetRecursiveReadOnlyMounts()

@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"reflect"
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -23,16 +24,17 @@ func TestFeaturesFromStatus(t *testing.T) {
 				{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true, RecursiveReadOnlyMounts: true}},
 				{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true, RecursiveReadOnlyMounts: true}},
 			},
-		}, runtime.Features{UserNamespaces: true, RecursiveReadOnlyMounts: true, SupplementalGroupsPolicy: true}},
+		}, runtime.Features{UserNamespaces: true, RecursiveReadOnlyMounts: true, SupplementalGroupsPolicy: true, Reported: true,
+			Handlers: []runtime.Handler{{Name: "", UserNamespaces: true, RecursiveReadOnlyMounts: true}, {Name: "runc", UserNamespaces: true, RecursiveReadOnlyMounts: true}}}},
 		{"only a named handler has them", &runtimeapi.StatusResponse{
 			RuntimeHandlers: []*runtimeapi.RuntimeHandler{
 				{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{}},
 				{Name: "kata", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true}},
 			},
-		}, runtime.Features{}},
+		}, runtime.Features{Handlers: []runtime.Handler{{Name: ""}, {Name: "kata", UserNamespaces: true}}}},
 	}
 	for _, tt := range tests {
-		if got := featuresFromStatus(tt.st); got != tt.want {
+		if got := featuresFromStatus(tt.st); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
 		}
 	}

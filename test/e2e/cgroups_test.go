@@ -315,6 +315,14 @@ func TestCgroupLimitsQoSAndCleanup_D4_D6_D13_A36(t *testing.T) {
 	c.checkLimits(t, "guaranteed container", podRel(g)+"/"+gc.ID, limits{quota: "50000", period: "100000", shares: "512", memory: mem(64), byRunc: true})
 	bc := e.PodContainer(t, PodName("burstable"), "app")
 	c.checkLimits(t, "burstable container", podRel(b)+"/"+bc.ID, limits{quota: "20000", period: "100000", shares: "102", memory: mem(64), byRunc: true})
+	if c.mode == cgroups.V2 {
+		// An OOM kill takes the whole container, as the kubelet on v2.
+		for _, rel := range []string{podRel(g) + "/" + gc.ID, podRel(b) + "/" + bc.ID} {
+			if got := c.read(t, "", rel, "memory.oom.group"); got != "1" {
+				t.Errorf("%s: memory.oom.group = %q, want 1", rel, got)
+			}
+		}
+	}
 
 	eventually(t, 30*time.Second, func() (bool, string) {
 		return !c.exists(stale, false), "stale pod cgroup " + stale + " still there"

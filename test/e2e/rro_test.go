@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
 )
 
 // TestRecursiveReadOnlyMount: a read-only hostPath mount with
@@ -47,5 +48,16 @@ func TestRecursiveReadOnlyMount(t *testing.T) {
 	}
 	if out := e.Exec(t, e.PodContainer(t, p.Name, "ro").ID, "sh", "-c", "touch /v/sub/y && echo written"); out != "written\n" {
 		t.Errorf("plain readOnly: writing the submount gave %q, want it writable (only the top mount is read-only)", out)
+	}
+	// The status says which mounts are recursively read-only, as the
+	// kubelet's, and the runtime's user of each container.
+	for name, want := range map[string]v1.RecursiveReadOnlyMode{"rro": v1.RecursiveReadOnlyEnabled, "ro": v1.RecursiveReadOnlyDisabled} {
+		st := statusOf(t, p, name)
+		if len(st.VolumeMounts) != 1 || st.VolumeMounts[0].MountPath != "/v" || st.VolumeMounts[0].RecursiveReadOnly == nil || *st.VolumeMounts[0].RecursiveReadOnly != want {
+			t.Errorf("container %s: status volumeMounts %s, want /v recursiveReadOnly %s", name, dump(st.VolumeMounts), want)
+		}
+		if features.SupplementalGroupsPolicy && (st.User == nil || st.User.Linux == nil || st.User.Linux.UID != 0) {
+			t.Errorf("container %s: status user %s, want uid 0 (the runtime reports it)", name, dump(st.User))
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -53,6 +54,12 @@ func versions(f flags) report.Versions {
 	v := report.Versions{Skiff: f.skiffVersion, Runc: version("runc", "--version"), Containerd: version("containerd", "--version")}
 	if v.Skiff == "" {
 		v.Skiff = gitDescribe()
+	}
+	// skiff's managed mode takes the runtime beside its executable first.
+	dir := filepath.Dir(f.skiffBin)
+	if _, err := os.Stat(filepath.Join(dir, "containerd")); err == nil {
+		v.ManagedContainerd = version(filepath.Join(dir, "containerd"), "--version")
+		v.ManagedRunc = version(filepath.Join(dir, "runc"), "--version")
 	}
 	if f.kubeletBin != "" {
 		v.Kubelet = version(f.kubeletBin, "--version")

@@ -145,8 +145,15 @@ func writeMachine(b *strings.Builder, r *Results) {
 	fmt.Fprintf(b, "| kernel | %s |\n", m.Kernel)
 	fmt.Fprintf(b, "| cgroups | %s |\n", m.CgroupMode)
 	fmt.Fprintf(b, "| skiff | %s |\n", v.Skiff)
-	fmt.Fprintf(b, "| containerd | %s |\n", v.Containerd)
-	fmt.Fprintf(b, "| runc | %s |\n", v.Runc)
+	if v.ManagedContainerd != "" {
+		fmt.Fprintf(b, "| containerd, managed (skiff's own) | %s |\n", v.ManagedContainerd)
+		fmt.Fprintf(b, "| runc, managed (skiff's own) | %s |\n", v.ManagedRunc)
+		fmt.Fprintf(b, "| containerd, external (PATH) | %s |\n", v.Containerd)
+		fmt.Fprintf(b, "| runc, external (PATH) | %s |\n", v.Runc)
+	} else {
+		fmt.Fprintf(b, "| containerd | %s |\n", v.Containerd)
+		fmt.Fprintf(b, "| runc | %s |\n", v.Runc)
+	}
 	kubelet := v.Kubelet
 	if kubelet == "" {
 		kubelet = "not run (set KUBELET=/path/to/kubelet)"

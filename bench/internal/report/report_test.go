@@ -388,3 +388,30 @@ func TestCDF(t *testing.T) {
 		}
 	}
 }
+
+// TestMachineVersions: with skiff's own runtime beside it, the machine
+// table names both runtimes' binaries; without, the PATH ones as before.
+func TestMachineVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		v       Versions
+		want    []string
+		notWant string
+	}{
+		{"bundled", Versions{Containerd: "1.6.20", Runc: "1.1.5", ManagedContainerd: "v2.4.2", ManagedRunc: "1.5.3"},
+			[]string{"| containerd, managed (skiff's own) | v2.4.2 |", "| runc, managed (skiff's own) | 1.5.3 |", "| containerd, external (PATH) | 1.6.20 |", "| runc, external (PATH) | 1.1.5 |"},
+			"| containerd | 1.6.20 |"},
+		{"PATH only", Versions{Containerd: "1.6.20", Runc: "1.1.5"}, []string{"| containerd | 1.6.20 |", "| runc | 1.1.5 |"}, "managed (skiff's own)"},
+	} {
+		var b strings.Builder
+		writeMachine(&b, &Results{Versions: tc.v})
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: no %q in\n%s", tc.name, w, b.String())
+			}
+		}
+		if strings.Contains(b.String(), tc.notWant) {
+			t.Errorf("%s: %q in\n%s", tc.name, tc.notWant, b.String())
+		}
+	}
+}

@@ -70,13 +70,18 @@ type Machine struct {
 	MemoryGB   float64 `json:"memory_gb"`
 }
 
-// Versions of the software under test; empty when not run. Containerd is
-// the binary's version; each Run says how its containerd was configured.
+// Versions of the software under test; empty when not run. Containerd
+// and Runc are the binaries on PATH (the external runtime's);
+// ManagedContainerd and ManagedRunc skiff's own beside its executable (the
+// managed runtime's; empty where it has none and uses PATH's). Each Run
+// says how its containerd was configured.
 type Versions struct {
-	Skiff      string `json:"skiff"`
-	Containerd string `json:"containerd"`
-	Runc       string `json:"runc"`
-	Kubelet    string `json:"kubelet,omitempty"`
+	Skiff             string `json:"skiff"`
+	Containerd        string `json:"containerd"`
+	Runc              string `json:"runc"`
+	ManagedContainerd string `json:"managed_containerd,omitempty"`
+	ManagedRunc       string `json:"managed_runc,omitempty"`
+	Kubelet           string `json:"kubelet,omitempty"`
 }
 
 // Series is a sample of durations (seconds) with its summary.
