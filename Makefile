@@ -229,8 +229,11 @@ test:
 	$(MAKE) test-systemd
 
 # The e2e tests the cgroup v2 VM runs, and where their binary is built.
-V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52|TestVolumes_G1_G14|TestContainerSecurityContext_G15_G16|TestVolumeOwnershipFSGroup_G15|TestImageVolume|TestRecursiveReadOnlyMount
+V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52|TestVolumes_G1_G14|TestContainerSecurityContext_G15_G16|TestVolumeOwnershipFSGroup_G15|TestImageVolume|TestRecursiveReadOnlyMount|TestUserNamespacePod
 E2E_TEST_BIN := _output/e2e.test
+# The e2e tests' scratch disk in the VM (ext4, sparse: the guest's tmpfs
+# root cannot be idmapped by its 6.1 kernel; see with-scratch.sh).
+V2_SCRATCH := _output/vm/scratch.img
 VM_GUEST := /skiff
 # The cgroups package's tests, run as root in the VM too: their cgroup v2
 # branches (TestManagerLifecycle_D4's v2 files) run nowhere else.
@@ -245,13 +248,17 @@ test-v2: setup build images
 		-add $(CGROUPS_TEST_BIN):$(VM_GUEST)/cgroups.test -env SKIFF_ROOT_TESTS=1 \
 		-- $(VM_GUEST)/cgroups.test -test.v -test.count=1 -test.timeout 8m
 	CGO_ENABLED=0 $(GO) test -c -o $(E2E_TEST_BIN) ./test/e2e
+	mkdir -p $(dir $(V2_SCRATCH)) && rm -f $(V2_SCRATCH) && truncate -s 8G $(V2_SCRATCH) && mkfs.ext4 -q -F $(V2_SCRATCH)
 	$(GO) run ./test/vm/cmd/vmrun -timeout 30m -log _output/vm/console.log \
-		-require-cgroup2 cpu,memory,pids \
+		-require-cgroup2 cpu,memory,pids -disk $(V2_SCRATCH) \
 		-add $(BIN):$(VM_GUEST)/bin/skiff -add $(BIN)-pause:$(VM_GUEST)/bin/skiff-pause -add $(IMAGES_DIR):$(VM_GUEST)/images \
 		$(foreach p,$(RUNTIME_PROGRAMS),-add bin/$(p):$(VM_GUEST)/bin/$(p)) \
 		-add $(E2E_TEST_BIN):$(VM_GUEST)/test/e2e/e2e.test -workdir $(VM_GUEST)/test/e2e \
+		-add test/vm/guest/with-scratch.sh:$(VM_GUEST)/with-scratch.sh \
 		-env SKIFF_E2E=1 -env SKIFF_BIN=$(VM_GUEST)/bin/skiff -env SKIFF_IMAGES=$(VM_GUEST)/images \
-		-- $(VM_GUEST)/test/e2e/e2e.test -test.v -test.count=1 -test.timeout 25m -test.run '$(V2_TESTS)'
+		-- $(VM_GUEST)/with-scratch.sh /dev/nvme0n1 \
+		$(VM_GUEST)/test/e2e/e2e.test -test.v -test.count=1 -test.timeout 25m -test.run '$(V2_TESTS)'
+	rm -f $(V2_SCRATCH)
 
 # The systemd VM tests (issue 18) and the root disk cache they build once
 # per machine (debootstrap, about 1-2 minutes; see test/vm/README.md).

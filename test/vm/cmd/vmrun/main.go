@@ -42,7 +42,8 @@ type config struct {
 	quiet     bool
 	requireV2 []string
 	// systemd boots the systemd VM (vm.RunSystemd) instead of the
-	// initramfs one; disk and powerOff are its options.
+	// initramfs one; powerOff is its option. disk is its root disk, and
+	// the initramfs VM's scratch disk (/dev/nvme0n1).
 	systemd  bool
 	disk     string
 	powerOff string
@@ -112,6 +113,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 // files, machine and kernel.
 func runVM(ctx context.Context, cfg config) (*vm.Result, vm.Timings, error) {
 	if !cfg.systemd {
+		if cfg.disk != "" {
+			cfg.opts.Machine.Disks = []vm.Disk{{File: cfg.disk}}
+		}
 		return vm.Run(ctx, cfg.opts)
 	}
 	o := cfg.opts
@@ -151,7 +155,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.opts.Image.NoRuntime, "no-runtime", false, "leave out containerd, runc, CNI plugins and iptables")
 	fs.BoolVar(&cfg.systemd, "systemd", false,
 		"boot the systemd VM (a cached debootstrap'ed Debian 12 root, systemd as PID 1; the first run builds it, as root) instead of the initramfs one")
-	fs.StringVar(&cfg.disk, "disk", "", "with -systemd: the root disk file, created from the cached root when missing and kept (default: a throwaway snapshot)")
+	fs.StringVar(&cfg.disk, "disk", "", "with -systemd: the root disk file, created from the cached root when missing and kept (default: a throwaway snapshot); "+
+		"without: a raw disk image the guest sees as /dev/nvme0n1, written to (e.g. an ext4 scratch file system: the initramfs root is a tmpfs)")
 	fs.StringVar(&cfg.powerOff, "poweroff", "systemctl", "with -systemd: how the machine stops after the command: systemctl, force or none")
 	fs.StringVar(&require, "require-cgroup2", "",
 		"comma-separated controllers the guest must report enabled on a cgroup2 root (e.g. cpu,memory,pids); else fail")
