@@ -206,7 +206,8 @@ E2E_EXTERNAL_LIST := \
 	TestAgentUsesTheSuitesRuntime_Issue31 \
 	TestUserNamespacePod \
 	TestImageVolume \
-	TestRecursiveReadOnlyMount
+	TestRecursiveReadOnlyMount \
+	TestSupplementalGroupsPolicy
 E2E_EXTERNAL_EMPTY :=
 E2E_EXTERNAL_TESTS ?= ^($(subst $(E2E_EXTERNAL_EMPTY) $(E2E_EXTERNAL_EMPTY),|,$(strip $(E2E_EXTERNAL_LIST))))$$
 E2E_EXTERNAL_CONTAINERD ?= /usr/bin/containerd
@@ -229,7 +230,7 @@ test:
 	$(MAKE) test-systemd
 
 # The e2e tests the cgroup v2 VM runs, and where their binary is built.
-V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52|TestVolumes_G1_G14|TestContainerSecurityContext_G15_G16|TestVolumeOwnershipFSGroup_G15|TestImageVolume|TestRecursiveReadOnlyMount|TestUserNamespacePod
+V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52|TestVolumes_G1_G14|TestContainerSecurityContext_G15_G16|TestVolumeOwnershipFSGroup_G15|TestImageVolume|TestRecursiveReadOnlyMount|TestUserNamespacePod|TestSupplementalGroupsPolicy
 E2E_TEST_BIN := _output/e2e.test
 # The e2e tests' scratch disk in the VM (ext4, sparse: the guest's tmpfs
 # root cannot be idmapped by its 6.1 kernel; see with-scratch.sh).

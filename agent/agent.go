@@ -75,6 +75,9 @@ type Agent struct {
 	// orphanVolumesCleaned: the one-off cleanup of orphaned pod
 	// directories ran (see maybeCleanOrphanVolumes).
 	orphanVolumesCleaned bool
+	// orphanUsernsReleased: the one-off release of orphaned pods' user
+	// namespaces ran (see releaseOrphanUserNamespaces).
+	orphanUsernsReleased bool
 	samples              cpuSamples
 }
 

@@ -147,6 +147,9 @@ type UserNamespaces interface {
 	// Mapping returns the pod's ID mapping, the same on every call until
 	// Release.
 	Mapping(podUID string) (runtime.IDMapping, error)
+	// Pods lists the pods holding IDs (allocated, or loaded at start from
+	// their mapping files).
+	Pods() []string
 	// Release frees the pod's IDs once it is gone.
 	Release(podUID string) error
 }

@@ -21,6 +21,7 @@ import (
 func (a *Agent) listed(ctx context.Context, pods map[types.UID]bool) {
 	a.killOrphans(ctx, pods)
 	a.maybeCleanOrphanVolumes(ctx, pods)
+	a.releaseOrphanUserNamespaces(pods)
 	// Off the relist path: removing a cgroup that still holds
 	// processes retries for seconds, and pod changes must not wait.
 	a.mu.Lock()
@@ -119,6 +120,36 @@ func (a *Agent) maybeCleanOrphanVolumes(ctx context.Context, withSandbox map[typ
 			a.log.Warn("cleaning orphaned pod volumes", "err", err)
 		}
 	}()
+}
+
+// releaseOrphanUserNamespaces frees, once after the sources delivered
+// their first full lists, the user namespace IDs of pods that neither a
+// source nor the runtime knows (withSandbox: the UIDs the relist found):
+// pods that went while the agent was down, whose mapping files the
+// restarted allocator loaded, as the kubelet's
+// CleanupOrphanedPodUsernsAllocations. Pods with sandboxes are terminated
+// as orphans and release theirs themselves.
+func (a *Agent) releaseOrphanUserNamespaces(withSandbox map[types.UID]bool) {
+	a.mu.Lock()
+	if a.cfg.UserNamespaces == nil || !a.sourcesReady || a.orphanUsernsReleased {
+		a.mu.Unlock()
+		return
+	}
+	a.orphanUsernsReleased = true
+	known := map[types.UID]bool{}
+	for uid := range a.workers {
+		known[uid] = true
+	}
+	a.mu.Unlock()
+	for _, pod := range a.cfg.UserNamespaces.Pods() {
+		if uid := types.UID(pod); known[uid] || withSandbox[uid] {
+			continue
+		}
+		a.log.Info("releasing an orphaned pod's user namespace", "uid", pod)
+		if err := a.cfg.UserNamespaces.Release(pod); err != nil {
+			a.log.Warn("releasing an orphaned pod's user namespace", "uid", pod, "err", err)
+		}
+	}
 }
 
 // cleanStaleCgroups removes, once after the sources delivered their first

@@ -12,9 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/skiffnode/skiff/internal/atomicfile"
@@ -172,6 +174,13 @@ func (m *Manager) free() (int, bool) {
 
 func (m *Manager) mappingOf(i int) runtime.IDMapping {
 	return runtime.IDMapping{HostID: m.cfg.FirstID + uint32(i)*m.cfg.IDsPerPod, Length: m.cfg.IDsPerPod}
+}
+
+// Pods lists the pods holding a block, sorted.
+func (m *Manager) Pods() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.byPod))
 }
 
 // Release frees pod's block and removes its mapping file; a pod without

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,6 +80,9 @@ func TestMappingAllocatesPersistsAndReleases(t *testing.T) {
 	}
 	if got, _ := m2.Mapping("b"); got != b {
 		t.Errorf("pod b after restart: %+v, want %+v", got, b)
+	}
+	if got := m2.Pods(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("pods after restart %v, want the files' [a b]", got)
 	}
 	if err := m2.Release("a"); err != nil {
 		t.Fatal(err)

@@ -101,8 +101,12 @@ func hashFile(w io.Writer, p string) error {
 }
 
 const (
-	passwd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"
-	group  = "root:x:0:\nnobody:x:65534:\n"
+	// The user "grouped" (4242) is also in the group imgextra (4343), which
+	// only the image gives it: supplementalGroupsPolicy Merge keeps it,
+	// Strict drops it (TestSupplementalGroupsPolicy).
+	passwd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n" +
+		"grouped:x:4242:4242:grouped:/tmp:/bin/sh\n"
+	group = "root:x:0:\nnobody:x:65534:\ngrouped:x:4242:\nimgextra:x:4343:grouped\n"
 	// defaultPath lists every directory busybox installs applets into.
 	defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
