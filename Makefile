@@ -232,7 +232,7 @@ test:
 # The e2e tests the cgroup v2 VM runs, and where their binary is built.
 V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52|TestVolumes_G1_G14|TestContainerSecurityContext_G15_G16|TestVolumeOwnershipFSGroup_G15|TestImageVolume|TestRecursiveReadOnlyMount|TestUserNamespacePod|TestSupplementalGroupsPolicy
 E2E_TEST_BIN := _output/e2e.test
-# The e2e tests' scratch disk in the VM (ext4, sparse: the guest's tmpfs
+# The e2e suite's /tmp in the VM (ext4, sparse: the guest's tmpfs
 # root cannot be idmapped by its 6.1 kernel; see with-scratch.sh).
 V2_SCRATCH := _output/vm/scratch.img
 VM_GUEST := /skiff

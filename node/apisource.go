@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -200,6 +201,11 @@ func nodeFacts(rt runtime.Runtime, hostname, rootDir string, capacity, allocatab
 		log.Warn("node system info", "err", err)
 	}
 	info.KubeletVersion = skiffKubeletVersion
+	// The runtime's handlers and features, kept while the runtime does not
+	// answer (as the kubelet keeps its last ones); the closure runs on the
+	// status loop only.
+	var handlers []v1.NodeRuntimeHandler
+	var features *v1.NodeFeatures
 	return func(ctx context.Context) (nodestatus.Facts, nodestatus.Health) {
 		f := nodestatus.Facts{Hostname: hostname, InternalIPs: ips, Info: info,
 			Capacity: capacity.DeepCopy(), Allocatable: allocatable.DeepCopy(), KubeletPort: kubeletPort}
@@ -218,8 +224,9 @@ func nodeFacts(rt runtime.Runtime, hostname, rootDir string, capacity, allocatab
 			f.Info.ContainerRuntimeVersion = v.Name + "://" + v.Version
 		}
 		if feats, err := rt.Features(ctx); err == nil {
-			f.RuntimeHandlers, f.Features = nodeRuntimeFeatures(feats)
+			handlers, features = nodeRuntimeFeatures(feats)
 		}
+		f.RuntimeHandlers, f.Features = handlers, features
 		if imgs, err := rt.ListImages(ctx); err == nil {
 			for _, img := range imgs {
 				f.Images = append(f.Images, nodestatus.Image{RepoDigests: img.RepoDigests, RepoTags: img.RepoTags, Size: int64(img.Size)})
@@ -231,7 +238,8 @@ func nodeFacts(rt runtime.Runtime, hostname, rootDir string, capacity, allocatab
 
 // nodeRuntimeFeatures are the node status's runtimeHandlers and features
 // from what the runtime reports, as the kubelet's RuntimeHandlers and
-// NodeFeatures setters: every handler with both its features, and the
+// NodeFeatures setters: every handler with both its features, sorted by
+// name (the kubelet since 1.37), and the
 // supplementalGroupsPolicy only where the runtime reported runtime-wide
 // features. Pure.
 func nodeRuntimeFeatures(f runtime.Features) ([]v1.NodeRuntimeHandler, *v1.NodeFeatures) {
@@ -240,6 +248,7 @@ func nodeRuntimeFeatures(f runtime.Features) ([]v1.NodeRuntimeHandler, *v1.NodeF
 		handlers = append(handlers, v1.NodeRuntimeHandler{Name: h.Name, Features: &v1.NodeRuntimeHandlerFeatures{
 			RecursiveReadOnlyMounts: ptr.To(h.RecursiveReadOnlyMounts), UserNamespaces: ptr.To(h.UserNamespaces)}})
 	}
+	slices.SortFunc(handlers, func(a, b v1.NodeRuntimeHandler) int { return strings.Compare(a.Name, b.Name) })
 	if !f.Reported {
 		return handlers, nil
 	}

@@ -56,7 +56,7 @@ func TestFeatureFailure(t *testing.T) {
 }
 
 // TestNodeRuntimeFeatures: the node status lists every handler with both
-// features (containerd 2.4: "" and runc) and the runtime-wide
+// features (containerd 2.4: "" and runc), sorted by name, and the runtime-wide
 // supplementalGroupsPolicy; containerd 1.6 reports neither.
 func TestNodeRuntimeFeatures(t *testing.T) {
 	h, f := nodeRuntimeFeatures(runtime.Features{})
@@ -64,7 +64,7 @@ func TestNodeRuntimeFeatures(t *testing.T) {
 		t.Errorf("containerd 1.6: %v %v, want none", h, f)
 	}
 	h, f = nodeRuntimeFeatures(runtime.Features{Reported: true, SupplementalGroupsPolicy: true, Handlers: []runtime.Handler{
-		{Name: "", UserNamespaces: true, RecursiveReadOnlyMounts: true}, {Name: "kata", UserNamespaces: true}}})
+		{Name: "kata", UserNamespaces: true}, {Name: "", UserNamespaces: true, RecursiveReadOnlyMounts: true}}})
 	got, _ := json.Marshal(struct {
 		H []v1.NodeRuntimeHandler `json:"runtimeHandlers"`
 		F *v1.NodeFeatures        `json:"features"`
