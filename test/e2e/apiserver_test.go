@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -129,6 +130,22 @@ spec:
 	}
 	if node.Labels[v1.LabelHostname] != nodeName || node.Status.Capacity.Cpu().IsZero() {
 		t.Errorf("node labels %v capacity %v", node.Labels, node.Status.Capacity)
+	}
+	// The runtime's handlers and features, as the kubelet reports them
+	// (containerd 2 lists "" and runc with both features; 1.6 none).
+	if f := e.RuntimeFeatures(t); f.UserNamespaces {
+		var names []string
+		for _, h := range node.Status.RuntimeHandlers {
+			if h.Features != nil && h.Features.UserNamespaces != nil && *h.Features.UserNamespaces {
+				names = append(names, h.Name)
+			}
+		}
+		if !slices.Contains(names, "") || node.Status.Features == nil || node.Status.Features.SupplementalGroupsPolicy == nil {
+			t.Errorf("runtimeHandlers %s features %s: want the default handler with user namespaces and the supplementalGroupsPolicy feature",
+				dump(node.Status.RuntimeHandlers), dump(node.Status.Features))
+		}
+	} else if len(node.Status.RuntimeHandlers) != 0 || node.Status.Features != nil {
+		t.Errorf("a runtime without features: runtimeHandlers %s features %s", dump(node.Status.RuntimeHandlers), dump(node.Status.Features))
 	}
 	lease, err := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, nodeName, metav1.GetOptions{})
 	if err != nil || lease.Spec.RenewTime == nil {
