@@ -93,26 +93,35 @@ func orphanPod(sb *runtime.Sandbox) *v1.Pod {
 	return pod
 }
 
+// takeOneOff claims a one-off clean-up (done: its flag, under a.mu) once
+// the sources have delivered their first full lists: it sets the flag and
+// returns the UIDs of the pods the agent has workers for. ok is false when
+// the clean-up is not enabled, not yet due, or already claimed.
+func (a *Agent) takeOneOff(enabled bool, done *bool) (known map[types.UID]bool, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !enabled || !a.sourcesReady || *done {
+		return nil, false
+	}
+	*done = true
+	known = make(map[types.UID]bool, len(a.workers))
+	for uid := range a.workers {
+		known[uid] = true
+	}
+	return known, true
+}
+
 // maybeCleanOrphanVolumes removes, once after the sources delivered their
 // first full lists, the pod directories of pods that neither a source nor
 // the runtime knows (withSandbox: the UIDs the relist found), off the
 // relist path. Orphans with sandboxes are terminated as orphans and tear
 // their volumes down themselves.
 func (a *Agent) maybeCleanOrphanVolumes(ctx context.Context, withSandbox map[types.UID]bool) {
-	a.mu.Lock()
-	if a.cfg.Volumes == nil || !a.sourcesReady || a.orphanVolumesCleaned {
-		a.mu.Unlock()
+	keep, ok := a.takeOneOff(a.cfg.Volumes != nil, &a.orphanVolumesCleaned)
+	if !ok {
 		return
 	}
-	a.orphanVolumesCleaned = true
-	keep := maps.Clone(withSandbox)
-	if keep == nil {
-		keep = map[types.UID]bool{}
-	}
-	for uid := range a.workers {
-		keep[uid] = true
-	}
-	a.mu.Unlock()
+	maps.Copy(keep, withSandbox)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -130,17 +139,10 @@ func (a *Agent) maybeCleanOrphanVolumes(ctx context.Context, withSandbox map[typ
 // CleanupOrphanedPodUsernsAllocations. Pods with sandboxes are terminated
 // as orphans and release theirs themselves.
 func (a *Agent) releaseOrphanUserNamespaces(withSandbox map[types.UID]bool) {
-	a.mu.Lock()
-	if a.cfg.UserNamespaces == nil || !a.sourcesReady || a.orphanUsernsReleased {
-		a.mu.Unlock()
+	known, ok := a.takeOneOff(a.cfg.UserNamespaces != nil, &a.orphanUsernsReleased)
+	if !ok {
 		return
 	}
-	a.orphanUsernsReleased = true
-	known := map[types.UID]bool{}
-	for uid := range a.workers {
-		known[uid] = true
-	}
-	a.mu.Unlock()
 	for _, pod := range a.cfg.UserNamespaces.Pods() {
 		if uid := types.UID(pod); known[uid] || withSandbox[uid] {
 			continue
@@ -157,17 +159,10 @@ func (a *Agent) releaseOrphanUserNamespaces(withSandbox map[types.UID]bool) {
 // runtime knows (left by a crash). Pods with sandboxes are terminated as
 // orphans and remove their cgroup themselves.
 func (a *Agent) cleanStaleCgroups(ctx context.Context, withSandbox map[types.UID]bool) {
-	a.mu.Lock()
-	if a.cfg.Cgroups == nil || !a.sourcesReady || a.staleCgroupsCleaned {
-		a.mu.Unlock()
+	known, ok := a.takeOneOff(a.cfg.Cgroups != nil, &a.staleCgroupsCleaned)
+	if !ok {
 		return
 	}
-	a.staleCgroupsCleaned = true
-	known := map[types.UID]bool{}
-	for uid := range a.workers {
-		known[uid] = true
-	}
-	a.mu.Unlock()
 	uids, err := a.cfg.Cgroups.ListPods(ctx)
 	if err != nil {
 		a.log.Warn("listing pod cgroups", "err", err)
