@@ -12,6 +12,18 @@ IMAGES_DIR := _output/images
 ROOT_DIR ?= /var/lib/skiff
 MANIFESTS ?= examples/manifests
 GOLANGCI_LINT_VERSION := v2.15.0
+# The Kubernetes release skiff tracks (internal/k8sversion, the one place to
+# change): its k8s.io libraries (v0.<minor>.<patch>), the shim's served API,
+# the node version it reports, and the control plane, kubelet and
+# conformance suite the tests build. hack/bump-kubernetes.sh moves every
+# go.mod to it; docs/kubernetes-version.md lists the rest of a bump.
+KUBERNETES_VERSION := $(shell sed -n 's/^\tVersion = "\(v[0-9.]*\)"$$/\1/p' internal/k8sversion/version.go)
+KUBERNETES_MINOR := $(word 2,$(subst ., ,$(KUBERNETES_VERSION)))
+# -ldflags for upstream's binaries built at KUBERNETES_VERSION: /version and
+# the skew checks read these.
+K8S_VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(1) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(KUBERNETES_MINOR) \
+	-X k8s.io/component-base/version.gitTreeState=clean
 # grpcnotrace keeps grpc from linking golang.org/x/net/trace, whose
 # html/template rendering would make the linker keep every exported method
 # of every reachable type: -6 MB of binary and of the agent's RSS
@@ -74,12 +86,12 @@ runtime:
 # `skiff agent --control-plane` finds it beside bin/skiff. /version reports
 # the Kubernetes version whose API it serves (kubectl checks the skew).
 APISERVER_BIN := bin/skiff-apiserver
-APISERVER_VERSION := v1.34.4-skiff
+APISERVER_VERSION := $(KUBERNETES_VERSION)-skiff
 
 ## build-apiserver: bin/skiff-apiserver, the control-plane shim that `skiff agent --control-plane` runs
 build-apiserver:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags $(BUILD_TAGS) -o $(APISERVER_BIN) \
-		-ldflags '-s -w -X k8s.io/component-base/version.gitVersion=$(APISERVER_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34' \
+		-ldflags '-s -w -X k8s.io/component-base/version.gitVersion=$(APISERVER_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(KUBERNETES_MINOR)' \
 		./cmd/skiff-apiserver
 
 # Install as a systemd service (issue 18): `make install`, then
@@ -301,7 +313,7 @@ BENCH_BIN := bin/skiffbench
 BENCH_RESULTS := bench/results
 BENCH_QUICK_OUT := _output/bench
 KUBELET ?=
-KUBELET_VERSION := v1.34.4
+KUBELET_VERSION := $(KUBERNETES_VERSION)
 KUBELET_CACHE ?= $(HOME)/.cache/skiff/kubelet
 .PHONY: bench-harness bench-kubelet
 
@@ -325,9 +337,7 @@ bench-kubelet:
 	@out=$(KUBELET_CACHE)/kubelet-$(KUBELET_VERSION); \
 	if [ ! -x "$$out" ]; then \
 		mkdir -p $(KUBELET_CACHE) && cd bench/kubelet && \
-		$(GO) build -trimpath -o "$$out.tmp" -ldflags "-X k8s.io/component-base/version.gitVersion=$(KUBELET_VERSION) \
-			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34 \
-			-X k8s.io/component-base/version.gitTreeState=clean" . >&2 && mv "$$out.tmp" "$$out"; \
+		$(GO) build -trimpath -o "$$out.tmp" -ldflags "$(call K8S_VERSION_LDFLAGS,$(KUBELET_VERSION))" . >&2 && mv "$$out.tmp" "$$out"; \
 	fi; echo "$$out"
 
 # The control plane of the API-source tests (issue 16): kube-apiserver,
@@ -335,7 +345,7 @@ bench-kubelet:
 # in one multi-call binary, built from the Go module proxy by the separate
 # module test/controlplane (never imported by skiff's module); test/cluster
 # runs it (SKIFF_CONTROLPLANE) with Debian's etcd.
-CONTROLPLANE_VERSION := v1.34.4
+CONTROLPLANE_VERSION := $(KUBERNETES_VERSION)
 CONTROLPLANE_CACHE ?= $(HOME)/.cache/skiff/controlplane
 
 .PHONY: controlplane
@@ -345,14 +355,13 @@ controlplane:
 	@out=$(CONTROLPLANE_CACHE)/kube-controlplane-$(CONTROLPLANE_VERSION); \
 	if [ ! -x "$$out" ]; then \
 		mkdir -p $(CONTROLPLANE_CACHE) && cd test/controlplane && \
-		$(GO) build -trimpath -o "$$out.tmp" -ldflags "-X k8s.io/component-base/version.gitVersion=$(CONTROLPLANE_VERSION) \
-			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34 \
-			-X k8s.io/component-base/version.gitTreeState=clean" . >&2 && mv "$$out.tmp" "$$out"; \
+		$(GO) build -trimpath -o "$$out.tmp" -ldflags "$(call K8S_VERSION_LDFLAGS,$(CONTROLPLANE_VERSION))" . >&2 && mv "$$out.tmp" "$$out"; \
 	fi; echo "$$out"
 
 # metrics-server for the kubectl top test (issue 16): upstream's, built by
 # the separate module test/metricsserver against the control plane's
-# Kubernetes libraries; test/cluster registers it (SKIFF_METRICS_SERVER).
+# Kubernetes libraries (so cached per KUBERNETES_VERSION too); test/cluster
+# registers it (SKIFF_METRICS_SERVER).
 METRICS_SERVER_VERSION := v0.8.0
 METRICS_SERVER_CACHE ?= $(HOME)/.cache/skiff/metrics-server
 
@@ -360,7 +369,7 @@ METRICS_SERVER_CACHE ?= $(HOME)/.cache/skiff/metrics-server
 
 ## metricsserver: build metrics-server $(METRICS_SERVER_VERSION) (test/metricsserver) into $(METRICS_SERVER_CACHE); prints its path
 metricsserver:
-	@out=$(METRICS_SERVER_CACHE)/metrics-server-$(METRICS_SERVER_VERSION); \
+	@out=$(METRICS_SERVER_CACHE)/metrics-server-$(METRICS_SERVER_VERSION)-k8s-$(KUBERNETES_VERSION); \
 	if [ ! -x "$$out" ]; then \
 		mkdir -p $(METRICS_SERVER_CACHE) && cd test/metricsserver && \
 		CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o "$$out.tmp" . >&2 && mv "$$out.tmp" "$$out"; \
@@ -376,7 +385,7 @@ clean:
 # starts the control plane, a loopback registry mirroring registry.k8s.io
 # with the e2e images rebuilt from those binaries and busybox, and one skiff
 # agent, then runs the suite under the machine lock. Not part of make test.
-CONFORMANCE_VERSION := v1.34.4
+CONFORMANCE_VERSION := $(KUBERNETES_VERSION)
 CONFORMANCE_CACHE ?= $(HOME)/.cache/skiff/conformance
 CONFORMANCE_OUT ?= _output/conformance
 CONFORMANCE_FOCUS ?= \[NodeConformance\]
@@ -392,9 +401,7 @@ CONFORMANCE_BIN = $(CONFORMANCE_CACHE)/$(CONFORMANCE_VERSION)
 conformance-bin:
 	@set -e; c=$(CONFORMANCE_BIN); v=$(CONFORMANCE_VERSION); mkdir -p $$c; cd test/conformance/k8s; \
 	if [ ! -x $$c/e2e.test ]; then echo "building e2e.test $$v (minutes)" >&2; \
-		$(GO) test -c -vet=off -trimpath -o $$c/e2e.test.tmp -ldflags "-X k8s.io/component-base/version.gitVersion=$$v \
-			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34 \
-			-X k8s.io/component-base/version.gitTreeState=clean" k8s.io/kubernetes/test/e2e && mv $$c/e2e.test.tmp $$c/e2e.test; fi; \
+		$(GO) test -c -vet=off -trimpath -o $$c/e2e.test.tmp -ldflags "$(call K8S_VERSION_LDFLAGS,$(CONFORMANCE_VERSION))" k8s.io/kubernetes/test/e2e && mv $$c/e2e.test.tmp $$c/e2e.test; fi; \
 	if [ ! -x $$c/agnhost ]; then CGO_ENABLED=0 $(GO) build -trimpath -o $$c/agnhost.tmp k8s.io/kubernetes/test/images/agnhost && mv $$c/agnhost.tmp $$c/agnhost; fi; \
 	if [ ! -x $$c/nnp ]; then CGO_ENABLED=0 $(GO) build -trimpath -o $$c/nnp.tmp k8s.io/kubernetes/test/images/nonewprivs && mv $$c/nnp.tmp $$c/nnp; fi; \
 	if [ ! -x $$c/ginkgo ]; then $(GO) build -trimpath -o $$c/ginkgo.tmp github.com/onsi/ginkgo/v2/ginkgo && mv $$c/ginkgo.tmp $$c/ginkgo; fi
@@ -409,3 +416,8 @@ conformance: setup build images conformance-bin
 		-e2e $$c/e2e.test -ginkgo $$c/ginkgo -agnhost $$c/agnhost -nnp $$c/nnp \
 		-controlplane $$cp -skiff $(BIN) -pause $(BIN)-pause -images $(IMAGES_DIR) -k8s-src $$k8s \
 		-focus '$(CONFORMANCE_FOCUS)' -skip '$(CONFORMANCE_SKIP)' -procs $(CONFORMANCE_PROCS) -timeout $(CONFORMANCE_TIMEOUT)
+
+.PHONY: print-kubernetes-version
+# print-kubernetes-version: the Kubernetes release of internal/k8sversion (hack/bump-kubernetes.sh reads it)
+print-kubernetes-version:
+	@echo $(KUBERNETES_VERSION)

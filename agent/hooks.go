@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/skiffnode/skiff/internal/k8sversion"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiffnode/skiff/internal/httpget"
@@ -77,7 +79,7 @@ func sleepHook(ctx context.Context, seconds int64) error {
 }
 
 // hookUserAgent is the kubelet's User-Agent of httpGet hooks.
-const hookUserAgent = "kube-lifecycle/1.34"
+const hookUserAgent = "kube-lifecycle/" + k8sversion.MajorMinor
 
 // runHTTP sends the hook's GET request, built as a probe's
 // (httpget.NewRequest), and reads at most 10 KiB of the answer; any answer

@@ -231,7 +231,7 @@ func TestHookRunner_C1(t *testing.T) {
 	if msg, err := r.run(ctx, pod, c, "id", "127.0.0.1", h); err != nil {
 		t.Fatalf("http hook: %v (%s)", err, msg)
 	}
-	if gotPath != "/hook" || gotHeader != "yes" || gotUA != "kube-lifecycle/1.34" || gotHost != "example.test" {
+	if gotPath != "/hook" || gotHeader != "yes" || gotUA != "kube-lifecycle/1.37" || gotHost != "example.test" {
 		t.Errorf("http hook hit %q with header %q, User-Agent %q, Host %q", gotPath, gotHeader, gotUA, gotHost)
 	}
 	h.HTTPGet.Port = intstr.FromString("nope")

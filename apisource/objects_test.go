@@ -70,8 +70,15 @@ func (f *fakeObjects) ObjectInformer(resource, namespace, name string) cache.Sha
 			return watch.NewFake(), nil
 		},
 	}
-	return cache.NewSharedIndexInformer(lw, &v1.ConfigMap{}, 0, cache.Indexers{})
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, listOnly{}), &v1.ConfigMap{}, 0, cache.Indexers{})
 }
+
+// listOnly marks the fakes' ListWatches as lists and plain watches:
+// client-go's watch-list (a watch that starts with the initial objects and
+// a bookmark) is exercised against a fake API server in internal/apiclient.
+type listOnly struct{}
+
+func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
 
 // TestObjectManagerWatchesReferencedObjects_G13: an API pod's objects are
 // watched from its arrival, read from the watch (absent ones are

@@ -26,7 +26,7 @@ func TestServiceEnv_G4(t *testing.T) {
 			return watch.NewFake(), nil
 		},
 	}
-	s := NewServiceEnv(cache.NewSharedIndexInformer(lw, &v1.Service{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}))
+	s := NewServiceEnv(cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, listOnly{}), &v1.Service{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}))
 	if _, err := s.ServiceEnv("app", true); err == nil {
 		t.Fatal("no error before the services were read")
 	}

@@ -170,7 +170,10 @@ func (m *Manager) toLib(res *PodResources) *libcg.Resources {
 	}
 	r.CpuQuota, r.CpuPeriod = res.CPUQuota, res.CPUPeriod
 	r.Memory = res.Memory
-	r.PidsLimit = res.PidsLimit
+	if res.PidsLimit != 0 {
+		pids := res.PidsLimit
+		r.PidsLimit = &pids
+	}
 	return r
 }
 

@@ -75,22 +75,22 @@ func EffectiveRequests(pod *v1.Pod) v1.ResourceList {
 // ForPod computes the pod cgroup's limits as the kubelet's
 // ResourceConfigForPod does: cpu shares from the effective cpu request
 // (BestEffort: MinShares); a cpu quota only when every container has a cpu
-// limit, a memory limit only when every container has a memory limit (both
-// from the effective limits, overhead included); pids.max from podMaxPids
-// (<= 0: unset). Pure.
+// limit, a memory limit only when every container (init containers too) has
+// a memory limit (both from the effective limits, overhead included);
+// pids.max from podMaxPids (<= 0: unset). Pure.
 func ForPod(pod *v1.Pod, podMaxPids int64) PodResources {
 	cpuLimited, memLimited := true, true
-	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{
-		SkipPodLevelResources: true,
-		ContainerFn: func(res v1.ResourceList, _ resourcehelper.ContainerType) {
-			if res.Cpu().IsZero() {
+	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if cs[i].Resources.Limits.Cpu().IsZero() {
 				cpuLimited = false
 			}
-			if res.Memory().IsZero() {
+			if cs[i].Resources.Limits.Memory().IsZero() {
 				memLimited = false
 			}
-		},
-	})
+		}
+	}
 	reqs := EffectiveRequests(pod)
 	out := PodResources{CPUShares: MinShares}
 	if podMaxPids > 0 {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiffnode/skiff/internal/k8sversion"
+
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -26,11 +28,6 @@ import (
 	"github.com/skiffnode/skiff/internal/nodestatus"
 	"github.com/skiffnode/skiff/runtime"
 )
-
-// skiffKubeletVersion is the nodeInfo.kubeletVersion skiff reports: the
-// Kubernetes version whose kubelet it follows, with build metadata naming
-// skiff (a semantic version that sorts as that release).
-const skiffKubeletVersion = "v1.34.4+skiff"
 
 // apiOptions are the flags of the API source (issue 16); names and
 // defaults are the kubelet's.
@@ -200,7 +197,7 @@ func nodeFacts(rt runtime.Runtime, hostname, rootDir string, capacity, allocatab
 	if err != nil {
 		log.Warn("node system info", "err", err)
 	}
-	info.KubeletVersion = skiffKubeletVersion
+	info.KubeletVersion = k8sversion.KubeletVersion
 	// The runtime's handlers and features, kept while the runtime does not
 	// answer (as the kubelet keeps its last ones); the closure runs on the
 	// status loop only.

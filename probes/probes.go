@@ -33,12 +33,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skiffnode/skiff/internal/k8sversion"
+
 	v1 "k8s.io/api/core/v1"
 )
 
 // UserAgent is sent by HTTP and gRPC probes unless a probe overrides it. It
 // names the Kubernetes version whose kubelet skiff follows.
-const UserAgent = "kube-probe/1.34"
+const UserAgent = "kube-probe/" + k8sversion.MajorMinor
 
 // maxOutputLength bounds the output kept from a probe (response body, exec
 // stdout+stderr), like the kubelet's 10 KiB.

@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // newStreamTransport returns the transport to the runtime's streaming

@@ -148,15 +148,17 @@ func (c *Client) ServiceInformer() cache.SharedIndexInformer {
 	// An API server that does not serve Services (skiff's control-plane
 	// shim: no kube-proxy, no cluster IPs) answers 404 to the list: that
 	// counts as an empty, synced list, or no pod would ever start (the
-	// kubelet's "services have not yet been read"). The watch then waits
-	// quietly; a restart of the agent notices Services served later.
+	// kubelet's "services have not yet been read"). A 404 on the
+	// watch-list (client-go's first request) falls back to that list. The
+	// watch then waits quietly; a restart of the agent notices Services
+	// served later.
 	var notServed atomic.Bool
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			l := &v1.ServiceList{}
 			err := c.core.Get().Resource("services").VersionedParams(&o, c.params).Do(ctx).Into(l)
-			if apierrors.IsNotFound(err) {
-				notServed.Store(true)
+			notServed.Store(apierrors.IsNotFound(err))
+			if notServed.Load() {
 				return &v1.ServiceList{}, nil
 			}
 			return l, err
@@ -166,7 +168,11 @@ func (c *Client) ServiceInformer() cache.SharedIndexInformer {
 				return watch.NewFake(), nil // stopped by the reflector
 			}
 			o.Watch = true
-			return c.core.Get().Resource("services").VersionedParams(&o, c.params).Watch(ctx)
+			w, err := c.core.Get().Resource("services").VersionedParams(&o, c.params).Watch(ctx)
+			if apierrors.IsNotFound(err) {
+				notServed.Store(true)
+			}
+			return w, err
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &v1.Service{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})

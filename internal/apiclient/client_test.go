@@ -24,12 +24,15 @@ func boundPod(name, rv string) v1.Pod {
 	return v1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", ResourceVersion: rv,
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate,
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}},
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}},
 		Spec: v1.PodSpec{NodeName: "node1"}}
 }
 
 // fakeAPIServer serves a pod list (p1), then a watch (p2 added, p1
-// modified), and echoes POSTs and PUTs; it records each request.
+// modified); a watch-list (sendInitialEvents=true, client-go's default since
+// 1.35) gets p1 and the initial-events-end bookmark first, as kube-apiserver
+// sends them. It answers 404 to anything under /api/v1/services and echoes
+// POSTs and PUTs; it records each request.
 type fakeAPIServer struct {
 	mu   sync.Mutex
 	reqs []string
@@ -39,7 +42,12 @@ type fakeAPIServer struct {
 
 func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
-	f.reqs = append(f.reqs, r.Method+" "+r.URL.Path+"?"+r.URL.Query().Get("fieldSelector")+" watch="+r.URL.Query().Get("watch"))
+	q := r.URL.Query()
+	req := r.Method + " " + r.URL.Path + "?" + q.Get("fieldSelector") + " watch=" + q.Get("watch")
+	if q.Has("sendInitialEvents") {
+		req += " sendInitialEvents=" + q.Get("sendInitialEvents")
+	}
+	f.reqs = append(f.reqs, req)
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	switch {
@@ -50,10 +58,19 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		p2, p1 := boundPod("p2", "11"), boundPod("p1", "12")
 		p1.Labels = map[string]string{"x": "y"}
-		for _, ev := range []struct {
+		events := []struct {
 			typ string
 			pod v1.Pod
-		}{{"ADDED", p2}, {"MODIFIED", p1}} {
+		}{{"ADDED", p2}, {"MODIFIED", p1}}
+		if q.Get("sendInitialEvents") == "true" {
+			end := v1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{ResourceVersion: "10",
+				Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+			events = append([]struct {
+				typ string
+				pod v1.Pod
+			}{{"ADDED", boundPod("p1", "9")}, {"BOOKMARK", end}}, events...)
+		}
+		for _, ev := range events {
 			b, _ := json.Marshal(ev.pod)
 			_, _ = fmt.Fprintf(w, `{"type":%q,"object":%s}`+"\n", ev.typ, b)
 			w.(http.Flusher).Flush()
@@ -81,8 +98,9 @@ func managed(o any) string {
 }
 
 // TestPodInformerEventsLease_H1_H11: the pods of this node only (the
-// kubelet's field selector) are listed, then watched into the informer
-// without their managedFields;
+// kubelet's field selector) are watched into the informer, the initial
+// ones first (one watch-list request, no separate list), without their
+// managedFields;
 // events are posted and the lease is put under coordination.k8s.io, as
 // protobuf when asked to.
 func TestPodInformerEventsLease_H1_H11(t *testing.T) {
@@ -137,8 +155,7 @@ func TestPodInformerEventsLease_H1_H11(t *testing.T) {
 		t.Errorf("request body types %q, want %q", types, want)
 	}
 	want := []string{
-		"GET /api/v1/pods?spec.nodeName=node1 watch=",
-		"GET /api/v1/pods?spec.nodeName=node1 watch=true",
+		"GET /api/v1/pods?spec.nodeName=node1 watch=true sendInitialEvents=true",
 		"POST /api/v1/namespaces/default/events? watch=",
 		"PUT /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node1? watch=",
 	}
@@ -150,7 +167,8 @@ func TestPodInformerEventsLease_H1_H11(t *testing.T) {
 // TestServiceInformerWithoutServices_G4: an API server that does not
 // serve Services (404, as skiff's control-plane shim) gives a synced,
 // empty service informer, so pods still start (with no service
-// variables), and no watch is attempted.
+// variables): the watch-list is answered 404 too, and no plain watch
+// follows.
 func TestServiceInformerWithoutServices_G4(t *testing.T) {
 	fake := &fakeAPIServer{}
 	srv := httptest.NewTLSServer(fake)
@@ -174,7 +192,7 @@ func TestServiceInformerWithoutServices_G4(t *testing.T) {
 	fake.mu.Lock()
 	defer fake.mu.Unlock()
 	for _, r := range fake.reqs {
-		if strings.Contains(r, "services") && strings.HasSuffix(r, "watch=true") {
+		if strings.Contains(r, "services") && strings.HasSuffix(r, "watch=true") { // not a watch-list
 			t.Errorf("watched services that are not served: %s", r)
 		}
 	}

@@ -44,12 +44,12 @@ func admissionChain(client kubernetes.Interface, factory informers.SharedInforme
 }
 
 // namespaceLifecycle is k8s.io/apiserver's NamespaceLifecycle with
-// kube-apiserver's immortal namespaces (lifecycle.Register in v1.34:
+// kube-apiserver's immortal namespaces (lifecycle.Register in v1.37:
 // default, kube-system, kube-public; kube-node-lease may be deleted): no
 // objects are created in a missing (404) or terminating (403) namespace, and
 // the immortal ones may not be deleted (403).
 func namespaceLifecycle(client kubernetes.Interface, factory informers.SharedInformerFactory) (*lifecycle.Lifecycle, error) {
-	l, err := lifecycle.NewLifecycle(sets.NewString(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic))
+	l, err := lifecycle.NewLifecycle(sets.New(metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic))
 	if err != nil {
 		return nil, fmt.Errorf("admission %s: %w", lifecycle.PluginName, err)
 	}

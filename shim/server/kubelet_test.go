@@ -23,13 +23,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	remotecommandconsts "k8s.io/apimachinery/pkg/util/remotecommand"
 	"k8s.io/client-go/kubernetes"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
-	kubeletrc "k8s.io/kubelet/pkg/cri/streaming/remotecommand"
+	kubeletrc "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiffnode/skiff/shim/pki"
@@ -102,8 +101,8 @@ func (k *fakeKubelet) last() *url.URL {
 // echoExecutor writes its command line to stdout.
 type echoExecutor struct{}
 
-func (echoExecutor) ExecInContainer(_ context.Context, _ string, _ types.UID, _ string, cmd []string, _ io.Reader, out, _ io.WriteCloser,
-	_ bool, _ <-chan remotecommand.TerminalSize, _ time.Duration) error {
+func (echoExecutor) ExecInContainer(_ context.Context, _, _, _ string, cmd []string, _ io.Reader, out, _ io.WriteCloser,
+	_ bool, _ <-chan kubeletrc.TerminalSize, _ time.Duration) error {
 	_, err := fmt.Fprintln(out, strings.Join(cmd, " "))
 	return err
 }

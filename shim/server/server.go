@@ -276,13 +276,17 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle,
 		return fmt.Errorf("discovery authorizer: %w", err)
 	}
 	// The first authorizer to allow or deny decides; NoOpinion from all is a 403.
-	cfg.Authorization.Authorizer = unionauthz.New(
-		authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup),
-		nodeauthz.New(pods),
-		discovery,
-		basicUser(),
-		issuerDiscovery(),
+	union, err := unionauthz.New(
+		unionauthz.NamedAuthorizer{AuthorizerName: "privileged-groups", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
+		unionauthz.NamedAuthorizer{AuthorizerName: "node", Authorizer: nodeauthz.New(pods)},
+		unionauthz.NamedAuthorizer{AuthorizerName: "discovery", Authorizer: discovery},
+		unionauthz.NamedAuthorizer{AuthorizerName: "basic-user", Authorizer: basicUser()},
+		unionauthz.NamedAuthorizer{AuthorizerName: "issuer-discovery", Authorizer: issuerDiscovery()},
 	)
+	if err != nil {
+		return fmt.Errorf("authorizer: %w", err)
+	}
+	cfg.Authorization.Authorizer = union
 	loopback, err := cfg.SecureServing.NewLoopbackClientConfig(uuid.NewString(), b.CACert)
 	if err != nil {
 		return fmt.Errorf("loopback client: %w", err)

@@ -68,6 +68,18 @@ func New(pods Pods) *Authorizer {
 	return a
 }
 
+// ConditionsAwareAuthorize implements authorizer.Authorizer: the Node
+// authorizer's decisions are never conditional.
+func (a *Authorizer) ConditionsAwareAuthorize(ctx context.Context, attrs authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(a.Authorize(ctx, attrs))
+}
+
+// EvaluateConditions implements authorizer.Authorizer; as it never returns
+// a conditional decision, it fails closed.
+func (a *Authorizer) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
+
 // Authorize implements authorizer.Authorizer.
 func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	node, isNode := Identity(attrs.GetUser())

@@ -204,9 +204,11 @@ func (s *strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Obj
 
 func (s *strategy) Canonicalize(runtime.Object) {}
 
-func (s *strategy) AllowCreateOnUpdate() bool { return s.kind.AllowCreateOnUpdate && !s.statusOnly }
+func (s *strategy) AllowCreateOnUpdate(context.Context) bool {
+	return s.kind.AllowCreateOnUpdate && !s.statusOnly
+}
 
-func (s *strategy) AllowUnconditionalUpdate() bool { return true }
+func (s *strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 // GetResetFields tells server-side apply which fields each endpoint resets,
 // so that managedFields do not claim them (as upstream's strategies).

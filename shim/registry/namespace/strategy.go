@@ -143,9 +143,9 @@ func (strategy) Canonicalize(obj runtime.Object) {
 	ns.Labels[corev1.LabelMetadataName] = ns.Name
 }
 
-func (strategy) AllowCreateOnUpdate() bool { return false }
+func (strategy) AllowCreateOnUpdate(context.Context) bool { return false }
 
-func (strategy) AllowUnconditionalUpdate() bool { return true }
+func (strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
 
 // GetResetFields tells server-side apply which fields each endpoint resets
 // (upstream's resetFieldsByVersion*).
