@@ -22,7 +22,7 @@ KUBERNETES_MINOR := $(word 2,$(subst ., ,$(KUBERNETES_VERSION)))
 # -ldflags for upstream's binaries built at KUBERNETES_VERSION: /version and
 # the skew checks read these.
 K8S_VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(1) \
-	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(KUBERNETES_MINOR) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(1))) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 # grpcnotrace keeps grpc from linking golang.org/x/net/trace, whose
 # html/template rendering would make the linker keep every exported method
@@ -161,10 +161,11 @@ setup:
 setup-runtime:
 	@if [ "$$(id -u)" = 0 ]; then test/setup.sh --runtime; else echo "setup: not root, skipping test/setup.sh"; fi
 
-## unit: unit tests with the race detector, the main module's and bench/'s (a module of its own, which ./... skips); no root needed, and as root they leave the host alone
+## unit: unit tests with the race detector, the main module's and bench/'s (a module of its own, which ./... skips), and test/conformance/k8s's feature-table test; no root needed, and as root they leave the host alone
 unit:
 	env -u SKIFF_E2E -u SKIFF_ROOT_TESTS $(GO) test -race ./...
 	cd bench && env -u SKIFF_E2E -u SKIFF_ROOT_TESTS $(GO) test -race ./...
+	cd test/conformance/k8s && $(GO) test ./...
 
 # The packages with tests gated on SKIFF_ROOT_TESTS=1 (bench/ is a module of its own).
 ROOT_TEST_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' SKIFF_ROOT_TESTS . --exclude-dir=bench --exclude-dir=_output)))
@@ -231,13 +232,26 @@ e2e-external: setup build images
 		SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) \
 		$(GO) test -v -count=1 -timeout 15m -run '$(E2E_EXTERNAL_TESTS)' ./test/e2e
 
-## test: setup, unit, the root tests (integration), e2e, e2e on the external runtime, the cgroup v2 suite in a VM, the systemd-booted VM tests
+# The API-source e2e tests that must pass against the oldest kube-apiserver
+# skiff joins (internal/k8sversion.OldestAPIServer; make e2e runs them against
+# the newest): joining, pod edits and streams, TLS bootstrap, agent restart.
+E2E_SKEW_TESTS := TestJoinsAPIServer_H1_H10_H11_H15_A46|TestAPIPodEditsAndStreams_H1_G7|TestTLSBootstrap_H1|TestAgentRestartKeepsAPIPodsReady_H1
+
+## e2e-skew: the E2E_SKEW_TESTS against the control plane of the oldest API server skiff joins ($(CONTROLPLANE_OLDEST_VERSION); root, ~3 min)
+e2e-skew: setup build images
+	@[ "$$(id -u)" = 0 ] || { echo "make e2e-skew: the e2e suite must run as root" >&2; exit 1; }
+	cp=$$($(MAKE) -s controlplane-oldest) && \
+	SKIFF_E2E=1 SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) SKIFF_CONTROLPLANE=$$cp \
+		$(GO) test -v -count=1 -timeout 15m -run '^($(E2E_SKEW_TESTS))$$' ./test/e2e
+
+## test: setup, unit, the root tests (integration), e2e, e2e on the external runtime, e2e against the oldest API server, the cgroup v2 suite in a VM, the systemd-booted VM tests
 test:
 	$(MAKE) setup
 	$(MAKE) unit
 	$(MAKE) integration
 	$(MAKE) e2e
 	$(MAKE) e2e-external
+	$(MAKE) e2e-skew
 	$(MAKE) test-v2
 	$(MAKE) test-systemd
 
@@ -348,7 +362,7 @@ bench-kubelet:
 CONTROLPLANE_VERSION := $(KUBERNETES_VERSION)
 CONTROLPLANE_CACHE ?= $(HOME)/.cache/skiff/controlplane
 
-.PHONY: controlplane
+.PHONY: controlplane controlplane-oldest
 
 ## controlplane: build kube-apiserver, -controller-manager, -scheduler and kubectl $(CONTROLPLANE_VERSION) (one binary, test/controlplane) into $(CONTROLPLANE_CACHE); prints its path
 controlplane:
@@ -356,6 +370,21 @@ controlplane:
 	if [ ! -x "$$out" ]; then \
 		mkdir -p $(CONTROLPLANE_CACHE) && cd test/controlplane && \
 		$(GO) build -trimpath -o "$$out.tmp" -ldflags "$(call K8S_VERSION_LDFLAGS,$(CONTROLPLANE_VERSION))" . >&2 && mv "$$out.tmp" "$$out"; \
+	fi; echo "$$out"
+
+# The control plane of the oldest API server skiff joins
+# (internal/k8sversion.OldestAPIServer), for make e2e-skew: test/controlplane's
+# sources built with the go.mod of test/controlplane/oldest.
+CONTROLPLANE_OLDEST_VERSION := $(shell sed -n 's/^\tOldestAPIServer = "\(v[0-9.]*\)"$$/\1/p' internal/k8sversion/version.go)
+
+## controlplane-oldest: build the control plane $(CONTROLPLANE_OLDEST_VERSION) (test/controlplane's sources, test/controlplane/oldest's go.mod) into $(CONTROLPLANE_CACHE); prints its path
+controlplane-oldest:
+	@out=$(CONTROLPLANE_CACHE)/kube-controlplane-$(CONTROLPLANE_OLDEST_VERSION); \
+	if [ ! -x "$$out" ]; then \
+		tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+		cp test/controlplane/*.go test/controlplane/oldest/go.mod test/controlplane/oldest/go.sum "$$tmp"/ && \
+		mkdir -p $(CONTROLPLANE_CACHE) && cd "$$tmp" && \
+		$(GO) build -trimpath -o "$$out.tmp" -ldflags "$(call K8S_VERSION_LDFLAGS,$(CONTROLPLANE_OLDEST_VERSION))" . >&2 && mv "$$out.tmp" "$$out"; \
 	fi; echo "$$out"
 
 # metrics-server for the kubectl top test (issue 16): upstream's, built by

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Moves every module of the repository to the Kubernetes release named in
-# internal/k8sversion (or $1): the main module's and bench's
+# internal/k8sversion (Version, or $1; test/controlplane/oldest to
+# OldestAPIServer, or $2): the main module's and bench's
 # k8s.io libraries to v0.<minor>.<patch>, and the separate modules that build
 # upstream's binaries (test/controlplane, test/conformance/k8s,
 # bench/kubelet, test/metricsserver) to k8s.io/kubernetes v1.<minor>.<patch>
@@ -10,29 +11,57 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-version=${1:-$(make -s --no-print-directory print-kubernetes-version)}
-[[ $version =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || { echo "bump-kubernetes: version $version is not v1.<minor>.<patch>" >&2; exit 2; }
-lib="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+const() { sed -n "s/^\t$1 = \"\(v[0-9.]*\)\"\$/\1/p" internal/k8sversion/version.go; }
+version=${1:-$(const Version)}
+oldest=${2:-$(const OldestAPIServer)}
 go=${GO:-go}
 
-# The staging modules of this release, from upstream's own go.mod.
-k8s_dir=$(cd test/controlplane && GOFLAGS=-mod=mod $go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-mapfile -t staging < <(sed -n 's|^\t\(k8s.io/[a-z-]*\) => ./staging/.*|\1|p' "$k8s_dir/go.mod")
-[ ${#staging[@]} -gt 20 ] || { echo "bump-kubernetes: no staging modules in $k8s_dir/go.mod" >&2; exit 1; }
+# lib prints the staging modules' version of release $1 (v1.37.2: v0.37.2).
+lib() {
+	[[ $1 =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || { echo "bump-kubernetes: version '$1' is not v1.<minor>.<patch>" >&2; exit 2; }
+	echo "v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+}
+lib=$(lib "$version")
+lib "$oldest" >/dev/null
 
-# Modules that link k8s.io/kubernetes itself: require it at $version and
-# every staging module at $lib.
-for m in test/controlplane test/conformance/k8s bench/kubelet; do
-	echo "bump-kubernetes: $m -> k8s.io/kubernetes $version" >&2
-	args=(-require="k8s.io/kubernetes@$version")
+# staging prints the staging modules of release $1, from upstream's go.mod.
+staging() {
+	local dir
+	dir=$(cd test/controlplane && GOFLAGS=-mod=mod $go mod download -json "k8s.io/kubernetes@$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+	sed -n 's|^\t\(k8s.io/[a-z-]*\) => ./staging/.*|\1|p' "$dir/go.mod"
+}
+
+# pin makes module directory $1 require k8s.io/kubernetes $2 and replace
+# every staging module by its release, then tidies it.
+pin() {
+	local m=$1 v=$2 l s
+	l=$(lib "$v")
+	local -a staging args
+	mapfile -t staging < <(staging "$v")
+	[ ${#staging[@]} -gt 20 ] || { echo "bump-kubernetes: no staging modules in k8s.io/kubernetes@$v" >&2; exit 1; }
+	echo "bump-kubernetes: $m -> k8s.io/kubernetes $v" >&2
+	args=(-require="k8s.io/kubernetes@$v")
 	for s in "${staging[@]}"; do
-		args+=(-replace="$s=$s@$lib")
+		args+=(-replace="$s=$s@$l")
 		# a staging module required at a release (not upstream's v0.0.0)
 		# names the same one as its replace
-		grep -Eq "^[[:space:]]*(require[[:space:]]+)?$s v0\.[1-9]" "$m/go.mod" && args+=(-require="$s@$lib")
+		grep -Eq "^[[:space:]]*(require[[:space:]]+)?$s v0\.[1-9]" "$m/go.mod" && args+=(-require="$s@$l")
 	done
 	(cd "$m" && $go mod edit "${args[@]}" && $go mod tidy)
+}
+
+# Modules that link k8s.io/kubernetes itself.
+for m in test/controlplane test/conformance/k8s bench/kubelet; do
+	pin "$m" "$version"
 done
+# The oldest control plane has no sources of its own: it is tidied beside a
+# copy of test/controlplane's.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp test/controlplane/*.go test/controlplane/oldest/go.mod test/controlplane/oldest/go.sum "$tmp"/
+pin "$tmp" "$oldest"
+cp "$tmp/go.mod" "$tmp/go.sum" test/controlplane/oldest/
+mapfile -t staging < <(staging "$version")
 
 # Modules that import only the staging libraries: each k8s.io staging module
 # they already require moves to $lib (metrics-server is linked against the

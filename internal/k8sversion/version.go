@@ -16,4 +16,10 @@ const (
 	// release whose kubelet it follows, with build metadata naming skiff (a
 	// semantic version that sorts as that release).
 	KubeletVersion = Version + "+skiff"
+	// OldestAPIServer is the oldest kube-apiserver a node of Version joins.
+	// Upstream's skew policy has a kubelet up to three minors older than its
+	// API server, never newer; skiff also spans those three minors the other
+	// way, so a fleet may move its nodes before its control plane (issue
+	// 32). make e2e-skew proves the oldest; make e2e the newest.
+	OldestAPIServer = "v1.34.4"
 )

@@ -208,16 +208,17 @@ func TestShimSecurity(t *testing.T) {
 		ok(t, "create event", err)
 		_, err = nodeA.CoreV1().Events(ns).Patch(ctx, "web.1", types.StrategicMergePatchType, []byte(`{"count":2}`), metav1.PatchOptions{})
 		ok(t, "patch event", err)
-		// Upstream 1.34's NodeRules grant events in the core group only
-		// (bootstrappolicy/policy.go), and the system:node RBAC binding has
-		// no subjects: a node's events.k8s.io writes are refused there too.
+		// Upstream's NodeRules grant events.k8s.io too since 1.37
+		// (bootstrappolicy/policy.go).
 		v1ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web.2"}, EventTime: metav1.NowMicro(),
 			Regarding: ev.InvolvedObject, Reason: "Started", Action: "Start", Type: corev1.EventTypeNormal,
 			ReportingController: "skiff.io/kubelet", ReportingInstance: "node-a"}
 		_, err = nodeA.EventsV1().Events(ns).Create(ctx, v1ev, metav1.CreateOptions{})
-		forbidden(t, "create events.k8s.io event", err)
+		ok(t, "create events.k8s.io event", err)
 		_, err = nodeA.EventsV1().Events(ns).Patch(ctx, "web.1", types.MergePatchType, []byte(`{"note":"x"}`), metav1.PatchOptions{})
-		forbidden(t, "patch events.k8s.io event", err)
+		ok(t, "patch events.k8s.io event", err)
+		err = nodeA.EventsV1().Events(ns).Delete(ctx, "web.1", metav1.DeleteOptions{})
+		forbidden(t, "delete events.k8s.io event", err)
 	})
 
 	t.Run("17-sec-node-refused", func(t *testing.T) {

@@ -50,10 +50,9 @@ func nodeRules() []rule {
 		{[]string{"create", "get", "list", "watch"}, []string{""}, []string{"nodes"}},
 		{[]string{"update", "patch"}, []string{""}, []string{"nodes/status"}},
 		{[]string{"update", "patch"}, []string{""}, []string{"nodes"}},
-		// Events: core/v1 only, as 1.34's NodeRules (plugin/pkg/auth/
-		// authorizer/rbac/bootstrappolicy/policy.go); events.k8s.io is in
-		// the controllers' eventsRule, not the nodes'.
-		{[]string{"create", "update", "patch"}, []string{""}, []string{"events"}},
+		// Events: core/v1 and, since 1.37, events.k8s.io, as NodeRules
+		// (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go).
+		{[]string{"create", "update", "patch"}, []string{"", "events.k8s.io"}, []string{"events"}},
 		// Pods: read, mirror pods, status, eviction (NodeRestriction narrows all).
 		{read, []string{""}, []string{"pods"}},
 		{[]string{"create", "delete"}, []string{""}, []string{"pods"}},
