@@ -215,7 +215,7 @@ func TestShimSecurity(t *testing.T) {
 			ReportingController: "skiff.io/kubelet", ReportingInstance: "node-a"}
 		_, err = nodeA.EventsV1().Events(ns).Create(ctx, v1ev, metav1.CreateOptions{})
 		ok(t, "create events.k8s.io event", err)
-		_, err = nodeA.EventsV1().Events(ns).Patch(ctx, "web.1", types.MergePatchType, []byte(`{"note":"x"}`), metav1.PatchOptions{})
+		_, err = nodeA.EventsV1().Events(ns).Patch(ctx, "web.1", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
 		ok(t, "patch events.k8s.io event", err)
 		err = nodeA.EventsV1().Events(ns).Delete(ctx, "web.1", metav1.DeleteOptions{})
 		forbidden(t, "delete events.k8s.io event", err)
