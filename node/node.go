@@ -93,6 +93,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, retErr err
 	if n.allocatable, n.kubepods, err = nodeResources(&n.cfg.Resources); err != nil {
 		return nil, err
 	}
+	if err := checkCgroupVersion(cgroups.UnifiedMountpoint, cfg.Resources.FailCgroupV1, log); err != nil {
+		return nil, err
+	}
 	phases := []struct {
 		name string
 		run  func(context.Context) error

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -28,6 +29,25 @@ type ResourcesConfig struct {
 	// a container, not the whole container (the kubelet's
 	// singleProcessOOMKill; cgroup v1 always kills one).
 	SingleProcessOOMKill bool
+	// FailCgroupV1: refuse to start on cgroup v1 (the kubelet's
+	// failCgroupV1, on by default since 1.35; off by default here).
+	FailCgroupV1 bool
+}
+
+// checkCgroupVersion logs the cgroup version found at mountpoint and, on
+// cgroup v1 with failV1 (--fail-cgroupv1), refuses to start as the kubelet
+// does. skiff itself runs on both.
+func checkCgroupVersion(mountpoint string, failV1 bool, log *slog.Logger) error {
+	mode, err := cgroups.DetectMode(mountpoint)
+	if err != nil {
+		return err
+	}
+	log.Info("cgroup version", "version", mode.String())
+	if mode == cgroups.V1 && failV1 {
+		return errors.New("--fail-cgroupv1: skiff is configured to not run on a host using cgroup v1 " +
+			"(the kubelet: cgroup v1 support is unsupported and will be removed in a future release)")
+	}
+	return nil
 }
 
 // oomGroupKill reports whether containers get memory.oom.group=1: on

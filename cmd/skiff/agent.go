@@ -102,6 +102,7 @@ func addResourceFlags(f *pflag.FlagSet, r *node.ResourcesConfig) {
 	f.Int64Var(&r.MaxPods, "max-pods", agent.DefaultMaxPods, "number of pods this node admits")
 	f.Int64Var(&r.PodMaxPids, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
 	f.BoolVar(&r.SingleProcessOOMKill, "single-process-oom-kill", false, "on cgroup v2, an OOM kill takes one process of a container instead of all of it (memory.oom.group); cgroup v1 always kills one")
+	f.BoolVar(&r.FailCgroupV1, "fail-cgroupv1", false, "refuse to start on a host using cgroup v1 (the kubelet's default since 1.35; skiff runs on both)")
 }
 
 func newLogger(verbosity int) *slog.Logger {

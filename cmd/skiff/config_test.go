@@ -84,6 +84,7 @@ func TestConfigFileSetsEachField(t *testing.T) {
 		{"maxPods", "maxPods: 20", "max-pods", "20"},
 		{"podPidsLimit", "podPidsLimit: 1024", "pod-max-pids", "1024"},
 		{"singleProcessOOMKill", "singleProcessOOMKill: true", "single-process-oom-kill", "true"},
+		{"failCgroupV1", "failCgroupV1: true", "fail-cgroupv1", "true"},
 		{"seccompDefault", "seccompDefault: true", "seccomp-default", "true"},
 		{"allowedUnsafeSysctls", "allowedUnsafeSysctls: ['kernel.msg*', net.core.somaxconn]", "allowed-unsafe-sysctls", "[kernel.msg*,net.core.somaxconn]"},
 		{"serializeImagePulls", "serializeImagePulls: false", "serialize-image-pulls", "false"},

@@ -11,7 +11,7 @@ import (
 
 // kubeletDefaults is a KubeletConfiguration with the kubelet's v1beta1
 // defaults (SetDefaults_KubeletConfiguration in
-// k8s.io/kubernetes/pkg/kubelet/apis/config/v1beta1/defaults.go, v1.34,
+// k8s.io/kubernetes/pkg/kubelet/apis/config/v1beta1/defaults.go, v1.37,
 // ported: skiff never imports k8s.io/kubernetes). A field skiff does not
 // support may be given at its default (configuration files written by
 // kubeadm or by a kubelet's /configz spell every field out); any other
@@ -55,9 +55,10 @@ func kubeletDefaults() *v1beta1.KubeletConfiguration {
 		EnableSystemLogHandler:           ptr.To(true),
 		EnableProfilingHandler:           ptr.To(true),
 		EnableDebugFlagsHandler:          ptr.To(true),
-		FailCgroupV1:                     ptr.To(false),
-		MemoryThrottlingFactor:           ptr.To(0.9),
-		LocalStorageCapacityIsolation:    ptr.To(true),
+		// 0.9 up to 1.36, not defaulted since; 1.37 adds memoryReservationPolicy.
+		MemoryThrottlingFactor:        ptr.To(0.9),
+		MemoryReservationPolicy:       v1beta1.NoneMemoryReservationPolicy,
+		LocalStorageCapacityIsolation: ptr.To(true),
 		// Defaulted only with the KubeletEnsureSecretPulledImages gate.
 		ImagePullCredentialsVerificationPolicy:    v1beta1.NeverVerifyPreloadedImages,
 		ConfigMapAndSecretChangeDetectionStrategy: v1beta1.WatchChangeDetectionStrategy,

@@ -200,6 +200,8 @@ func startKubelet(bin, root, criSocket string, extra ...string) (*agent, error) 
 		"--read-only-port=10255",
 		"--healthz-port=10248",
 		"--fail-swap-on=false",
+		// The kubelet refuses cgroup v1 by default since 1.35.
+		"--fail-cgroupv1=false",
 		"--cgroups-per-qos=false",
 		"--enforce-node-allocatable=",
 		"--cgroup-driver=cgroupfs",
