@@ -74,6 +74,7 @@ func computePodStatus(in statusInput) v1.PodStatus {
 		s.Reason, s.Message = f.Reason, f.Message
 	}
 	s.Conditions = podConditions(pod, sb, &s, initialized, in.Previous, in.Now)
+	s.ObservedGeneration = observedGeneration(pod, in.Previous)
 	if in.Failure != nil {
 		s.Conditions = withConditions(s.Conditions, in.Failure.Conditions, in.Previous, in.Now)
 	}
@@ -308,8 +309,31 @@ func podPhase(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, restartAn
 	}
 }
 
+// observedGeneration is the pod's metadata.generation, never less than
+// what an earlier status observed (the kubelet's PodObservedGenerationTracking,
+// GA in 1.35).
+func observedGeneration(pod *v1.Pod, prev *v1.PodStatus) int64 {
+	if prev != nil && prev.ObservedGeneration > pod.Generation {
+		return prev.ObservedGeneration
+	}
+	return pod.Generation
+}
+
+// sandboxNotReady is the kubelet's reason for PodReadyToStartContainers=False
+// (kuberuntime's PodSandboxChanged, 1.37), "" when the sandbox is ready.
+func sandboxNotReady(sb *runtime.SandboxStatus) string {
+	switch {
+	case sb == nil:
+		return "no pod sandbox exists"
+	case sb.State != runtime.SandboxReady:
+		return "pod sandbox is not ready"
+	}
+	return ""
+}
+
 // podConditions computes the kubelet-managed conditions (A.16, A.17,
-// A.19-A.22), keeping lastTransitionTime while a condition's status holds.
+// A.19-A.22), keeping lastTransitionTime while a condition's status holds;
+// each observes the pod's generation.
 func podConditions(pod *v1.Pod, sb *runtime.SandboxStatus, s *v1.PodStatus, initialized bool, prev *v1.PodStatus, now time.Time) []v1.PodCondition {
 	terminal := s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed
 	var conds []v1.PodCondition
@@ -318,10 +342,12 @@ func podConditions(pod *v1.Pod, sb *runtime.SandboxStatus, s *v1.PodStatus, init
 		if ok {
 			c = v1.PodCondition{Type: t, Status: v1.ConditionTrue}
 		}
+		c.ObservedGeneration = pod.Generation
 		c.LastTransitionTime = transitionTime(prev, t, c.Status, now)
 		conds = append(conds, c)
 	}
-	add(v1.PodReadyToStartContainers, sb != nil && sb.State == runtime.SandboxReady, "", "")
+	notReady := sandboxNotReady(sb)
+	add(v1.PodReadyToStartContainers, notReady == "", "PodSandboxNotReady", notReady)
 	add(v1.PodInitialized, initialized || terminalInitDone(pod, s), "ContainersNotInitialized",
 		incomplete("containers with incomplete status", s.InitContainerStatuses, func(cs v1.ContainerStatus) bool {
 			return cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0

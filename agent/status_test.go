@@ -253,3 +253,46 @@ func TestVolumeMountsAndUserStatus(t *testing.T) {
 		t.Errorf("waiting container: volumeMounts %+v user %+v, want the mounts and no user", cs.VolumeMounts, cs.User)
 	}
 }
+
+// TestSandboxConditionAndObservedGeneration: PodReadyToStartContainers is
+// False with the kubelet's 1.37 reason and message while no ready sandbox
+// exists; the status and each kubelet condition observe the pod's
+// generation, never going back below an earlier status's.
+func TestSandboxConditionAndObservedGeneration(t *testing.T) {
+	pod := testPod("Always", nil, "a")
+	pod.Generation = 3
+	stopped := sandboxReady(0)
+	stopped.State = runtime.SandboxNotReady
+	for _, tc := range []struct {
+		name    string
+		st      *podState
+		wantMsg string
+	}{
+		{"no sandbox", state(nil), "no pod sandbox exists"},
+		{"stopped sandbox", state(stopped), "pod sandbox is not ready"},
+		{"ready sandbox", state(sandboxReady(0), running("a", 0)), ""},
+	} {
+		s := computePodStatus(statusInput{Pod: pod, State: tc.st, Now: t0})
+		for _, c := range s.Conditions {
+			if c.ObservedGeneration != 3 {
+				t.Errorf("%s: condition %s observedGeneration %d, want 3", tc.name, c.Type, c.ObservedGeneration)
+			}
+			if c.Type != v1.PodReadyToStartContainers {
+				continue
+			}
+			if tc.wantMsg == "" && (c.Status != v1.ConditionTrue || c.Reason != "") {
+				t.Errorf("%s: %+v, want True without a reason", tc.name, c)
+			}
+			if tc.wantMsg != "" && (c.Status != v1.ConditionFalse || c.Reason != "PodSandboxNotReady" || c.Message != tc.wantMsg) {
+				t.Errorf("%s: %+v, want False PodSandboxNotReady %q", tc.name, c, tc.wantMsg)
+			}
+		}
+		if s.ObservedGeneration != 3 {
+			t.Errorf("%s: observedGeneration %d, want 3", tc.name, s.ObservedGeneration)
+		}
+	}
+	prev := v1.PodStatus{ObservedGeneration: 5}
+	if s := computePodStatus(statusInput{Pod: pod, State: state(nil), Previous: &prev, Now: t0}); s.ObservedGeneration != 5 {
+		t.Errorf("observedGeneration %d after a status that observed 5, want 5", s.ObservedGeneration)
+	}
+}

@@ -23,7 +23,7 @@ var kubeletConditions = map[v1.PodConditionType]bool{
 // agent's status leaves empty is deleted from the API's (null in the
 // patch). Lists are replaced whole.
 var ownedFields = []string{
-	"phase", "message", "reason", "hostIP", "hostIPs", "podIP", "podIPs", "startTime", "qosClass",
+	"phase", "message", "reason", "hostIP", "hostIPs", "podIP", "podIPs", "startTime", "qosClass", "observedGeneration",
 	"initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses",
 }
 
@@ -35,7 +35,8 @@ var replaceLists = map[string]bool{"hostIPs": true, "podIPs": true}
 // applied, the kubelet's way (status manager's mergePodStatus): the
 // agent's fields and conditions, the API's other conditions, and the
 // API's transition time of every condition whose status did not change
-// (a restarted agent flips nothing, KEP-4781). PodScheduled stays the
+// (a restarted agent flips nothing, KEP-4781), and observedGeneration at
+// least the API's. PodScheduled stays the
 // scheduler's when the API has it. With readiness gates, Ready is decided
 // on the gates' conditions as the API has them (set by others, unseen by
 // the agent; A.21, A.22), a change stamped now. Pure.
@@ -43,6 +44,8 @@ func mergedStatus(api *v1.PodStatus, ours v1.PodStatus, gates []v1.PodReadinessG
 	ours = *ours.DeepCopy()
 	applyGates(&ours, api, gates, now)
 	out := ours
+	// The kubelet's status manager never lowers observedGeneration.
+	out.ObservedGeneration = max(out.ObservedGeneration, api.ObservedGeneration)
 	out.NominatedNodeName = api.NominatedNodeName
 	out.Resize, out.ResourceClaimStatuses = api.Resize, api.ResourceClaimStatuses
 	out.ExtendedResourceClaimStatus = api.ExtendedResourceClaimStatus

@@ -2,6 +2,7 @@ package apisource
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +139,23 @@ func TestMergedStatusReadinessGates_A21_A22(t *testing.T) {
 	}
 	if r := findCondition(ours.Conditions, v1.PodReady); r.Status != v1.ConditionFalse {
 		t.Error("mergedStatus changed its input")
+	}
+}
+
+// TestObservedGenerationPatched: the agent's observedGeneration is sent,
+// never below the API's (the kubelet's status manager).
+func TestObservedGenerationPatched(t *testing.T) {
+	for _, tc := range []struct{ api, ours, want int64 }{{0, 2, 2}, {3, 2, 3}, {2, 4, 4}} {
+		merged := mergedStatus(&v1.PodStatus{ObservedGeneration: tc.api}, v1.PodStatus{ObservedGeneration: tc.ours}, nil, time.Unix(0, 0))
+		if merged.ObservedGeneration != tc.want {
+			t.Errorf("API %d, agent %d: merged %d, want %d", tc.api, tc.ours, merged.ObservedGeneration, tc.want)
+		}
+		b, err := statusPatch("u1", merged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `"observedGeneration":` + strconv.FormatInt(tc.want, 10); !strings.Contains(string(b), want) {
+			t.Errorf("patch %s lacks %s", b, want)
+		}
 	}
 }

@@ -168,6 +168,16 @@ spec:
 	if got.Status.PodIP == "" || len(got.Status.ContainerStatuses) != 1 || !strings.HasPrefix(got.Status.ContainerStatuses[0].ContainerID, "containerd://") {
 		t.Errorf("status:\n%s", dump(got))
 	}
+	// The kubelet's PodObservedGenerationTracking (GA in 1.35): the status
+	// and the kubelet's conditions observe the pod's generation.
+	if got.Generation == 0 || got.Status.ObservedGeneration != got.Generation {
+		t.Errorf("generation %d, status.observedGeneration %d", got.Generation, got.Status.ObservedGeneration)
+	}
+	for _, c := range got.Status.Conditions {
+		if c.Type == v1.PodReady && c.ObservedGeneration != got.Generation {
+			t.Errorf("Ready condition observedGeneration %d, want %d", c.ObservedGeneration, got.Generation)
+		}
+	}
 
 	// kubectl logs and exec reach the pod through the API server and
 	// skiff's kubelet API (client certificates, SubjectAccessReview).
