@@ -388,8 +388,8 @@ controlplane-oldest:
 	fi; echo "$$out"
 
 # metrics-server for the kubectl top test (issue 16): upstream's, built by
-# the separate module test/metricsserver against the control plane's
-# Kubernetes libraries (so cached per KUBERNETES_VERSION too); test/cluster
+# the separate module test/metricsserver with the Kubernetes libraries of
+# its release (not KUBERNETES_VERSION's: see its go.mod); test/cluster
 # registers it (SKIFF_METRICS_SERVER).
 METRICS_SERVER_VERSION := v0.8.0
 METRICS_SERVER_CACHE ?= $(HOME)/.cache/skiff/metrics-server
@@ -398,7 +398,7 @@ METRICS_SERVER_CACHE ?= $(HOME)/.cache/skiff/metrics-server
 
 ## metricsserver: build metrics-server $(METRICS_SERVER_VERSION) (test/metricsserver) into $(METRICS_SERVER_CACHE); prints its path
 metricsserver:
-	@out=$(METRICS_SERVER_CACHE)/metrics-server-$(METRICS_SERVER_VERSION)-k8s-$(KUBERNETES_VERSION); \
+	@out=$(METRICS_SERVER_CACHE)/metrics-server-$(METRICS_SERVER_VERSION); \
 	if [ ! -x "$$out" ]; then \
 		mkdir -p $(METRICS_SERVER_CACHE) && cd test/metricsserver && \
 		CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o "$$out.tmp" . >&2 && mv "$$out.tmp" "$$out"; \

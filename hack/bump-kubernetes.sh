@@ -4,10 +4,11 @@
 # OldestAPIServer, or $2): the main module's and bench's
 # k8s.io libraries to v0.<minor>.<patch>, and the separate modules that build
 # upstream's binaries (test/controlplane, test/conformance/k8s,
-# bench/kubelet, test/metricsserver) to k8s.io/kubernetes v1.<minor>.<patch>
+# bench/kubelet) to k8s.io/kubernetes v1.<minor>.<patch>
 # with every staging module pinned by a replace directive, as upstream's own
 # go.mod requires of its importers. docs/kubernetes-version.md says what else
-# a bump involves; test/versions checks that everything agrees.
+# a bump involves; internal/k8sversion's TestModulesAtVersion checks that
+# everything agrees.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -64,9 +65,9 @@ cp "$tmp/go.mod" "$tmp/go.sum" test/controlplane/oldest/
 mapfile -t staging < <(staging "$version")
 
 # Modules that import only the staging libraries: each k8s.io staging module
-# they already require moves to $lib (metrics-server is linked against the
-# control plane's libraries, so it shares their build cache).
-for m in . bench test/metricsserver; do
+# they already require moves to $lib.
+# test/metricsserver keeps its release's libraries (see its go.mod).
+for m in . bench; do
 	echo "bump-kubernetes: $m -> k8s.io/* $lib" >&2
 	mapfile -t have < <(cd "$m" && GOFLAGS=-mod=mod $go list -m -f '{{.Path}}' all | grep '^k8s.io/')
 	args=()
