@@ -214,7 +214,9 @@ func TestLivenessProbeHandlers_B9_B17_B18(t *testing.T) {
 		t.Errorf("liveness-never: Killing message %q, want no restart promise under restartPolicy Never", ev.Message)
 	}
 
-	p = e.WaitForPod(t, PodName("liveness-ok"), phaseIs(v1.PodRunning), podStartTimeout)
+	// Ready, not only Running: the containers' startup probes pass first
+	// (a slower runtime is Running well before that).
+	p = e.WaitForPod(t, PodName("liveness-ok"), func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning && podReady(p) }, podStartTimeout)
 	for _, st := range p.Status.ContainerStatuses {
 		if st.RestartCount != 0 || st.State.Running == nil || !st.Ready {
 			t.Errorf("liveness-ok/%s: restartCount %d running %t ready %t; a passing liveness probe must leave it alone",
