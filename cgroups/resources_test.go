@@ -82,6 +82,8 @@ func TestForPod_A36_D4_D5(t *testing.T) {
 			PodResources{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, Memory: 256 * mi}},
 		{"apps larger than init win", podOf([]v1.Container{ctr("i", "100m", "16Mi", "100m", "16Mi")}, ctr("a", "1", "64Mi", "1", "64Mi")), 0,
 			PodResources{CPUShares: 1024, CPUQuota: 100000, CPUPeriod: 100000, Memory: 64 * mi}},
+		{"an init container without limits: shares only (the kubelet's ContainerIter)", podOf([]v1.Container{ctr("i", "100m", "", "", "")}, ctr("a", "100m", "32Mi", "1", "64Mi")), 0,
+			PodResources{CPUShares: 102}},
 		{"overhead added", overhead, 0, PodResources{CPUShares: 768, CPUQuota: 75000, CPUPeriod: 100000, Memory: 96 * mi}},
 	}
 	for _, tt := range tests {
