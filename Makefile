@@ -234,8 +234,9 @@ e2e-external: setup build images
 
 # The API-source e2e tests that must pass against the oldest kube-apiserver
 # skiff joins (internal/k8sversion.OldestAPIServer; make e2e runs them against
-# the newest): joining, pod edits and streams, TLS bootstrap, agent restart.
-E2E_SKEW_TESTS := TestJoinsAPIServer_H1_H10_H11_H15_A46|TestAPIPodEditsAndStreams_H1_G7|TestTLSBootstrap_H1|TestAgentRestartKeepsAPIPodsReady_H1
+# the newest): joining, pod edits and streams, TLS bootstrap, agent restart,
+# in-place resize (a resize beyond allocatable reaches the node: Infeasible).
+E2E_SKEW_TESTS := TestJoinsAPIServer_H1_H10_H11_H15_A46|TestAPIPodEditsAndStreams_H1_G7|TestTLSBootstrap_H1|TestAgentRestartKeepsAPIPodsReady_H1|TestInPlacePodResize
 
 ## e2e-skew: the E2E_SKEW_TESTS against the control plane of the oldest API server skiff joins ($(CONTROLPLANE_OLDEST_VERSION); root, ~3 min)
 e2e-skew: setup build images

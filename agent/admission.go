@@ -146,16 +146,7 @@ func insufficient(name v1.ResourceName, requested, used, capacity int64) *podFai
 // removed (the kubelet's filterOutInactivePods). Running pods are not
 // touched.
 func (a *Agent) admitLocked(w *podWorker) {
-	var admitted []*v1.Pod
-	for uid, o := range a.workers {
-		if o.orphan || o.rejected || o.stopped.Load() {
-			continue
-		}
-		if p := a.status.get(uid); p != nil && (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed) {
-			continue
-		}
-		admitted = append(admitted, o.initial)
-	}
+	admitted := a.admittedLocked(w.uid)
 	// The kubelet's order: sysctls, the OS, resources, AppArmor, then
 	// the others (node shutdown).
 	f := a.deps.security.sysctlFailure(w.initial)

@@ -254,6 +254,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 		}
 		if p != w.given && !w.orphan {
 			w.given = p
+			a.resizeLocked(w, p)
 			w.update(p)
 		}
 	}
@@ -275,6 +276,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 			w.kill(p.DeletionGracePeriodSeconds)
 		}
 	}
+	a.retryResizesLocked()
 	if len(a.sources) >= a.numSources {
 		a.markSourcesReadyLocked()
 	}

@@ -213,6 +213,7 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 		return false, w.retryDelay()
 	}
 	w.event(c.Name, v1.EventTypeNormal, EventStarted, "Started container "+c.Name)
+	w.marks.actuated[id] = c.Resources
 	if !backoffFrom.IsZero() {
 		w.backoff.next(key, backoffFrom, now)
 	}

@@ -1,5 +1,7 @@
 package agent
 
+import v1 "k8s.io/api/core/v1"
+
 // containerMarks is what a pod worker remembers of its containers'
 // instances, by container ID (worker goroutine only).
 type containerMarks struct {
@@ -14,6 +16,9 @@ type containerMarks struct {
 	killChecked map[string]bool
 	// oomChecked caches OOM-kill counter checks (D.14).
 	oomChecked map[string]bool
+	// actuated: the resources the worker created or last resized a
+	// container with (in-place resize).
+	actuated map[string]v1.ResourceRequirements
 }
 
 func newContainerMarks() containerMarks {
@@ -21,6 +26,7 @@ func newContainerMarks() containerMarks {
 		termMessages: map[string]string{},
 		killChecked:  map[string]bool{},
 		oomChecked:   map[string]bool{},
+		actuated:     map[string]v1.ResourceRequirements{},
 	}
 }
 
@@ -35,10 +41,10 @@ func (m *containerMarks) markProbeKilled(id string) {
 	m.probeKilled[id] = true
 }
 
-// pruneProbeKilled forgets the marks (probeKilled, killChecked) of
-// containers the runtime no longer holds.
+// pruneProbeKilled forgets the marks (probeKilled, killChecked,
+// actuated) of containers the runtime no longer holds.
 func (m *containerMarks) pruneProbeKilled(st *podState) {
-	if len(m.probeKilled) == 0 && len(m.killChecked) == 0 {
+	if len(m.probeKilled) == 0 && len(m.killChecked) == 0 && len(m.actuated) == 0 {
 		return
 	}
 	present := make(map[string]bool, len(st.Containers))
@@ -50,6 +56,11 @@ func (m *containerMarks) pruneProbeKilled(st *podState) {
 			if !present[id] {
 				delete(marks, id)
 			}
+		}
+	}
+	for id := range m.actuated {
+		if !present[id] {
+			delete(m.actuated, id)
 		}
 	}
 }

@@ -51,6 +51,10 @@ type podActions struct {
 	CheckedKills []string
 	// RequeueAfter asks for another sync after this delay (0: no timer).
 	RequeueAfter time.Duration
+	// Resize lists running containers to resize in place; ResizeRestarts
+	// counts those in Unhealthy restarted for a resize instead.
+	Resize         []containerResize
+	ResizeRestarts int
 }
 
 // unhealthyKill is a container to kill after a failed probe.
@@ -91,6 +95,9 @@ type planExtras struct {
 	// KillChecked holds the containers of RestartAnyway whose restart the
 	// back-off held back once (podActions.CheckedKills).
 	KillChecked map[string]bool
+	// Actuated returns what a running container runs with (its cpu and
+	// memory), false when unknown; nil: no resize is planned.
+	Actuated func(cs *runtime.ContainerStatus) (v1.ResourceRequirements, bool)
 }
 
 // podFailure is a pod-level failure that ends the pod (A.9).
@@ -151,6 +158,13 @@ func computePodActions(pod *v1.Pod, st *podState, now time.Time, bo *backoff, x 
 	}
 	a.Kill = unknownContainers(pod, latest, st, sb.ID)
 	a.Unhealthy = unhealthy(pod, latest, x)
+	killed := map[string]bool{}
+	for _, u := range a.Unhealthy {
+		killed[u.Container.ID] = true
+	}
+	var restarts []unhealthyKill
+	a.Resize, restarts = planResize(pod, latest, x, killed)
+	a.Unhealthy, a.ResizeRestarts = append(a.Unhealthy, restarts...), len(restarts)
 	// Ephemeral containers start whether or not the pod is initialized,
 	// as in the kubelet.
 	for i, c := range ephemeralContainers(pod) {

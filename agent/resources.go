@@ -61,8 +61,11 @@ func (a *Agent) updateQoSLocked(ctx context.Context, want map[types.UID]*v1.Pod)
 	}
 	pods := make([]*v1.Pod, 0, len(want))
 	for _, p := range want {
-		if w := a.workers[p.UID]; w == nil || !w.rejected {
+		switch w := a.workers[p.UID]; {
+		case w == nil:
 			pods = append(pods, p)
+		case !w.rejected:
+			pods = append(pods, w.resize.allocatedPod())
 		}
 	}
 	if err := a.cfg.Cgroups.UpdateQoS(ctx, pods); err != nil {

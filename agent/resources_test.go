@@ -34,6 +34,8 @@ type fakeCgroups struct {
 	qosPods  int
 	// usageReads counts PodUsage and ContainerUsage calls.
 	usageReads int
+	// ensured: the pods EnsurePod sized, in order.
+	ensured []*v1.Pod
 }
 
 func newFakeCgroups(rt *fake.Runtime, existing ...types.UID) *fakeCgroups {
@@ -74,6 +76,7 @@ func (f *fakeCgroups) EnsurePod(_ context.Context, pod *v1.Pod) error {
 	f.record(fmt.Sprintf("EnsurePod %s sandboxesBefore=%d", pod.UID, sandboxes))
 	f.mu.Lock()
 	f.pods[pod.UID] = true
+	f.ensured = append(f.ensured, pod)
 	f.mu.Unlock()
 	return nil
 }

@@ -92,6 +92,7 @@ func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, e
 			annotationRestartCount: strconv.FormatUint(uint64(attempt), 10),
 			annotationInit:         strconv.FormatBool(init),
 			annotationHash:         containerHash(c),
+			annotationResources:    resourcesAnnotation(c.Resources),
 		},
 		Stdin:     c.Stdin,
 		StdinOnce: c.StdinOnce,

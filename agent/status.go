@@ -41,6 +41,12 @@ type statusInput struct {
 	// RecursiveReadOnly: the runtime supports recursive read-only mounts
 	// (what recursiveReadOnly: IfPossible resolves to).
 	RecursiveReadOnly bool
+	// Actuated returns what a running container runs with (resize);
+	// nil: its allocation.
+	Actuated func(cs *runtime.ContainerStatus) (v1.ResourceRequirements, bool)
+	// ResizeConditions are PodResizePending and PodResizeInProgress, as
+	// the worker keeps them; a terminal pod shows neither.
+	ResizeConditions []v1.PodCondition
 }
 
 // containerIDOf is a container's ID in a pod status: <runtime>://<id>, as
@@ -62,6 +68,9 @@ func computePodStatus(in statusInput) v1.PodStatus {
 	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, in, latest, true)
 	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, in, latest, false)
 	s.EphemeralContainerStatuses = ephemeralStatuses(pod, in, latest)
+	statusResources(allContainers(pod), s.InitContainerStatuses, latest, in.Actuated)
+	statusResources(allContainers(pod), s.ContainerStatuses, latest, in.Actuated)
+	statusResources(ephemeralContainers(pod), s.EphemeralContainerStatuses, latest, in.Actuated)
 	initialized := initDone(pod, latest, in.started)
 	s.Phase = podPhase(pod, latest, in.RestartAnyway, s.ContainerStatuses, initialized)
 	if !initialized && s.Phase == v1.PodRunning {
@@ -77,6 +86,9 @@ func computePodStatus(in statusInput) v1.PodStatus {
 	s.ObservedGeneration = observedGeneration(pod, in.Previous)
 	if in.Failure != nil {
 		s.Conditions = withConditions(s.Conditions, in.Failure.Conditions, in.Previous, in.Now)
+	}
+	if s.Phase != v1.PodSucceeded && s.Phase != v1.PodFailed {
+		s.Conditions = append(s.Conditions, in.ResizeConditions...)
 	}
 	if len(in.HostIPs) > 0 {
 		s.HostIP = in.HostIPs[0]
@@ -427,7 +439,7 @@ func externalConditions(pod *v1.Pod, prev *v1.PodStatus) []v1.PodCondition {
 	}
 	owned := map[v1.PodConditionType]bool{
 		v1.PodReadyToStartContainers: true, v1.PodInitialized: true, v1.ContainersReady: true,
-		v1.PodReady: true, v1.PodScheduled: true,
+		v1.PodReady: true, v1.PodScheduled: true, v1.PodResizePending: true, v1.PodResizeInProgress: true,
 	}
 	var out []v1.PodCondition
 	for _, c := range prev.Conditions {

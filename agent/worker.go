@@ -25,8 +25,18 @@ import (
 type podWorker struct {
 	d   *workerDeps
 	uid types.UID
-	// pod is the pod's current spec (worker goroutine only; see update).
+	// pod is the pod the worker works from: desired with the allocated
+	// container resources (worker goroutine only; see takeUpdate).
 	pod *v1.Pod
+	// desired is the source's newest object of the pod (worker goroutine
+	// only); allocVersion the version of the allocation pod has.
+	desired      *v1.Pod
+	allocVersion uint64
+	// resize is the pod's allocation (resize.go), shared with the agent.
+	resize *resizeState
+	// inProgress is the PodResizeInProgress condition (worker goroutine
+	// only; resize_apply.go), nil: none.
+	inProgress *v1.PodCondition
 	// initial is the pod as first given: immutable, read by the agent
 	// under its lock (admission, same-name checks).
 	initial *v1.Pod
@@ -92,6 +102,8 @@ func newPodWorker(d *workerDeps, pod *v1.Pod, waitFor []<-chan struct{}) *podWor
 		d:        d,
 		uid:      pod.UID,
 		pod:      pod,
+		desired:  pod,
+		resize:   newResizeState(pod),
 		initial:  pod,
 		given:    pod,
 		log:      d.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID),
@@ -141,22 +153,29 @@ func (w *podWorker) update(p *v1.Pod) {
 	w.wake()
 }
 
-// takeUpdate makes the newest object given by update the worker's pod
-// (worker goroutine only) and reports whether there was one. Volumes that
-// show the pod's metadata (downwardAPI) are rewritten with it, as the
-// kubelet's volume manager does on its next pass.
+// takeUpdate makes the newest object given by update the desired pod, and
+// the worker's pod that with the current allocation (worker goroutine
+// only); it reports whether there was a new object. Volumes that show the
+// pod's metadata (downwardAPI) are rewritten with it, as the kubelet's
+// volume manager does on its next pass.
 func (w *podWorker) takeUpdate(ctx context.Context) bool {
 	p := w.req.takeUpdate()
-	if p == nil || p == w.pod {
+	updated := p != nil && p != w.desired
+	if updated {
+		w.desired = p
+	}
+	alloc, version := w.resize.allocation()
+	if !updated && version == w.allocVersion {
 		return false
 	}
-	w.pod = p
-	if w.d.volumes != nil && len(p.Spec.Volumes) > 0 {
-		if _, err := w.d.volumes.SetUp(ctx, p); err != nil && ctx.Err() == nil {
+	w.takeAllocation(version)
+	w.pod = withAllocation(w.desired, alloc)
+	if updated && w.d.volumes != nil && len(p.Spec.Volumes) > 0 {
+		if _, err := w.d.volumes.SetUp(ctx, w.pod); err != nil && ctx.Err() == nil {
 			w.log.Warn("updating volumes", "err", err)
 		}
 	}
-	return true
+	return updated
 }
 
 // run is the worker loop; it returns when the pod is gone or ctx is done.
@@ -251,12 +270,16 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 		Failure:       w.failure,
 		RestartAnyway: w.marks.probeKilled,
 		KillChecked:   w.marks.killChecked,
+		Actuated:      w.actuated,
 	}
 	acts := computePodActions(w.pod, st, now, w.backoff, x)
 	for _, id := range acts.CheckedKills {
 		w.marks.killChecked[id] = true
 	}
 	progressed, retry := w.apply(ctx, st, acts)
+	if !acts.Terminal && !acts.CreateSandbox {
+		retry = soonest(retry, w.applyResize(ctx, acts.Resize, acts.ResizeRestarts > 0))
+	}
 	if acts.Terminal && retry == 0 {
 		w.req.terminationDone()
 	}
@@ -356,6 +379,8 @@ func (w *podWorker) publishStatus(st *podState, now time.Time) {
 		RestartAnyway:     w.marks.probeKilled,
 		RuntimeName:       w.d.runtimeName,
 		RecursiveReadOnly: w.d.rro,
+		Actuated:          w.actuated,
+		ResizeConditions:  w.resizeConditions(),
 	})
 	w.status = &s
 	w.placeholderDue = false

@@ -19,6 +19,10 @@ var kubeletConditions = map[v1.PodConditionType]bool{
 	v1.ContainersReady: true, v1.PodReadyToStartContainers: true,
 }
 
+// resizeConditions are kubelet conditions that come and go: one the
+// agent's status lacks is deleted from the API's.
+var resizeConditions = map[v1.PodConditionType]bool{v1.PodResizePending: true, v1.PodResizeInProgress: true}
+
 // ownedFields are the status fields (JSON names) the agent writes; one the
 // agent's status leaves empty is deleted from the API's (null in the
 // patch). Lists are replaced whole.
@@ -62,6 +66,9 @@ func mergedStatus(api *v1.PodStatus, ours v1.PodStatus, gates []v1.PodReadinessG
 		conds = append(conds, c)
 	}
 	for _, c := range api.Conditions {
+		if resizeConditions[c.Type] {
+			continue
+		}
 		if !kubeletConditions[c.Type] || findCondition(ours.Conditions, c.Type) == nil {
 			conds = append(conds, *c.DeepCopy())
 		}
@@ -108,11 +115,12 @@ func findCondition(conds []v1.PodCondition, t v1.PodConditionType) *v1.PodCondit
 }
 
 // statusPatch is the strategic merge patch of pods/status that turns the
-// API's status of the pod uid into merged: the agent's fields (null where
-// empty), its conditions (merged by type, so the others' stay), and
-// metadata.uid as a precondition (a pod re-created under the same name is
-// never patched with the old one's status). Pure.
-func statusPatch(uid types.UID, merged v1.PodStatus) ([]byte, error) {
+// API's status (api) of the pod uid into merged: the agent's fields (null
+// where empty), its conditions (merged by type, so the others' stay; a
+// resize condition merged lacks is deleted), and metadata.uid as a
+// precondition (a pod re-created under the same name is never patched
+// with the old one's status). Pure.
+func statusPatch(uid types.UID, api *v1.PodStatus, merged v1.PodStatus) ([]byte, error) {
 	b, err := json.Marshal(merged)
 	if err != nil {
 		return nil, fmt.Errorf("status patch: %w", err)
@@ -136,6 +144,11 @@ func statusPatch(uid types.UID, merged v1.PodStatus) ([]byte, error) {
 	var conds []any
 	if c, ok := m["conditions"].([]any); ok {
 		conds = c
+	}
+	for _, c := range api.Conditions {
+		if resizeConditions[c.Type] && findCondition(merged.Conditions, c.Type) == nil {
+			conds = append(conds, map[string]any{"type": string(c.Type), "$patch": "delete"})
+		}
 	}
 	st["conditions"] = conds
 	return json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid}, "status": st})

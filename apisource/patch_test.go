@@ -72,7 +72,7 @@ func TestStatusPatch_A23(t *testing.T) {
 		Phase: v1.PodRunning, PodIP: "10.0.0.1", PodIPs: []v1.PodIP{{IP: "10.0.0.1"}},
 		Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue, time.Unix(1000, 0))},
 	}
-	b, err := statusPatch("u1", st)
+	b, err := statusPatch("u1", &v1.PodStatus{}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,12 +150,45 @@ func TestObservedGenerationPatched(t *testing.T) {
 		if merged.ObservedGeneration != tc.want {
 			t.Errorf("API %d, agent %d: merged %d, want %d", tc.api, tc.ours, merged.ObservedGeneration, tc.want)
 		}
-		b, err := statusPatch("u1", merged)
+		b, err := statusPatch("u1", &v1.PodStatus{}, merged)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := `"observedGeneration":` + strconv.FormatInt(tc.want, 10); !strings.Contains(string(b), want) {
 			t.Errorf("patch %s lacks %s", b, want)
 		}
+	}
+}
+
+// TestResizeConditionsCleared: a resize condition the agent no longer
+// reports is dropped from the merged status and deleted by the patch,
+// where other kubelet conditions the agent lacks stay; one it reports is
+// sent.
+func TestResizeConditionsCleared(t *testing.T) {
+	at := time.Unix(1000, 0)
+	api := &v1.PodStatus{Conditions: []v1.PodCondition{
+		cond(v1.PodResizeInProgress, v1.ConditionTrue, at),
+		cond(v1.PodResizePending, v1.ConditionTrue, at),
+		cond(v1.PodScheduled, v1.ConditionTrue, at),
+	}}
+	ours := v1.PodStatus{Conditions: []v1.PodCondition{cond(v1.PodResizePending, v1.ConditionTrue, at)}}
+	merged := mergedStatus(api, ours, nil, at)
+	if findCondition(merged.Conditions, v1.PodResizeInProgress) != nil {
+		t.Errorf("merged status keeps PodResizeInProgress: %+v", merged.Conditions)
+	}
+	for _, typ := range []v1.PodConditionType{v1.PodResizePending, v1.PodScheduled} {
+		if findCondition(merged.Conditions, typ) == nil {
+			t.Errorf("merged status lacks %s: %+v", typ, merged.Conditions)
+		}
+	}
+	b, err := statusPatch("u1", api, merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"$patch":"delete","type":"PodResizeInProgress"}`; !strings.Contains(string(b), want) {
+		t.Errorf("patch %s lacks %s", b, want)
+	}
+	if strings.Contains(string(b), `"$patch":"delete","type":"PodResizePending"`) {
+		t.Errorf("patch %s deletes the PodResizePending the agent reports", b)
 	}
 }

@@ -162,7 +162,7 @@ func (m *StatusManager) patch(ctx context.Context, api *v1.Pod, status v1.PodSta
 	if last, ok := m.sent[api.UID]; ok && sameStatus(&merged, &last) {
 		return // sent; the informer has not seen it yet
 	}
-	body, err := statusPatch(api.UID, merged)
+	body, err := statusPatch(api.UID, &api.Status, merged)
 	if err != nil {
 		m.log.Error("pod status", "pod", nsName(api.Namespace, api.Name), "err", err)
 		return

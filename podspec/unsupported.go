@@ -59,7 +59,7 @@ func supportedFieldPaths() []string {
 		"env[*].name", "env[*].value", "env[*].valueFrom.fieldRef",
 		"env[*].valueFrom.resourceFieldRef", "env[*].valueFrom.configMapKeyRef",
 		"env[*].valueFrom.secretKeyRef", "envFrom",
-		"ports", "resources.requests", "resources.limits",
+		"ports", "resources.requests", "resources.limits", "resizePolicy",
 		"imagePullPolicy", "terminationMessagePath", "terminationMessagePolicy",
 		"securityContext.privileged", "securityContext.runAsUser",
 		"securityContext.runAsGroup", "securityContext.runAsNonRoot",

@@ -35,6 +35,7 @@ func validateContainer(c *v1.Container, path *field.Path, isInit, hostNetwork, u
 	errs = append(errs, validateEnv(c.Env, path.Child("env"))...)
 	errs = append(errs, validateEnvFrom(c.EnvFrom, path.Child("envFrom"))...)
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
+	errs = append(errs, validateResizePolicy(c.ResizePolicy, path.Child("resizePolicy"))...)
 	errs = append(errs, validateContainerSecurity(c.SecurityContext, path.Child("securityContext"), userns)...)
 	if isInit && (c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways) {
 		errs = append(errs, forbidOnInit(c, path)...)
@@ -125,6 +126,28 @@ func validateResources(r *v1.ResourceRequirements, path *field.Path) field.Error
 		if hasReq && hasLimit && req.Cmp(limit) > 0 {
 			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), req.String(),
 				"must be less than or equal to "+string(name)+" limit of "+limit.String()))
+		}
+	}
+	return errs
+}
+
+// validateResizePolicy allows one policy per resource, cpu or memory, each
+// NotRequired or RestartContainer (upstream's validateResizePolicy).
+func validateResizePolicy(policies []v1.ContainerResizePolicy, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[v1.ResourceName]bool{}
+	for i, p := range policies {
+		pp := path.Index(i)
+		switch {
+		case p.ResourceName != v1.ResourceCPU && p.ResourceName != v1.ResourceMemory:
+			errs = append(errs, field.NotSupported(pp.Child("resourceName"), p.ResourceName, []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory}))
+		case seen[p.ResourceName]:
+			errs = append(errs, field.Duplicate(pp.Child("resourceName"), p.ResourceName))
+		}
+		seen[p.ResourceName] = true
+		if p.RestartPolicy != v1.NotRequired && p.RestartPolicy != v1.RestartContainer {
+			errs = append(errs, field.NotSupported(pp.Child("restartPolicy"), p.RestartPolicy,
+				[]v1.ResourceResizeRestartPolicy{v1.NotRequired, v1.RestartContainer}))
 		}
 	}
 	return errs

@@ -86,6 +86,16 @@ func TestValidate(t *testing.T) {
 		{"image whitespace", func(p *v1.Pod) { p.Spec.Containers[0].Image = " busybox" }, []string{"spec.containers[0].image: Invalid value", "whitespace"}},
 		{"restartPolicy enum", func(p *v1.Pod) { p.Spec.RestartPolicy = "Sometimes" }, []string{`spec.restartPolicy: Unsupported value: "Sometimes"`}},
 		{"restartPolicy required", func(p *v1.Pod) { p.Spec.RestartPolicy = "" }, []string{"spec.restartPolicy: Required value"}},
+		{"resizePolicy", func(p *v1.Pod) {
+			p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.NotRequired},
+				{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+		}, nil},
+		{"resizePolicy resource and policy", func(p *v1.Pod) {
+			p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.NotRequired},
+				{ResourceName: v1.ResourceCPU, RestartPolicy: "Later"}, {ResourceName: "gpu", RestartPolicy: v1.NotRequired}}
+		}, []string{`spec.containers[0].resizePolicy[1].resourceName: Duplicate value: "cpu"`,
+			`spec.containers[0].resizePolicy[1].restartPolicy: Unsupported value: "Later"`,
+			`spec.containers[0].resizePolicy[2].resourceName: Unsupported value: "gpu"`}},
 		{"imagePullPolicy enum", func(p *v1.Pod) { p.Spec.Containers[0].ImagePullPolicy = "Maybe" }, []string{`spec.containers[0].imagePullPolicy: Unsupported value: "Maybe"`}},
 		{"terminationMessagePolicy enum", func(p *v1.Pod) { p.Spec.Containers[0].TerminationMessagePolicy = "X" }, []string{`spec.containers[0].terminationMessagePolicy: Unsupported value: "X"`}},
 		{"dnsPolicy enum", func(p *v1.Pod) { p.Spec.DNSPolicy = "ClusterFirstWithHostNet" }, []string{`spec.dnsPolicy: Unsupported value: "ClusterFirstWithHostNet"`}},

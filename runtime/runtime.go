@@ -101,6 +101,10 @@ type Containers interface {
 	// and open a new one at the same path (log rotation: the caller renamed
 	// the old file first). Fails for a container that is not running.
 	ReopenContainerLog(ctx context.Context, id string) error
+	// UpdateContainerResources changes a running container's cpu and
+	// memory limits in place (in-place pod resize). Setting a memory limit
+	// below the container's usage fails.
+	UpdateContainerResources(ctx context.Context, id string, res *Resources) error
 }
 
 // Images manages images known to the runtime.

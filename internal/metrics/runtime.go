@@ -29,6 +29,7 @@ const (
 	opContainerStatus
 	opExecSync
 	opReopenContainerLog
+	opUpdateContainerResources
 	opImageStatus
 	opPullImage
 	opListImages
@@ -74,6 +75,8 @@ func (op runtimeOp) name() string {
 		return "exec_sync"
 	case opReopenContainerLog:
 		return "reopen_container_log"
+	case opUpdateContainerResources:
+		return "update_container"
 	case opImageStatus:
 		return "image_status"
 	case opPullImage:

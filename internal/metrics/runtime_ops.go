@@ -129,6 +129,14 @@ func (r *instrumentedRuntime) ReopenContainerLog(ctx context.Context, id string)
 	return err
 }
 
+// UpdateContainerResources implements runtime.Containers.
+func (r *instrumentedRuntime) UpdateContainerResources(ctx context.Context, id string, res *runtime.Resources) error {
+	start := r.clock.Now()
+	err := r.rt.UpdateContainerResources(ctx, id, res)
+	r.record(opUpdateContainerResources, start, err)
+	return err
+}
+
 // ImageStatus implements runtime.Images. An absent image is no error
 // here: CRI answers ImageStatus for one with an empty status, which the
 // kubelet does not count as an error either.

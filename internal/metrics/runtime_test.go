@@ -69,6 +69,9 @@ func (s *stubRuntime) ExecSync(context.Context, string, []string, time.Duration)
 	return nil, s.do()
 }
 func (s *stubRuntime) ReopenContainerLog(context.Context, string) error { return s.do() }
+func (s *stubRuntime) UpdateContainerResources(context.Context, string, *runtime.Resources) error {
+	return s.do()
+}
 func (s *stubRuntime) ImageStatus(context.Context, string) (*runtime.Image, error) {
 	return nil, s.do()
 }
@@ -128,6 +131,7 @@ func TestInstrumentRuntimeCountsOperations(t *testing.T) {
 		{"container_status", func(r runtime.Runtime) error { _, err := r.ContainerStatus(ctx, "c"); return err }},
 		{"exec_sync", func(r runtime.Runtime) error { _, err := r.ExecSync(ctx, "c", []string{"true"}, 0); return err }},
 		{"reopen_container_log", func(r runtime.Runtime) error { return r.ReopenContainerLog(ctx, "c") }},
+		{"update_container", func(r runtime.Runtime) error { return r.UpdateContainerResources(ctx, "c", &runtime.Resources{}) }},
 		{"image_status", func(r runtime.Runtime) error { _, err := r.ImageStatus(ctx, "img"); return err }},
 		{"pull_image", func(r runtime.Runtime) error { _, err := r.PullImage(ctx, "img", nil); return err }},
 		{"list_images", func(r runtime.Runtime) error { _, err := r.ListImages(ctx); return err }},

@@ -309,6 +309,17 @@ func containerUserFromCRI(u *runtimeapi.LinuxContainerUser) *runtime.ContainerUs
 	return &runtime.ContainerUser{UID: u.Uid, GID: u.Gid, SupplementalGroups: slices.Clone(u.SupplementalGroups)}
 }
 
+// UpdateContainerResources changes a running container's Linux resources.
+func (r *Runtime) UpdateContainerResources(ctx context.Context, id string, res *runtime.Resources) error {
+	ctx, cancel := callCtx(ctx, r.timeout)
+	defer cancel()
+	req := &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: resourcesToCRI(res)}
+	if _, err := r.rt.UpdateContainerResources(ctx, req); err != nil {
+		return wrap(err, "update container resources %s", id)
+	}
+	return nil
+}
+
 // ReopenContainerLog asks the runtime to reopen the container's log file
 // (after the caller renamed it: log rotation).
 func (r *Runtime) ReopenContainerLog(ctx context.Context, id string) error {

@@ -515,3 +515,23 @@ func TestStopContainerDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateContainerResources: an in-place resize reaches CRI with the
+// container's ID and its Linux resources; a missing container is
+// runtime.ErrNotFound.
+func TestUpdateContainerResources(t *testing.T) {
+	f := newFakeCRI()
+	f.containers["c1"] = &runtimeapi.ContainerStatus{Id: "c1"}
+	r := newTestRuntime(t, f, time.Second)
+	res := &runtime.Resources{CPUShares: 153, CPUQuota: 30000, CPUPeriod: 100000, MemoryLimit: 96 << 20}
+	if err := r.UpdateContainerResources(context.Background(), "c1", res); err != nil {
+		t.Fatal(err)
+	}
+	got := f.lastUpdate
+	if got.ContainerId != "c1" || got.Linux.CpuShares != 153 || got.Linux.CpuQuota != 30000 || got.Linux.CpuPeriod != 100000 || got.Linux.MemoryLimitInBytes != 96<<20 {
+		t.Errorf("request %+v", got)
+	}
+	if err := r.UpdateContainerResources(context.Background(), "gone", res); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("missing container: %v, want ErrNotFound", err)
+	}
+}

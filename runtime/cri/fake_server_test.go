@@ -31,6 +31,7 @@ type fakeCRI struct {
 	lastRun     *runtimeapi.RunPodSandboxRequest
 	lastCreate  *runtimeapi.CreateContainerRequest
 	lastStop    *runtimeapi.StopContainerRequest
+	lastUpdate  *runtimeapi.UpdateContainerResourcesRequest
 	lastExec    *runtimeapi.ExecSyncRequest
 	lastListCtr *runtimeapi.ListContainersRequest
 	lastListSb  *runtimeapi.ListPodSandboxRequest
@@ -188,6 +189,13 @@ func (f *fakeCRI) StopContainer(ctx context.Context, req *runtimeapi.StopContain
 	f.stopDeadline, _ = ctx.Deadline()
 	f.mu.Unlock()
 	return &runtimeapi.StopContainerResponse{}, f.lookupContainer(req.ContainerId)
+}
+
+func (f *fakeCRI) UpdateContainerResources(_ context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	f.mu.Lock()
+	f.lastUpdate = req
+	f.mu.Unlock()
+	return &runtimeapi.UpdateContainerResourcesResponse{}, f.lookupContainer(req.ContainerId)
 }
 
 func (f *fakeCRI) RemoveContainer(_ context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {

@@ -495,6 +495,23 @@ func (r *Runtime) ReopenContainerLog(_ context.Context, id string) error {
 	return r.call("ReopenContainerLog", r.nameOf(id))
 }
 
+// UpdateContainerResources implements runtime.Runtime: the container's
+// spec (ContainerSpecOf) takes res; it must be running.
+func (r *Runtime) UpdateContainerResources(_ context.Context, id string, res *runtime.Resources) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.call("UpdateContainerResources", r.nameOf(id)); err != nil {
+		return err
+	}
+	c, ok := r.containers[id]
+	if !ok || c.st.State != runtime.ContainerRunning {
+		return fmt.Errorf("container %s not running: %w", id, runtime.ErrNotFound)
+	}
+	cp := *res
+	c.spec.Resources = &cp
+	return nil
+}
+
 // RemoveImage implements runtime.Runtime.
 func (r *Runtime) RemoveImage(_ context.Context, ref string) error {
 	r.mu.Lock()
