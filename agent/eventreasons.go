@@ -39,3 +39,7 @@ type EventRecorder interface {
 	// List returns copies of the kept events, oldest first.
 	List() []v1.Event
 }
+
+// reasonCrashLoopBackOff is the waiting reason of a container whose
+// restart the back-off holds (A.15).
+const reasonCrashLoopBackOff = "CrashLoopBackOff"

@@ -445,7 +445,7 @@ func holdBack(pod *v1.Pod, c *v1.Container, rc restartCheck, a *podActions) bool
 		a.CheckedKills = append(a.CheckedKills, ref.killID)
 	}
 	a.Waiting[name] = waitingState{
-		Reason:  "CrashLoopBackOff",
+		Reason:  reasonCrashLoopBackOff,
 		Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", rc.bo.delay(key), name, podDesc(pod)),
 	}
 	if d := until.Sub(rc.now); a.RequeueAfter == 0 || d < a.RequeueAfter {

@@ -155,13 +155,19 @@ func TestWorkerSkipsQuietResyncs(t *testing.T) {
 	c, _ = rt.ContainerByName("uid1", "a")
 	rt.Exit(c.ID, 1)
 	w.wake()
+	wait("the exit published", func() bool {
+		cs, ok := owner.last("a")
+		return ok && cs.State.Terminated != nil
+	})
+	wait("worker on its timer to show the back-off", clk.HasWaiters)
+	clk.Step(time.Second)
 	wait("CrashLoopBackOff published", func() bool {
 		cs, ok := owner.last("a")
 		return ok && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
 	})
 	wait("worker on its back-off timer", clk.HasWaiters)
 	relisted.Add(2)
-	clk.Step(10 * time.Second)
+	clk.Step(9 * time.Second)
 	wait("restart after the back-off", running(2))
 
 	// A wake is never skipped.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -283,13 +284,8 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	if acts.Terminal && retry == 0 {
 		w.req.terminationDone()
 	}
-	for name, ws := range acts.Waiting {
-		if prev, ok := w.waiting[name]; !ok || prev != ws {
-			w.event(name, v1.EventTypeWarning, EventBackOff, fmt.Sprintf("Back-off restarting failed container %s in pod %s", name, podDesc(w.pod)))
-		}
-		w.waiting[name] = ws
-	}
-	w.publishStatus(st, now)
+	fresh := w.takeWaiting(acts.Waiting)
+	w.publishStatusHiding(st, now, fresh)
 	w.recordStart(now)
 	next := w.d.resync
 	switch {
@@ -300,13 +296,43 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 	case acts.RequeueAfter > 0:
 		next = acts.RequeueAfter
 	}
+	if len(fresh) > 0 && next > backOffShownAfter {
+		next = backOffShownAfter
+	}
 	if deadline > 0 && deadline < next {
 		next = deadline
 	}
 	// Only when the resync is all that is pending may it be skipped; a
 	// deadline further than the resync still needs its time checked.
-	w.resync.idle = retry == 0 && acts.RequeueAfter == 0 && deadline == 0
+	w.resync.idle = retry == 0 && acts.RequeueAfter == 0 && deadline == 0 && len(fresh) == 0
 	return next
+}
+
+// backOffShownAfter is how long a container that exited shows as
+// terminated before its CrashLoopBackOff (the kubelet's next sync after
+// the back-off decision, at most its PLEG relist period later).
+const backOffShownAfter = time.Second
+
+// takeWaiting records the planner's waiting states, with a BackOff event
+// for each new or changed one, and returns the containers whose restart
+// back-off is new: their status shows the exit (terminated, reason and
+// exit code) until the next sync, as the kubelet's status is generated
+// before the sync that decides the back-off.
+func (w *podWorker) takeWaiting(waiting map[string]waitingState) (fresh map[string]bool) {
+	for name, ws := range waiting {
+		prev, ok := w.waiting[name]
+		if !ok || prev != ws {
+			w.event(name, v1.EventTypeWarning, EventBackOff, fmt.Sprintf("Back-off restarting failed container %s in pod %s", name, podDesc(w.pod)))
+		}
+		if ws.Reason == reasonCrashLoopBackOff && (!ok || prev.Reason != reasonCrashLoopBackOff) {
+			if fresh == nil {
+				fresh = map[string]bool{}
+			}
+			fresh[name] = true
+		}
+		w.waiting[name] = ws
+	}
+	return fresh
 }
 
 // settle brings what the worker keeps up to the observation st at now,
@@ -366,11 +392,24 @@ func (w *podWorker) fillTerminationMessages(ctx context.Context, st *podState) {
 }
 
 func (w *podWorker) publishStatus(st *podState, now time.Time) {
+	w.publishStatusHiding(st, now, nil)
+}
+
+// publishStatusHiding publishes the pod's status, without the waiting
+// states of the containers in hide (see takeWaiting).
+func (w *podWorker) publishStatusHiding(st *podState, now time.Time, hide map[string]bool) {
 	if w.orphan {
 		return
 	}
+	waiting := w.waiting
+	if len(hide) > 0 {
+		waiting = maps.Clone(w.waiting)
+		for name := range hide {
+			delete(waiting, name)
+		}
+	}
 	s := computePodStatus(statusInput{
-		Pod: w.pod, State: st, Waiting: w.waiting, Previous: w.status,
+		Pod: w.pod, State: st, Waiting: waiting, Previous: w.status,
 		HostIPs: w.d.env.hostIPs, StartTime: w.startTime, Now: now,
 		Ready:             func(name string) bool { return w.d.prober.Ready(w.uid, name) },
 		Started:           func(name string) bool { return w.d.prober.Started(w.uid, name) },

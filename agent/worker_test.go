@@ -112,14 +112,22 @@ func TestWorkerWithFakeOwnerAndClock_A13(t *testing.T) {
 	wait("immediate restart after the first crash", attempt(1))
 	clk.Step(2 * time.Second)
 	crash()
+	// The exit shows first (terminated, Error), the back-off a second
+	// later, as the kubelet's status comes before its back-off decision.
+	wait("the exit published", func() bool {
+		cs, ok := owner.last("a")
+		return ok && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 1 && cs.State.Terminated.Reason == "Error"
+	})
+	wait("worker waiting 1s to show the back-off", func() bool { next, ok := clk.NextIn(); return ok && next == time.Second })
+	clk.Step(time.Second)
 	wait("CrashLoopBackOff published", func() bool {
 		cs, ok := owner.last("a")
 		return ok && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
 	})
 	// The worker waits for the back-off and nothing sooner: a step short
 	// of it can wake nothing (and nothing ran at the step).
-	wait("worker waiting 10s on its back-off timer", func() bool { next, ok := clk.NextIn(); return ok && next == 10*time.Second })
-	clk.Step(9 * time.Second)
+	wait("worker waiting 9s more on its back-off timer", func() bool { next, ok := clk.NextIn(); return ok && next == 9*time.Second })
+	clk.Step(8 * time.Second)
 	if attempt(2)() {
 		t.Fatal("restarted before the 10s back-off passed")
 	}

@@ -17,7 +17,8 @@ import (
 // second comes 10s after the second exit and the third 20s after the third;
 // while it waits the container is Waiting CrashLoopBackOff with the
 // kubelet's message, lastState holds the run that ended, a BackOff event is
-// recorded and the pod stays Running.
+// recorded and the pod stays Running. An exit the back-off holds shows
+// first as terminated (Error, exit code 1), then as CrashLoopBackOff.
 func TestCrashLoopBackOffFirstSteps_A12_A13_A14_A15(t *testing.T) {
 	e := NewEnv(t)
 	e.StartAgent(t, AgentOptions{})
@@ -37,6 +38,7 @@ spec:
 	tr := newContainerTracker(e, name, "app")
 	messages := sets.New[string]()
 	var pod *v1.Pod
+	sawError := false
 	// Observe until the third restart has started, checking every status.
 	tr.until(t, 2*time.Minute, "third restart not seen", func() bool {
 		p, err := e.findPod(name)
@@ -50,6 +52,9 @@ spec:
 		}
 		if tr.attempts[0] != nil && tr.attempts[0].Exited && p.Status.Phase != v1.PodRunning {
 			t.Errorf("phase %s after the first exit, want Running under restartPolicy Always", p.Status.Phase)
+		}
+		if term := st.State.Terminated; term != nil && st.RestartCount >= 1 && term.Reason == "Error" && term.ExitCode == 1 {
+			sawError = true
 		}
 		if w := st.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
 			if !messages.Has(w.Message) {
@@ -66,6 +71,9 @@ spec:
 		if r := tr.attempts[i]; r == nil || !r.Exited || r.ExitCode != 1 {
 			t.Fatalf("attempt %d: %s, want seen exited with 1", i, dump(r))
 		}
+	}
+	if !sawError {
+		t.Error("an exit held back by the back-off never showed as terminated (Error, exit code 1) before CrashLoopBackOff, as the kubelet shows it (kubectl get pods -w: Error, then CrashLoopBackOff)")
 	}
 	gap := func(i uint32) time.Duration { return tr.attempts[i].StartedAt.Sub(tr.attempts[i-1].Finished) }
 	t.Logf("restart gaps after each exit: %s, %s, %s", gap(1), gap(2), gap(3))
