@@ -5,12 +5,15 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/skiffnode/skiff/shim/admission/nodedeclaredfeatures"
 	"github.com/skiffnode/skiff/shim/admission/noderestriction"
+	"github.com/skiffnode/skiff/shim/admission/podresize"
 	"github.com/skiffnode/skiff/shim/admission/singlenode"
 )
 
@@ -21,8 +24,11 @@ import (
 // (genericapiserver's start-informers hook), so a plugin must wait for
 // its informers' sync before it trusts them (ValidateInitialization
 // checks the wiring, not the sync). With a node (Options.NodeName), new
-// pods without one are placed on it (singlenode).
-func admissionChain(client kubernetes.Interface, factory informers.SharedInformerFactory, node string) (admission.Interface, error) {
+// pods without one are placed on it (singlenode). Pod updates and resizes
+// are checked against their node (its declared features, its allocatable
+// resources) as in a cluster at version v.
+func admissionChain(client kubernetes.Interface, factory informers.SharedInformerFactory, node string,
+	v *version.Version) (admission.Interface, error) {
 	lifecycle, err := namespaceLifecycle(client, factory)
 	if err != nil {
 		return nil, err
@@ -32,10 +38,13 @@ func admissionChain(client kubernetes.Interface, factory informers.SharedInforme
 	if node != "" {
 		plugins = append(plugins, singlenode.New(node))
 	}
-	plugins = append(plugins, noderestriction.New(noderestriction.ClientLookup(client)))
+	lookup := noderestriction.ClientLookup(client)
+	// Upstream's order: NodeRestriction, then (last before the webhooks)
+	// NodeDeclaredFeatureValidator and PodResizeValidator.
+	plugins = append(plugins, noderestriction.New(lookup), nodedeclaredfeatures.New(lookup, v), podresize.New(lookup))
 	for _, p := range plugins {
-		if v, ok := p.(admission.InitializationValidator); ok {
-			if err := v.ValidateInitialization(); err != nil {
+		if iv, ok := p.(admission.InitializationValidator); ok {
+			if err := iv.ValidateInitialization(); err != nil {
 				return nil, fmt.Errorf("admission: %w", err)
 			}
 		}

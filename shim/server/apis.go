@@ -50,6 +50,9 @@ func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter, kubelets kubele
 		if e.Scale != nil {
 			st.byGroup[k.Group][k.Resource+"/scale"] = e.Scale
 		}
+		for name, sub := range e.Subresources {
+			st.byGroup[k.Group][k.Resource+"/"+name] = sub
+		}
 		if k == pod.Kind {
 			st.pods = e.Main
 		}

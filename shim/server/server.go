@@ -181,7 +181,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	// One informer factory for the admission plugins and the controllers,
 	// started by genericapiserver once the server serves.
 	factory := informers.NewSharedInformerFactoryWithOptions(loopback, 0, informers.WithTransform(dropManagedFields))
-	if cfg.AdmissionControl, err = admissionChain(loopback, factory, o.NodeName); err != nil {
+	if cfg.AdmissionControl, err = admissionChain(loopback, factory, o.NodeName, cfg.EffectiveVersion.BinaryVersion()); err != nil {
 		return nil, err
 	}
 	if s.controllers, err = newControllers(cfg.LoopbackClientConfig, loopback, factory, bundle.CACert); err != nil {

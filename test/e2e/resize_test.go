@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,4 +160,55 @@ func podConditionOf(p *v1.Pod, typ v1.PodConditionType) *v1.PodCondition {
 func runtimeID(containerID string) string {
 	_, id, _ := strings.Cut(containerID, "://")
 	return id
+}
+
+// TestControlPlaneResize: in-place resize through skiff's own control
+// plane (the shim's pods/resize and its PodResizeValidator), on the
+// machine's cgroup version (the v2 VM runs it too): the container's and
+// the pod's cgroups take the new cpu and memory limits without a restart;
+// a resize beyond the node's allocatable is refused by the shim.
+func TestControlPlaneResize(t *testing.T) {
+	cg := newCgroupEnv(t)
+	e := NewEnv(t)
+	e.StartAgent(t, cg.args(controlPlaneArgs(t, e)...))
+	cs, kubeconfig := adminClient(t, e)
+	ctx := context.Background()
+	node := waitNodeReady(t, cs)
+	t.Cleanup(func() { deleteAPIPods(t, cs) })
+
+	p := apiPod("cp-resize", 1, "sleep 100000")
+	p.Spec.NodeName = ""
+	p.Spec.Containers[0].Resources = requirements("100m", "32Mi", "200m", "64Mi")
+	if _, err := cs.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := waitAPIPod(t, cs, "cp-resize", "Ready", podReady)
+
+	patch := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"150m","memory":"48Mi"},"limits":{"cpu":"300m","memory":"96Mi"}}}]}}`
+	if k := os.Getenv("SKIFF_CONTROLPLANE"); k != "" {
+		out, err := exec.Command(k, "kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "patch", "pod", "cp-resize", "--subresource", "resize", "--patch", patch).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl patch --subresource resize: %v\n%s", err, out)
+		}
+	} else if _, err := cs.CoreV1().Pods(namespace).Patch(ctx, "cp-resize", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize"); err != nil {
+		t.Fatal(err)
+	}
+	after := waitAPIPod(t, cs, "cp-resize", "resized in place", func(p *v1.Pod) bool {
+		s := containerStatus(p, "app")
+		return s != nil && s.Resources != nil && s.Resources.Limits.Memory().Value() == 96*mi && p.Generation == 2 &&
+			p.Status.ObservedGeneration == 2 && noResizeConditions(p)
+	})
+	b, a := containerStatus(before, "app"), containerStatus(after, "app")
+	if a.ContainerID != b.ContainerID || a.RestartCount != 0 {
+		t.Errorf("app: %s (restarts %d), want %s resized without a restart", a.ContainerID, a.RestartCount, b.ContainerID)
+	}
+	mem := func(n int) string { return strconv.Itoa(n * mi) }
+	cg.checkLimits(t, "resized container", podRel(after)+"/"+runtimeID(a.ContainerID), limits{quota: "30000", period: "100000", shares: "153", memory: mem(96), byRunc: true})
+	cg.checkLimits(t, "resized pod", podRel(after), limits{quota: "30000", period: "100000", shares: "153", memory: mem(96)})
+
+	over := strconv.FormatInt(node.Status.Allocatable.Cpu().MilliValue()+1000, 10) + "m"
+	err := patchResize(ctx, cs, "cp-resize", "app", requirements(over, "48Mi", over, "96Mi"))
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "node didn't have enough allocatable resources: cpu") {
+		t.Errorf("resize beyond allocatable through the shim: %v, want Forbidden (PodResizeValidator)", err)
+	}
 }

@@ -156,6 +156,7 @@ func TestNodeRestriction(t *testing.T) {
 		{"evict another node's pod", call{op: admission.Create, resource: "pods", sub: "eviction", ns: "ns", obj: &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}}}, "can only evict pods"},
 		{"evict a missing pod", call{op: admission.Create, resource: "pods", sub: "eviction", ns: "ns", name: "gone", obj: &policyv1.Eviction{}}, "404"},
 		{"exec", call{op: admission.Create, resource: "pods", sub: "exec", ns: "ns", name: "mine"}, "unexpected pod subresource"},
+		{"resize own pod", call{op: admission.Update, resource: "pods", sub: "resize", ns: "ns", name: "mine", obj: mine, old: mine}, "unexpected pod subresource \"resize\""},
 		// Nodes.
 		{"register itself", call{op: admission.Create, resource: "nodes", name: "n1", obj: node("n1", nil)}, ""},
 		{"register another node", call{op: admission.Create, resource: "nodes", name: "n2", obj: node("n2", nil)}, `node "n1" is not allowed to modify node "n2"`},

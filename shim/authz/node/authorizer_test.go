@@ -137,6 +137,10 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"patch pod status", req{verb: "patch", resource: "pods", sub: "status", namespace: "ns", nm: "web"}, allow},
 		{"create eviction", req{verb: "create", resource: "pods", sub: "eviction", namespace: "ns", nm: "web"}, allow},
 		{"exec", req{verb: "create", resource: "pods", sub: "exec", namespace: "ns", nm: "web"}, no},
+		// Upstream's Node authorizer has no rule for pods/resize: a node
+		// never resizes, not even its own pods.
+		{"patch own pod resize", req{verb: "patch", resource: "pods", sub: "resize", namespace: "ns", nm: "web"}, no},
+		{"update own pod resize", req{verb: "update", resource: "pods", sub: "resize", namespace: "ns", nm: "web"}, no},
 		// Secrets and configmaps of its pods.
 		{"secret volume", req{verb: "get", resource: "secrets", namespace: "ns", nm: "vol-secret"}, allow},
 		{"secret env", req{verb: "get", resource: "secrets", namespace: "ns", nm: "env-secret"}, allow},

@@ -1,7 +1,8 @@
 // Package generic builds a k8s.io/apiserver generic registry Store for one
 // served kind from a Kind description: the strategy (metadata validation,
 // status reset, per-kind hooks), field attributes for selectors, the status
-// subresource and the short names kubectl discovers.
+// subresource, update-only subresources (pods/resize) and the short names
+// kubectl discovers.
 package generic
 
 import (
@@ -54,6 +55,13 @@ type Kind struct {
 	// PrepareForUpdate adjusts an update of the main resource (after the
 	// status was reset), e.g. bumps metadata.generation on spec changes.
 	PrepareForUpdate func(obj, old runtime.Object)
+	// PrepareForStatusUpdate adjusts an update through the status
+	// subresource, after the spec and owner references were kept (pods:
+	// status fields a client may not clear).
+	PrepareForStatusUpdate func(obj, old runtime.Object)
+	// UpdateSubresources are update-only subresources by name (pods:
+	// "resize"), each served by an UpdateREST over the kind's storage.
+	UpdateSubresources map[string]*UpdateSubresource
 	// Scale, if set, adds the scale subresource (autoscaling/v1 Scale).
 	Scale *ScaleFuncs
 	// Fields returns the kind's selectable fields beyond metadata.name and
@@ -72,6 +80,38 @@ type Kind struct {
 	// Table gives `kubectl get` its columns (shim/printers); nil: NAME and
 	// CREATED AT.
 	Table rest.TableConvertor
+}
+
+// UpdateSubresource describes an update-only subresource: get, update and
+// patch of the whole object, of which an update keeps only what
+// PrepareForUpdate takes from the request (upstream's podResizeStrategy).
+// Create on update is never allowed. Both hooks are required.
+type UpdateSubresource struct {
+	// PrepareForUpdate makes obj old plus the changes the subresource
+	// accepts, and bumps metadata.generation if it changes the spec
+	// (rest.BeforeUpdate has reset obj's generation to old's).
+	PrepareForUpdate func(obj, old runtime.Object)
+	// ValidateUpdate checks the update after PrepareForUpdate; it runs
+	// after the metadata update checks and the kind's Validate.
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+}
+
+// UpdateStrategy returns the update strategy of the endpoint subresource
+// of k: "" for the main resource, "status" (kinds with Status) or the
+// name of one of its UpdateSubresources; nil for any other. The Stores
+// use these strategies; tests may run rest.BeforeUpdate with them.
+func (k *Kind) UpdateStrategy(subresource string) rest.RESTUpdateStrategy {
+	switch {
+	case subresource == "":
+		return newStrategy(k, false)
+	case subresource == "status" && k.Status:
+		return newStrategy(k, true)
+	case k.UpdateSubresources[subresource] != nil:
+		s := newStrategy(k, false)
+		s.sub = k.UpdateSubresources[subresource]
+		return s
+	}
+	return nil
 }
 
 // GetAttrs returns the labels and selectable fields of obj.
@@ -103,12 +143,13 @@ func (k *Kind) predicate(label labels.Selector, field fields.Selector) storage.S
 }
 
 // strategy implements the create, update and delete strategies of a Kind;
-// statusOnly is the status subresource's.
+// statusOnly is the status subresource's, sub an update subresource's.
 type strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
 	kind       *Kind
 	statusOnly bool
+	sub        *UpdateSubresource
 }
 
 func newStrategy(k *Kind, statusOnly bool) *strategy {
@@ -127,6 +168,10 @@ func (s *strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 }
 
 func (s *strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	if s.sub != nil {
+		s.sub.PrepareForUpdate(obj, old)
+		return
+	}
 	if !s.kind.Status {
 		if s.kind.PrepareForUpdate != nil {
 			s.kind.PrepareForUpdate(obj, old)
@@ -141,6 +186,9 @@ func (s *strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) 
 		oldMeta, _ := objectMeta(old)
 		if meta != nil && oldMeta != nil {
 			meta.SetOwnerReferences(oldMeta.GetOwnerReferences())
+		}
+		if s.kind.PrepareForStatusUpdate != nil {
+			s.kind.PrepareForStatusUpdate(obj, old)
 		}
 		return
 	}
@@ -190,7 +238,10 @@ func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fi
 		return errs
 	}
 	errs = append(errs, s.validate(obj)...)
-	if s.kind.ValidateUpdate != nil {
+	switch {
+	case s.sub != nil:
+		errs = append(errs, s.sub.ValidateUpdate(obj, old)...)
+	case s.kind.ValidateUpdate != nil:
 		errs = append(errs, s.kind.ValidateUpdate(obj, old)...)
 	}
 	return errs
@@ -205,7 +256,7 @@ func (s *strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Obj
 func (s *strategy) Canonicalize(runtime.Object) {}
 
 func (s *strategy) AllowCreateOnUpdate(context.Context) bool {
-	return s.kind.AllowCreateOnUpdate && !s.statusOnly
+	return s.kind.AllowCreateOnUpdate && !s.statusOnly && s.sub == nil
 }
 
 func (s *strategy) AllowUnconditionalUpdate(context.Context) bool { return true }

@@ -71,6 +71,33 @@ func (r *StatusREST) ConvertToTable(ctx context.Context, object runtime.Object, 
 	return r.store.ConvertToTable(ctx, object, tableOptions)
 }
 
+// UpdateREST is an update-only subresource (Kind.UpdateSubresources): get,
+// and update (put, patch) of the same object with the subresource's
+// strategy, as upstream's pods/resize ResizeREST. Like it, it resets no
+// fields for server-side apply and converts no tables.
+type UpdateREST struct {
+	store *genericregistry.Store
+}
+
+var _ rest.Patcher = &UpdateREST{}
+
+// New implements rest.Storage.
+func (r *UpdateREST) New() runtime.Object { return r.store.New() }
+
+// Destroy implements rest.Storage; the main Store owns the storage.
+func (r *UpdateREST) Destroy() {}
+
+// Get implements rest.Getter: the whole object, as the main resource's.
+func (r *UpdateREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	return r.store.Get(ctx, name, options)
+}
+
+// Update implements rest.Updater. Create on update is never allowed.
+func (r *UpdateREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+}
+
 // gracefulStrategy adds graceful deletion (rest.RESTGracefulDeleteStrategy)
 // for kinds that have it.
 type gracefulStrategy struct {
@@ -82,11 +109,13 @@ func (s gracefulStrategy) CheckGracefulDelete(_ context.Context, obj runtime.Obj
 }
 
 // Endpoints are a kind's main endpoint and its subresources; Status and
-// Scale are nil for kinds without them.
+// Scale are nil for kinds without them, Subresources holds the kind's
+// UpdateSubresources by name.
 type Endpoints struct {
-	Main   *REST
-	Status *StatusREST
-	Scale  *ScaleREST
+	Main         *REST
+	Status       *StatusREST
+	Scale        *ScaleREST
+	Subresources map[string]*UpdateREST
 }
 
 // NewEndpoints returns the endpoints of k, stored through optsGetter.
@@ -99,6 +128,14 @@ func NewEndpoints(k *Kind, optsGetter generic.RESTOptionsGetter) (Endpoints, err
 	if k.Scale != nil {
 		e.Scale = &ScaleREST{store: main.Store, funcs: k.Scale,
 			gr: schema.GroupResource{Group: k.Group, Resource: k.Resource + "/scale"}}
+	}
+	for name := range k.UpdateSubresources {
+		if e.Subresources == nil {
+			e.Subresources = map[string]*UpdateREST{}
+		}
+		store := *main.Store
+		store.UpdateStrategy = k.UpdateStrategy(name)
+		e.Subresources[name] = &UpdateREST{store: &store}
 	}
 	return e, nil
 }

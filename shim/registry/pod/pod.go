@@ -1,7 +1,8 @@
 // Package pod is the shim's Pod kind: skiff's own pod validation
 // (podspec.Validate), the status set at creation, the fields a pod
-// update may change, graceful deletion and the field selectors the kubelet
-// and kubectl use.
+// update may change, metadata.generation, what a status update keeps,
+// pods/resize, graceful deletion and the field selectors the kubelet and
+// kubectl use.
 package pod
 
 import (
@@ -21,7 +22,7 @@ import (
 	"github.com/skiffnode/skiff/shim/registry/generic"
 )
 
-// Kind describes pods and pods/status.
+// Kind describes pods, pods/status and pods/resize.
 var Kind = &generic.Kind{
 	Table:      printers.Pods(),
 	Version:    "v1",
@@ -41,6 +42,11 @@ var Kind = &generic.Kind{
 	GracefulDelete:   checkGracefulDelete,
 	TriggerField:     "spec.nodeName",
 	Trigger:          func(obj runtime.Object) string { return obj.(*corev1.Pod).Spec.NodeName },
+
+	// Upstream's podStrategy.PrepareForUpdate: updatePodGeneration.
+	PrepareForUpdate:       func(obj, old runtime.Object) { updateGeneration(obj.(*corev1.Pod), old.(*corev1.Pod)) },
+	PrepareForStatusUpdate: prepareForStatusUpdate,
+	UpdateSubresources:     map[string]*generic.UpdateSubresource{"resize": resize},
 }
 
 // validate runs skiff's pod validation, less metadata (the generic
