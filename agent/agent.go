@@ -134,6 +134,7 @@ func New(cfg Config) (*Agent, error) {
 		puller:   cfg.Puller, credentials: cfg.Credentials, userns: cfg.UserNamespaces,
 		rro:          cfg.RuntimeFeatures.RecursiveReadOnlyMounts,
 		oomGroupKill: cfg.OOMGroupKill,
+		restartMax:   cfg.MaxContainerRestartPeriod,
 		metricsPort:  cfg.Metrics,
 	}
 	if cfg.ContainerGC != nil {

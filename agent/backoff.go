@@ -33,6 +33,17 @@ func newBackoff() *backoff {
 	return &backoff{initial: backoffInitial, max: backoffMax, entries: map[string]*backoffEntry{}}
 }
 
+// newRestartBackoff is the container restart back-off capped at max (the
+// kubelet's crashLoopBackOff.maxContainerRestartPeriod; 0: backoffMax),
+// starting at the smaller of backoffInitial and max (newCrashLoopBackOff).
+func newRestartBackoff(max time.Duration) *backoff {
+	b := newBackoff()
+	if max > 0 {
+		b.max, b.initial = max, min(backoffInitial, max)
+	}
+	return b
+}
+
 // stale reports whether an entry last bumped at updated no longer applies to
 // an event at ts (flowcontrol's hasExpired).
 func (b *backoff) stale(ts, updated time.Time) bool { return ts.Sub(updated) > 2*b.max }

@@ -131,3 +131,27 @@ func TestCrashAfterProbeKillMeasuresOwnExit_A13(t *testing.T) {
 		t.Fatalf("StartApp %v waiting %v requeue %s, want CrashLoopBackOff for 5s more", a.StartApp, a.Waiting, a.RequeueAfter)
 	}
 }
+
+// TestRestartBackoffMax: crashLoopBackOff.maxContainerRestartPeriod caps
+// the restart delays, and starts them there when below 10s
+// (newCrashLoopBackOff); the image pull back-off keeps its own cap.
+func TestRestartBackoffMax(t *testing.T) {
+	for _, tc := range []struct {
+		max  time.Duration
+		want []time.Duration
+	}{
+		{0, []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 300 * time.Second}},
+		{time.Minute, []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute}},
+		{5 * time.Second, []time.Duration{5 * time.Second, 5 * time.Second}},
+	} {
+		b := newRestartBackoff(tc.max)
+		now := t0
+		for i, want := range tc.want {
+			b.next("restart/a/h", now, now)
+			if got := b.delay("restart/a/h"); got != want {
+				t.Errorf("max %s: delay %d = %s, want %s", tc.max, i, got, want)
+			}
+			now = now.Add(time.Second)
+		}
+	}
+}

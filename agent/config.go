@@ -135,6 +135,8 @@ type Config struct {
 	// UserNamespaces gives pods with spec.hostUsers: false their user
 	// namespaces (a *userns.Manager); nil: such pods fail to start.
 	UserNamespaces UserNamespaces
+	// MaxContainerRestartPeriod caps the restart back-off (0: 300s).
+	MaxContainerRestartPeriod time.Duration
 	// OOMGroupKill: every container gets memory.oom.group=1, so that an
 	// OOM kill takes the whole container, as the kubelet on cgroup v2 with
 	// singleProcessOOMKill false (its default there). Only for cgroup v2.

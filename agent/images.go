@@ -103,7 +103,7 @@ func (w *podWorker) ensureImage(ctx context.Context, c *v1.Container) (string, e
 func (w *podWorker) pullImage(ctx context.Context, c *v1.Container) (string, error) {
 	key := pullBackoffKey(c.Image)
 	now := w.d.clock.Now()
-	if until, in := w.backoff.inBackOffSinceUpdate(key, now); in {
+	if until, in := w.pulls.inBackOffSinceUpdate(key, now); in {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
 		w.event(c.Name, v1.EventTypeNormal, EventBackOff, msg)
 		if prev, ok := w.pullErrs[key]; ok {
@@ -125,7 +125,7 @@ func (w *podWorker) pullImage(ctx context.Context, c *v1.Container) (string, err
 		}
 		w.event(c.Name, v1.EventTypeWarning, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
 		end := w.d.clock.Now()
-		w.backoff.next(key, end, end)
+		w.pulls.next(key, end, end)
 		w.pullErrs[key] = reasonErrImagePull + ": " + err.Error()
 		return "", &imageError{Reason: reasonErrImagePull, Message: err.Error(), Err: err}
 	}

@@ -70,8 +70,8 @@ type podWorker struct {
 	req podRequests
 
 	// Owned by the worker goroutine.
-	// backoff holds the restart back-offs and the image pull back-offs.
-	backoff *backoff
+	// backoff holds the restart back-offs, pulls the image pull back-offs.
+	backoff, pulls *backoff
 	// pullErrs: the last pull error per pull back-off key, for the
 	// ImagePullBackOff message.
 	pullErrs  map[string]string
@@ -111,7 +111,8 @@ func newPodWorker(d *workerDeps, pod *v1.Pod, waitFor []<-chan struct{}) *podWor
 		wakeCh:   make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		waitFor:  waitFor,
-		backoff:  newBackoff(),
+		backoff:  newRestartBackoff(d.restartMax),
+		pulls:    newBackoff(),
 		pullErrs: map[string]string{},
 		waiting:  map[string]waitingState{},
 
@@ -354,6 +355,7 @@ func (w *podWorker) settle(ctx context.Context, st *podState, now time.Time) (de
 	deadline = w.checkDeadline(now)
 	w.marks.pruneProbeKilled(st)
 	w.backoff.prune(now)
+	w.pulls.prune(now)
 	return deadline
 }
 

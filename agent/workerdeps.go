@@ -60,6 +60,8 @@ type workerDeps struct {
 	rro bool
 	// oomGroupKill: Config.OOMGroupKill.
 	oomGroupKill bool
+	// restartMax: Config.MaxContainerRestartPeriod.
+	restartMax time.Duration
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Safe for

@@ -27,15 +27,18 @@ type Config struct {
 	RuntimeTimeout    time.Duration
 	MaxParallelStarts int
 	MaxParallelProbes int
-	Resources         ResourcesConfig
-	Security          SecurityConfig
-	Pull              PullConfig
-	Registry          RegistryConfig
-	GC                GCConfig
-	API               APIConfig
-	ControlPlane      ControlPlaneConfig
-	KubeletAPI        KubeletAPIConfig
-	Shutdown          ShutdownConfig
+	// MaxContainerRestartPeriod caps the restart back-off (the kubelet's
+	// crashLoopBackOff.maxContainerRestartPeriod, 1s to 300s).
+	MaxContainerRestartPeriod time.Duration
+	Resources                 ResourcesConfig
+	Security                  SecurityConfig
+	Pull                      PullConfig
+	Registry                  RegistryConfig
+	GC                        GCConfig
+	API                       APIConfig
+	ControlPlane              ControlPlaneConfig
+	KubeletAPI                KubeletAPIConfig
+	Shutdown                  ShutdownConfig
 }
 
 // joinsAPIServer says whether the node joins an API server: one given by
@@ -50,6 +53,9 @@ func (c *Config) joinsAPIServer() bool {
 func (c *Config) Validate() error {
 	if c.MaxParallelStarts < 0 {
 		return fmt.Errorf("--max-parallel-starts %d: want 0 (adaptive, the default) or a positive upper bound", c.MaxParallelStarts)
+	}
+	if p := c.MaxContainerRestartPeriod; p < time.Second || p > 300*time.Second {
+		return fmt.Errorf("--max-container-restart-period %s: must be between 1s and 300s (crashLoopBackOff.maxContainerRestartPeriod)", p)
 	}
 	if err := c.Pull.config().Validate(); err != nil {
 		return err

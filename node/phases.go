@@ -260,5 +260,7 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 		RuntimeFeatures:   features,
 		UserNamespaces:    usernsMgr,
 		OOMGroupKill:      oomGroupKill(mode, o.Resources.SingleProcessOOMKill),
+
+		MaxContainerRestartPeriod: o.MaxContainerRestartPeriod,
 	})
 }

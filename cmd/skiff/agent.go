@@ -89,6 +89,7 @@ func addAgentFlags(f *pflag.FlagSet, o *node.Config) {
 	f.StringVar(&o.ClusterDomain, "cluster-domain", agent.DefaultClusterDomain, "DNS domain of the cluster: the FQDN of a pod with spec.subdomain is <hostname>.<subdomain>.<namespace>.svc.<cluster-domain>")
 	f.DurationVar(&o.RuntimeTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of CRI requests")
 	f.IntVar(&o.MaxParallelStarts, "max-parallel-starts", 0, "upper bound of sandboxes/containers started (and sandboxes torn down) at once; the number adapts to the runtime's throughput from max(2, CPUs) up to it (0: 4*CPUs within [16, 64]; N <= max(2, CPUs): fixed N)")
+	f.DurationVar(&o.MaxContainerRestartPeriod, "max-container-restart-period", 300*time.Second, "the longest restart back-off of a crashing container, 1s to 300s (crashLoopBackOff.maxContainerRestartPeriod; the back-off starts at 10s, or at this if shorter)")
 	f.IntVar(&o.MaxParallelProbes, "max-parallel-exec-probes", 0, "exec probes running at once (0: max(2, CPUs); -1: no bound)")
 }
 

@@ -57,6 +57,20 @@ func TestAgentRefusesNegativeMaxParallelStarts(t *testing.T) {
 	}
 }
 
+// A restart back-off cap outside the kubelet's 1s..300s is refused before
+// anything starts, with the flag named.
+func TestAgentRefusesBadMaxContainerRestartPeriod(t *testing.T) {
+	for _, v := range []string{"500ms", "301s"} {
+		cmd := newAgentCmd()
+		cmd.SetArgs([]string{"--max-container-restart-period=" + v, "--root-dir", t.TempDir()})
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		err := cmd.ExecuteContext(t.Context())
+		if err == nil || !strings.Contains(err.Error(), "--max-container-restart-period") || !strings.Contains(err.Error(), "between 1s and 300s") {
+			t.Errorf("%s: err = %v, want one naming --max-container-restart-period and its range", v, err)
+		}
+	}
+}
+
 // Bad graceful shutdown settings are refused before anything starts, with
 // the setting named (H.18, H.20).
 func TestAgentRefusesBadShutdownGracePeriods_H18_H20(t *testing.T) {

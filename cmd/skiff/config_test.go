@@ -75,6 +75,7 @@ func TestConfigFileSetsEachField(t *testing.T) {
 		{"resolvConf", `resolvConf: ""`, "resolv-conf", ""},
 		{"clusterDomain", "clusterDomain: example.org", "cluster-domain", "example.org"},
 		{"runtimeRequestTimeout", "runtimeRequestTimeout: 30s", "runtime-request-timeout", "30s"},
+		{"crashLoopBackOff.maxContainerRestartPeriod", "crashLoopBackOff: {maxContainerRestartPeriod: 1m}", "max-container-restart-period", "1m0s"},
 		{"cgroupDriver", "cgroupDriver: systemd", "cgroup-driver", "systemd"},
 		{"cgroupRoot", "cgroupRoot: /skiff", "cgroup-root", "/skiff"},
 		{"cgroupsPerQOS", "cgroupsPerQOS: false", "cgroups-per-qos", "false"},

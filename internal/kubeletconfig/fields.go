@@ -63,6 +63,9 @@ func fields() []field {
 		strPtr("resolvConf", "resolv-conf", func(c *config) **string { return &c.ResolverConfig }),
 		str("clusterDomain", "cluster-domain", func(c *config) *string { return &c.ClusterDomain }),
 		duration("runtimeRequestTimeout", "runtime-request-timeout", func(c *config) *metav1.Duration { return &c.RuntimeRequestTimeout }),
+		durationPtr("crashLoopBackOff.maxContainerRestartPeriod", "max-container-restart-period", func(c *config) **metav1.Duration {
+			return &c.CrashLoopBackOff.MaxContainerRestartPeriod
+		}),
 		str("cgroupDriver", "cgroup-driver", func(c *config) *string { return &c.CgroupDriver }),
 		str("cgroupRoot", "cgroup-root", func(c *config) *string { return &c.CgroupRoot }),
 		boolPtr("cgroupsPerQOS", "cgroups-per-qos", func(c *config) **bool { return &c.CgroupsPerQOS }),
