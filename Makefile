@@ -257,7 +257,7 @@ test:
 	$(MAKE) test-systemd
 
 # The e2e tests the cgroup v2 VM runs, and where their binary is built.
-V2_TESTS ?= TestCgroup|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52|TestVolumes_G1_G14|TestContainerSecurityContext_G15_G16|TestVolumeOwnershipFSGroup_G15|TestImageVolume|TestRecursiveReadOnlyMount|TestUserNamespacePod|TestSupplementalGroupsPolicy
+V2_TESTS ?= TestCgroup|TestControlPlaneResize|TestInitContainersRunInOrder_A24|TestPodGetsIPFromBridgeRange_A52|TestVolumes_G1_G14|TestContainerSecurityContext_G15_G16|TestVolumeOwnershipFSGroup_G15|TestImageVolume|TestRecursiveReadOnlyMount|TestUserNamespacePod|TestSupplementalGroupsPolicy
 E2E_TEST_BIN := _output/e2e.test
 # The e2e suite's /tmp in the VM (ext4, sparse: the guest's tmpfs
 # root cannot be idmapped by its 6.1 kernel; see with-scratch.sh).
@@ -268,7 +268,7 @@ VM_GUEST := /skiff
 CGROUPS_TEST_BIN := _output/cgroups.test
 
 ## test-v2: the VM's own smoke test (boot, cgroup v2 controllers, the guest watchdog), then the cgroups package's root tests and the cgroup v2 e2e suite (V2_TESTS) inside a QEMU VM booting a cgroup v2 kernel (test/vm)
-test-v2: setup build images
+test-v2: setup build build-apiserver images
 	SKIFF_VM=1 $(GO) test -count=1 -timeout 10m -run 'TestVMSmoke' ./test/vm
 	CGO_ENABLED=0 $(GO) test -c -o $(CGROUPS_TEST_BIN) ./cgroups
 	$(GO) run ./test/vm/cmd/vmrun -timeout 10m -log _output/vm/console-cgroups.log \
@@ -280,10 +280,12 @@ test-v2: setup build images
 	$(GO) run ./test/vm/cmd/vmrun -timeout 30m -log _output/vm/console.log \
 		-require-cgroup2 cpu,memory,pids -disk $(V2_SCRATCH) \
 		-add $(BIN):$(VM_GUEST)/bin/skiff -add $(BIN)-pause:$(VM_GUEST)/bin/skiff-pause -add $(IMAGES_DIR):$(VM_GUEST)/images \
+		-add $(APISERVER_BIN):$(VM_GUEST)/bin/skiff-apiserver \
 		$(foreach p,$(RUNTIME_PROGRAMS),-add bin/$(p):$(VM_GUEST)/bin/$(p)) \
 		-add $(E2E_TEST_BIN):$(VM_GUEST)/test/e2e/e2e.test -workdir $(VM_GUEST)/test/e2e \
 		-add test/vm/guest/with-scratch.sh:$(VM_GUEST)/with-scratch.sh \
 		-env SKIFF_E2E=1 -env SKIFF_BIN=$(VM_GUEST)/bin/skiff -env SKIFF_IMAGES=$(VM_GUEST)/images \
+		-env SKIFF_APISERVER=$(VM_GUEST)/bin/skiff-apiserver \
 		-- $(VM_GUEST)/with-scratch.sh /dev/nvme0n1 \
 		$(VM_GUEST)/test/e2e/e2e.test -test.v -test.count=1 -test.timeout 25m -test.run '$(V2_TESTS)'
 	rm -f $(V2_SCRATCH)
