@@ -28,10 +28,18 @@ const (
 	managedHostsHeaderWithHostNetwork = "# Kubernetes-managed hosts file (host network).\n"
 )
 
-// podHostnameAndDomain returns the pod's host name (spec.hostname, else the
-// pod name, cut to 63 characters without a trailing "-" or ".") and, with
+// podHostnameAndDomain returns the pod's host name (spec.hostnameOverride,
+// a DNS subdomain, and then no domain; else spec.hostname, else the pod
+// name; cut to 63 characters without a trailing "-" or ".") and, with
 // spec.subdomain, its domain "<subdomain>.<namespace>.svc.<clusterDomain>".
 func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, domain string, err error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		if msgs := validation.IsDNS1123Subdomain(*o); len(msgs) > 0 {
+			return "", "", fmt.Errorf("pod HostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(msgs, ";"))
+		}
+		hostname, err = truncateHostname(pod.Name, *o)
+		return hostname, "", err
+	}
 	hostname = pod.Name
 	if pod.Spec.Hostname != "" {
 		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) > 0 {
@@ -39,11 +47,8 @@ func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, domain s
 		}
 		hostname = pod.Spec.Hostname
 	}
-	if len(hostname) > 63 {
-		hostname = strings.TrimRight(hostname[:63], "-.")
-		if hostname == "" {
-			return "", "", fmt.Errorf("hostname for pod %q was invalid: %q", pod.Name, pod.Name)
-		}
+	if hostname, err = truncateHostname(pod.Name, hostname); err != nil {
+		return "", "", err
 	}
 	if sub := pod.Spec.Subdomain; sub != "" {
 		if msgs := validation.IsDNS1123Label(sub); len(msgs) > 0 {
@@ -52,6 +57,19 @@ func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, domain s
 		domain = fmt.Sprintf("%s.%s.svc.%s", sub, pod.Namespace, clusterDomain)
 	}
 	return hostname, domain, nil
+}
+
+// truncateHostname cuts hostname to 63 characters without a trailing "-"
+// or "." (the kubelet's truncatePodHostnameIfNeeded).
+func truncateHostname(podName, hostname string) (string, error) {
+	if len(hostname) <= 63 {
+		return hostname, nil
+	}
+	truncated := strings.TrimRight(hostname[:63], "-.")
+	if truncated == "" {
+		return "", fmt.Errorf("hostname for pod %q was invalid: %q", podName, hostname)
+	}
+	return truncated, nil
 }
 
 // kernelHostname is the UTS host name of the pod: its host name, or with

@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiffnode/skiff/runtime"
 )
@@ -22,6 +23,7 @@ func TestPodHostname_G2(t *testing.T) {
 	tests := []struct {
 		name                 string
 		podName, host, sub   string
+		override             *string
 		fqdn                 *bool
 		wantHost, wantDomain string
 		wantKernel, wantErr  string
@@ -33,6 +35,9 @@ func TestPodHostname_G2(t *testing.T) {
 		{name: "setHostnameAsFQDN", podName: "p", host: "db-0", sub: "db", fqdn: &yes, wantHost: "db-0", wantDomain: "db.ns.svc.cluster.local", wantKernel: "db-0.db.ns.svc.cluster.local"},
 		{name: "setHostnameAsFQDN false", podName: "p", host: "db-0", sub: "db", fqdn: &no, wantHost: "db-0", wantDomain: "db.ns.svc.cluster.local", wantKernel: "db-0"},
 		{name: "setHostnameAsFQDN without subdomain", podName: "p", fqdn: &yes, wantHost: "p", wantKernel: "p"},
+		{name: "hostnameOverride, a subdomain, wins over hostname and subdomain", podName: "p", host: "db-0", sub: "db",
+			override: ptr.To("db-0.example.com"), wantHost: "db-0.example.com", wantKernel: "db-0.example.com"},
+		{name: "hostnameOverride cut to 63", podName: "p", override: ptr.To(strings.Repeat("o", 62) + ".b"), wantHost: strings.Repeat("o", 62), wantKernel: strings.Repeat("o", 62)},
 		{
 			name: "FQDN over 64 characters", podName: "p", host: strings.Repeat("h", 41), sub: "db", fqdn: &yes,
 			wantHost: strings.Repeat("h", 41), wantDomain: "db.ns.svc.cluster.local",
@@ -42,7 +47,7 @@ func TestPodHostname_G2(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.podName, Namespace: "ns"},
-				Spec: v1.PodSpec{Hostname: tc.host, Subdomain: tc.sub, SetHostnameAsFQDN: tc.fqdn}}
+				Spec: v1.PodSpec{Hostname: tc.host, Subdomain: tc.sub, SetHostnameAsFQDN: tc.fqdn, HostnameOverride: tc.override}}
 			host, domain, err := podHostnameAndDomain(pod, DefaultClusterDomain)
 			if err != nil || host != tc.wantHost || domain != tc.wantDomain {
 				t.Fatalf("podHostnameAndDomain() = %q, %q, %v; want %q, %q", host, domain, err, tc.wantHost, tc.wantDomain)
@@ -59,6 +64,10 @@ func TestPodHostname_G2(t *testing.T) {
 				t.Fatalf("sandboxHostname() = %q, %v; want %q", kernel, err, tc.wantKernel)
 			}
 		})
+	}
+	bad := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: v1.PodSpec{HostnameOverride: ptr.To("Bad_Name")}}
+	if _, _, err := podHostnameAndDomain(bad, DefaultClusterDomain); err == nil || !strings.Contains(err.Error(), `pod HostnameOverride "Bad_Name" is not a valid DNS subdomain`) {
+		t.Errorf("invalid hostnameOverride: %v", err)
 	}
 	// 64 characters exactly is allowed.
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},

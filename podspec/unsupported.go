@@ -34,7 +34,7 @@ func supportedFieldPaths() []string {
 		"spec.restartPolicy", "spec.terminationGracePeriodSeconds",
 		"spec.activeDeadlineSeconds",
 		"spec.dnsPolicy", "spec.dnsConfig",
-		"spec.hostNetwork", "spec.hostname", "spec.subdomain",
+		"spec.hostNetwork", "spec.hostname", "spec.subdomain", "spec.hostnameOverride",
 		"spec.nodeName", "spec.nodeSelector", "spec.tolerations",
 		"spec.priority", "spec.priorityClassName", "spec.schedulerName",
 		"spec.os", "spec.readinessGates", "spec.enableServiceLinks",

@@ -108,7 +108,28 @@ func validateNames(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 			errs = append(errs, invalidIf(f.check(f.value), path.Child(f.name), f.value)...)
 		}
 	}
-	return errs
+	return append(errs, validateHostnameOverride(spec, path.Child("hostnameOverride"))...)
+}
+
+// validateHostnameOverride: a DNS subdomain of at most 64 characters,
+// neither with setHostnameAsFQDN nor with hostNetwork (upstream's
+// validatePodHostName).
+func validateHostnameOverride(spec *v1.PodSpec, path *field.Path) field.ErrorList {
+	o := spec.HostnameOverride
+	if o == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN {
+		errs = append(errs, field.Forbidden(path, "may not be specified when setHostnameAsFQDN is true"))
+	}
+	if spec.HostNetwork {
+		errs = append(errs, field.Forbidden(path, "may not be specified when hostNetwork is true"))
+	}
+	if len(*o) > 64 {
+		errs = append(errs, field.TooLong(path, "", 64))
+	}
+	return append(errs, invalidIf(validation.IsDNS1123Subdomain(*o), path, *o)...)
 }
 
 // validateDNS checks dnsPolicy and dnsConfig. skiff supports the policies

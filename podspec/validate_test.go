@@ -193,6 +193,12 @@ func TestValidate(t *testing.T) {
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{RunAsGroup: ptr(int64(1 << 40))}
 		}, []string{"spec.containers[0].securityContext.runAsGroup: Invalid value"}},
 		{"hostname", func(p *v1.Pod) { p.Spec.Hostname = "a.b" }, []string{`spec.hostname: Invalid value: "a.b"`}},
+		{"hostnameOverride", func(p *v1.Pod) { p.Spec.HostnameOverride = ptr("db-0.example.com") }, nil},
+		{"hostnameOverride rules", func(p *v1.Pod) {
+			p.Spec.HostnameOverride, p.Spec.HostNetwork, p.Spec.SetHostnameAsFQDN = ptr("Bad_Name"), true, ptr(true)
+		}, []string{"spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true",
+			"spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true",
+			`spec.hostnameOverride: Invalid value: "Bad_Name"`}},
 		{"nodeName", func(p *v1.Pod) { p.Spec.NodeName = "Node_1" }, []string{`spec.nodeName: Invalid value: "Node_1"`}},
 		{"nodeSelector", func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"-x": "y"} }, []string{`spec.nodeSelector: Invalid value: "-x"`}},
 		{"toleration key empty needs Exists", func(p *v1.Pod) { p.Spec.Tolerations = []v1.Toleration{{Operator: v1.TolerationOpEqual}} },

@@ -170,3 +170,34 @@ func TestConfigEnvExampleRuns(t *testing.T) {
 		return err == nil && strings.Contains(out, want), fmt.Sprintf("skiff logs: %v %q, want %q", err, out, want)
 	})
 }
+
+// TestHostnameOverride: spec.hostnameOverride (GA in 1.37) is the pod's
+// host name and its /etc/hosts entry, with no domain even with a
+// subdomain, as the kubelet's GeneratePodHostNameAndDomain.
+func TestHostnameOverride(t *testing.T) {
+	e := NewEnv(t)
+	e.StartAgent(t, AgentOptions{})
+	e.WriteManifest(t, "override.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: override
+spec:
+  terminationGracePeriodSeconds: 1
+  hostnameOverride: db-0.example.com
+  subdomain: web
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "100000"]
+`, busyboxImage))
+	pod := PodName("override")
+	p := e.WaitForPod(t, pod, runningAndReady, podStartTimeout)
+	ctr := e.PodContainer(t, pod, "app")
+	if got := strings.TrimSpace(e.Exec(t, ctr.ID, "hostname")); got != "db-0.example.com" {
+		t.Errorf("hostname = %q, want db-0.example.com", got)
+	}
+	if hosts := e.Exec(t, ctr.ID, "cat", "/etc/hosts"); !strings.Contains(hosts, p.Status.PodIP+"\tdb-0.example.com\n") {
+		t.Errorf("/etc/hosts lacks %q:\n%s", p.Status.PodIP+"\tdb-0.example.com", hosts)
+	}
+}
