@@ -147,8 +147,8 @@ func insufficient(name v1.ResourceName, requested, used, capacity int64) *podFai
 // touched.
 func (a *Agent) admitLocked(w *podWorker) {
 	admitted := a.admittedLocked(w.uid)
-	// The kubelet's order: sysctls, the OS, resources, AppArmor, then
-	// the others (node shutdown).
+	// The kubelet's order: sysctls, the OS, resources, AppArmor, the
+	// declared node features, then the others (node shutdown).
 	f := a.deps.security.sysctlFailure(w.initial)
 	if f == nil {
 		f = osFailure(w.initial, goruntime.GOOS)
@@ -160,6 +160,9 @@ func (a *Agent) admitLocked(w *podWorker) {
 		f = a.deps.security.appArmorFailure(w.initial)
 	}
 	if f == nil {
+		f = declaredFeaturesFailure(w.initial)
+	}
+	if f == nil {
 		f = a.admitByOthers(w.initial)
 	}
 	if f == nil {
@@ -168,4 +171,16 @@ func (a *Agent) admitLocked(w *podWorker) {
 	w.rejected, w.failure = true, f
 	w.log.Warn("pod rejected", "reason", f.Reason, "message", f.Message)
 	w.event("", v1.EventTypeWarning, f.Reason, strings.TrimPrefix(f.Message, "Pod was rejected: "))
+}
+
+// declaredFeaturesFailure rejects a pod that needs a node feature skiff
+// does not declare in node.status.declaredFeatures, as the kubelet's
+// declaredFeaturesAdmitHandler: a RestartAllContainers restart rule
+// (RestartAllContainersOnContainerExits). nil: none needed. Pure.
+func declaredFeaturesFailure(pod *v1.Pod) *podFailure {
+	if !restartAllRules(pod) {
+		return nil
+	}
+	return &podFailure{Reason: "PodFeatureUnsupported",
+		Message: "Pod was rejected: Pod requires node features that are not available: RestartAllContainersOnContainerExits"}
 }

@@ -248,7 +248,7 @@ func unhealthy(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, x planEx
 			continue
 		}
 		msg := fmt.Sprintf("Container %s failed %s probe", c.Name, f.Probe)
-		restart := isSidecar(c) || shouldRestart(pod.Spec.RestartPolicy, 1)
+		restart := restartsAfterProbeKill(c, pod)
 		if restart {
 			msg += ", will be restarted"
 		}
@@ -417,7 +417,7 @@ func planApps(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, rc restar
 		switch {
 		case cs == nil:
 			a.StartApp = append(a.StartApp, i)
-		case cs.State == runtime.ContainerExited && (shouldRestart(pod.Spec.RestartPolicy, cs.ExitCode) || restartAnyway[cs.ID]):
+		case cs.State == runtime.ContainerExited && (containerShouldRestart(&pod.Spec.Containers[i], pod, cs.ExitCode) || restartAnyway[cs.ID]):
 			if !holdBack(pod, &pod.Spec.Containers[i], rc, a) {
 				a.StartApp = append(a.StartApp, i)
 			}
@@ -466,35 +466,30 @@ func shouldRestart(policy v1.RestartPolicy, exitCode int32) bool {
 }
 
 // terminalPhase returns Succeeded or Failed when the pod can make no more
-// progress, "" otherwise (A.5, A.26). An app container whose ID is in
+// progress, "" otherwise (A.5, A.26), as the kubelet's getPhase with
+// container restart rules: Failed once an init container failed and will
+// not restart; once every app container exited and none restarts,
+// Succeeded if all exited 0, else Failed. An app container whose ID is in
 // restartAnyway (killed by a probe, restart promised) is still to restart.
 func terminalPhase(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, restartAnyway map[string]bool) v1.PodPhase {
 	if latest == nil {
 		return ""
 	}
-	if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
-		for i := range pod.Spec.InitContainers {
-			c := &pod.Spec.InitContainers[i]
-			if cs := latest[c.Name]; !isSidecar(c) && cs != nil && cs.State == runtime.ContainerExited && cs.ExitCode != 0 {
-				return v1.PodFailed
-			}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cs := latest[c.Name]
+		if !isSidecar(c) && cs != nil && cs.State == runtime.ContainerExited && cs.ExitCode != 0 && !containerShouldRestart(c, pod, cs.ExitCode) {
+			return v1.PodFailed
 		}
-	}
-	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways {
-		return ""
 	}
 	failed := false
-	for _, c := range pod.Spec.Containers {
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
 		cs := latest[c.Name]
-		if cs == nil || cs.State != runtime.ContainerExited || restartAnyway[cs.ID] {
+		if cs == nil || cs.State != runtime.ContainerExited || restartAnyway[cs.ID] || containerShouldRestart(c, pod, cs.ExitCode) {
 			return ""
 		}
-		if cs.ExitCode != 0 {
-			if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure {
-				return ""
-			}
-			failed = true
-		}
+		failed = failed || cs.ExitCode != 0
 	}
 	if failed {
 		return v1.PodFailed

@@ -64,7 +64,7 @@ func supportedFieldPaths() []string {
 		"securityContext.privileged", "securityContext.runAsUser",
 		"securityContext.runAsGroup", "securityContext.runAsNonRoot",
 		"livenessProbe", "readinessProbe", "startupProbe",
-		"lifecycle.postStart", "lifecycle.preStop", "restartPolicy",
+		"lifecycle.postStart", "lifecycle.preStop", "restartPolicy", "restartPolicyRules",
 		"securityContext.capabilities", "securityContext.readOnlyRootFilesystem",
 		"securityContext.allowPrivilegeEscalation", "securityContext.procMount",
 		"securityContext.seccompProfile", "securityContext.appArmorProfile",

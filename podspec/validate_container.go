@@ -153,17 +153,39 @@ func validateResizePolicy(policies []v1.ContainerResizePolicy, path *field.Path)
 	return errs
 }
 
-// validateRestartPolicy: only init containers may set restartPolicy, and
-// only to Always (a sidecar).
+// validateRestartPolicy checks a container's restartPolicy and its
+// restartPolicyRules as upstream 1.37 does (ContainerRestartRules and
+// RestartAllContainersOnContainerExits on): Always, OnFailure or Never;
+// rules need a restartPolicy; an init container with Always (a sidecar)
+// may carry rules only for RestartAllContainers' sake.
 func validateRestartPolicy(c *v1.Container, path *field.Path, isInit bool) field.ErrorList {
+	p := path.Child("restartPolicy")
 	if c.RestartPolicy == nil {
+		if len(c.RestartPolicyRules) > 0 {
+			return field.ErrorList{field.Required(p, "must specify restartPolicy when restart rules are used")}
+		}
 		return nil
 	}
-	p := path.Child("restartPolicy")
-	if !isInit {
-		return field.ErrorList{field.Forbidden(p, "may not be set for non-init containers")}
+	errs := validateEnum(*c.RestartPolicy, p, v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicyOnFailure, v1.ContainerRestartPolicyNever)
+	rp := path.Child("restartPolicyRules")
+	if len(c.RestartPolicyRules) > 20 {
+		errs = append(errs, field.TooMany(rp, len(c.RestartPolicyRules), 20))
 	}
-	return validateEnum(*c.RestartPolicy, p, v1.ContainerRestartPolicyAlways)
+	for i, r := range c.RestartPolicyRules {
+		errs = append(errs, validateEnum(r.Action, rp.Index(i).Child("action"),
+			v1.ContainerRestartRuleActionRestart, v1.ContainerRestartRuleActionRestartAllContainers)...)
+		ep := rp.Index(i).Child("exitCodes")
+		if r.ExitCodes == nil {
+			errs = append(errs, field.Required(ep, "must be specified"))
+			continue
+		}
+		errs = append(errs, validateEnum(r.ExitCodes.Operator, ep.Child("operator"),
+			v1.ContainerRestartRuleOnExitCodesOpIn, v1.ContainerRestartRuleOnExitCodesOpNotIn)...)
+		if len(r.ExitCodes.Values) > 255 {
+			errs = append(errs, field.TooMany(ep.Child("values"), len(r.ExitCodes.Values), 255))
+		}
+	}
+	return errs
 }
 
 // validateHook requires exactly one of exec, httpGet, sleep (C.1, C.2);

@@ -134,8 +134,20 @@ func TestValidate(t *testing.T) {
 			p.Spec.TerminationGracePeriodSeconds = ptr(int64(5))
 			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 5}}}
 		}, nil},
-		{"restartPolicy forbidden on app containers", func(p *v1.Pod) { p.Spec.Containers[0].RestartPolicy = ptr(v1.ContainerRestartPolicyAlways) },
-			[]string{"spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"}},
+		{"restartPolicy and rules on app containers", func(p *v1.Pod) {
+			p.Spec.Containers[0].RestartPolicy = ptr(v1.ContainerRestartPolicyNever)
+			p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+			p.Spec.InitContainers[0].RestartPolicy = ptr(v1.ContainerRestartPolicyOnFailure)
+		}, nil},
+		{"restart rules need a policy and valid rules", func(p *v1.Pod) {
+			p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: "Explode"}}
+			p.Spec.InitContainers[0].RestartPolicy = ptr(v1.ContainerRestartPolicy("Sometimes"))
+			p.Spec.InitContainers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: "Maybe"}}}
+		}, []string{"spec.containers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used",
+			`spec.initContainers[0].restartPolicy: Unsupported value: "Sometimes"`,
+			`spec.initContainers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value: "Maybe"`}},
 		{"sidecar restartPolicy accepted", func(p *v1.Pod) { p.Spec.InitContainers[0].RestartPolicy = ptr(v1.ContainerRestartPolicyAlways) }, nil},
 		{"B.12 sidecar may have probes", func(p *v1.Pod) {
 			p.Spec.InitContainers[0].RestartPolicy = ptr(v1.ContainerRestartPolicyAlways)
