@@ -41,7 +41,8 @@ func resizeRestartMessage(name string) string {
 // planResize compares each running container (but those in skip) with
 // its allocation in pod: a change of a resource whose resizePolicy is
 // RestartContainer restarts the container, any other change is made in
-// place. A container whose running resources are unknown is left alone.
+// place. A container whose running resources are unknown (created by a
+// skiff without the annotation) is set to its allocation once, in place.
 // Pure.
 func planResize(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, x planExtras, skip map[string]bool) (resizes []containerResize, restarts []unhealthyKill) {
 	if x.Actuated == nil {
@@ -53,7 +54,11 @@ func planResize(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, x planE
 			continue
 		}
 		old, known := x.Actuated(cs)
-		if !known || apiequality.Semantic.DeepEqual(old, c.Resources) {
+		if !known {
+			resizes = append(resizes, containerResize{Container: cs, Old: c.Resources, Want: c.Resources, Call: true})
+			continue
+		}
+		if apiequality.Semantic.DeepEqual(old, c.Resources) {
 			continue
 		}
 		cpu := changed(old, c.Resources, v1.ResourceCPU)

@@ -162,7 +162,7 @@ func TestPlanResize(t *testing.T) {
 		{name: "memory limit, RestartContainer", want: res("100m", "64Mi", "200m", "256Mi"), policy: restartMem, cs: running("a", 0), restart: true},
 		{name: "cpu, RestartContainer for memory", want: res("300m", "64Mi", "400m", "128Mi"), policy: restartMem, cs: running("a", 0), resize: true, call: true},
 		{name: "not running", want: res("300m", "64Mi", "400m", "128Mi"), cs: exited("a", 0, 1, t0)},
-		{name: "unknown", want: res("300m", "64Mi", "400m", "128Mi"), cs: running("a", 0), unknown: true},
+		{name: "unknown: set once in place", want: res("300m", "64Mi", "400m", "128Mi"), cs: running("a", 0), unknown: true, resize: true, call: true},
 		{name: "skipped (being killed)", want: res("300m", "64Mi", "400m", "128Mi"), cs: running("a", 0), skip: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
