@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/skiffnode/skiff/cgroups"
+	"github.com/skiffnode/skiff/podspec"
 )
 
 // DefaultMaxPods is the kubelet's default --max-pods.
@@ -148,7 +149,8 @@ func insufficient(name v1.ResourceName, requested, used, capacity int64) *podFai
 func (a *Agent) admitLocked(w *podWorker) {
 	admitted := a.admittedLocked(w.uid)
 	// The kubelet's order: sysctls, the OS, resources, AppArmor, the
-	// declared node features, then the others (node shutdown).
+	// declared node features, then the others (node shutdown); skiff's
+	// own allow-list of API pod fields comes before the features.
 	f := a.deps.security.sysctlFailure(w.initial)
 	if f == nil {
 		f = osFailure(w.initial, goruntime.GOOS)
@@ -158,6 +160,9 @@ func (a *Agent) admitLocked(w *podWorker) {
 	}
 	if f == nil {
 		f = a.deps.security.appArmorFailure(w.initial)
+	}
+	if f == nil {
+		f = unsupportedFieldsFailure(w.initial, a.running[w.uid])
 	}
 	if f == nil {
 		f = declaredFeaturesFailure(w.initial)
@@ -183,4 +188,25 @@ func declaredFeaturesFailure(pod *v1.Pod) *podFailure {
 	}
 	return &podFailure{Reason: "PodFeatureUnsupported",
 		Message: "Pod was rejected: Pod requires node features that are not available: RestartAllContainersOnContainerExits"}
+}
+
+// unsupportedFieldsFailure rejects an API pod that sets fields skiff does
+// not implement (podspec.UnsupportedAPIPodFields), so that none is ignored
+// silently: reason PodFeatureUnsupported, the fields named. Static pods
+// were checked when their file was read; an API pod that already runs
+// here (started by an older skiff) is left running. nil: admitted. Pure.
+func unsupportedFieldsFailure(pod *v1.Pod, running bool) *podFailure {
+	if running || isStaticPod(pod) || pod.Annotations[configSourceAnnotation] == "" {
+		return nil
+	}
+	errs := podspec.UnsupportedAPIPodFields(pod)
+	if len(errs) == 0 {
+		return nil
+	}
+	paths := make([]string, 0, len(errs))
+	for _, e := range errs {
+		paths = append(paths, e.Field)
+	}
+	return &podFailure{Reason: "PodFeatureUnsupported",
+		Message: "Pod was rejected: Pod uses fields this node does not implement: " + strings.Join(paths, ", ") + " (not supported by skiff yet)"}
 }

@@ -141,3 +141,24 @@ func TestDeclaredFeaturesFailure(t *testing.T) {
 		t.Errorf("failure %+v", f)
 	}
 }
+
+// TestUnsupportedFieldsFailure: an API pod with a field skiff does not
+// implement is refused with the fields named; static pods (checked when
+// read) and API pods already running here are not.
+func TestUnsupportedFieldsFailure(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, nil, "a")
+	pod.Annotations = map[string]string{configSourceAnnotation: "api"}
+	pod.Spec.RuntimeClassName = ptr.To("gvisor")
+	f := unsupportedFieldsFailure(pod, false)
+	if f == nil || f.Reason != "PodFeatureUnsupported" ||
+		f.Message != "Pod was rejected: Pod uses fields this node does not implement: spec.runtimeClassName (not supported by skiff yet)" {
+		t.Errorf("failure %+v", f)
+	}
+	if f := unsupportedFieldsFailure(pod, true); f != nil {
+		t.Errorf("a running API pod refused: %+v", f)
+	}
+	pod.Annotations[configSourceAnnotation] = "file"
+	if f := unsupportedFieldsFailure(pod, false); f != nil {
+		t.Errorf("a static pod refused: %+v", f)
+	}
+}

@@ -54,7 +54,19 @@ func supportedFieldPaths() []string {
 		// name is ignored, as by the kubelet (credentials/).
 		"spec.imagePullSecrets",
 	}
-	containerFields := []string{
+	paths = append(paths, volumeFieldPaths()...)
+	for _, list := range []string{"spec.containers[*].", "spec.initContainers[*]."} {
+		for _, f := range containerFieldPaths() {
+			paths = append(paths, list+f)
+		}
+	}
+	return paths
+}
+
+// containerFieldPaths are the container fields skiff implements, relative
+// to the container.
+func containerFieldPaths() []string {
+	fields := []string{
 		"name", "image", "command", "args", "workingDir",
 		"env[*].name", "env[*].value", "env[*].valueFrom.fieldRef",
 		"env[*].valueFrom.resourceFieldRef", "env[*].valueFrom.configMapKeyRef",
@@ -70,14 +82,7 @@ func supportedFieldPaths() []string {
 		"securityContext.seccompProfile", "securityContext.appArmorProfile",
 		"securityContext.seLinuxOptions",
 	}
-	paths = append(paths, volumeFieldPaths()...)
-	containerFields = append(containerFields, volumeMountFieldPaths()...)
-	for _, list := range []string{"spec.containers[*].", "spec.initContainers[*]."} {
-		for _, f := range containerFields {
-			paths = append(paths, list+f)
-		}
-	}
-	return paths
+	return append(fields, volumeMountFieldPaths()...)
 }
 
 // fieldAllowList is the compiled form of supportedFieldPaths.

@@ -19,6 +19,9 @@ import (
 // summed limits (an unset request defaults to the limit); else Burstable.
 // Pure.
 func Class(pod *v1.Pod) v1.PodQOSClass {
+	if r := pod.Spec.Resources; r != nil && podLevelSet(r) {
+		return requirementsClass(r)
+	}
 	requests := v1.ResourceList{}
 	limits := v1.ResourceList{}
 	guaranteed := true
@@ -67,4 +70,48 @@ func addQuantity(list v1.ResourceList, name v1.ResourceName, q resource.Quantity
 		return
 	}
 	list[name] = q.DeepCopy()
+}
+
+// podLevelSet reports whether pod-level resources (spec.resources) set cpu
+// or memory: then they decide the class (PodLevelResources, beta and on
+// since 1.34; PodLevelResourcesFixKubeletQOSClass).
+func podLevelSet(r *v1.ResourceRequirements) bool {
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		if _, ok := r.Requests[name]; ok {
+			return true
+		}
+		if _, ok := r.Limits[name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// requirementsClass is the class of one set of requirements, as upstream's
+// requirementsQOS: per resource, no request nor limit is BestEffort, equal
+// ones Guaranteed, else Burstable; resources of different shapes make it
+// Burstable. A limit without a request counts as both, as the API server
+// defaults it.
+func requirementsClass(r *v1.ResourceRequirements) v1.PodQOSClass {
+	var class v1.PodQOSClass
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+		req, hasReq := r.Requests[name]
+		lim, hasLim := r.Limits[name]
+		if !hasReq && hasLim {
+			req = lim
+		}
+		c := v1.PodQOSBurstable
+		switch {
+		case !req.Equal(lim):
+		case req.IsZero():
+			c = v1.PodQOSBestEffort
+		default:
+			c = v1.PodQOSGuaranteed
+		}
+		if c == v1.PodQOSBurstable || (class != "" && class != c) {
+			return v1.PodQOSBurstable
+		}
+		class = c
+	}
+	return class
 }

@@ -50,3 +50,29 @@ func TestClass_D6(t *testing.T) {
 		})
 	}
 }
+
+// TestClassPodLevel: pod-level resources, when they set cpu or memory,
+// decide the class (PodLevelResources), whatever the containers set.
+func TestClassPodLevel(t *testing.T) {
+	withPod := func(reqCPU, reqMem, limCPU, limMem string, apps ...v1.Container) *v1.Pod {
+		p := podOf(nil, apps...)
+		r := ctr("", reqCPU, reqMem, limCPU, limMem).Resources
+		p.Spec.Resources = &r
+		return p
+	}
+	for _, tt := range []struct {
+		name string
+		pod  *v1.Pod
+		want v1.PodQOSClass
+	}{
+		{"pod limits only", withPod("", "", "500m", "64Mi", ctr("a", "", "", "", "")), v1.PodQOSGuaranteed},
+		{"pod request below limit", withPod("100m", "64Mi", "500m", "64Mi", ctr("a", "", "", "", "")), v1.PodQOSBurstable},
+		{"pod cpu only", withPod("", "", "500m", "", ctr("a", "", "", "", "")), v1.PodQOSBurstable},
+		{"pod-level wins over Guaranteed containers", withPod("100m", "", "", "", ctr("a", "1", "1Gi", "1", "1Gi")), v1.PodQOSBurstable},
+		{"empty pod level: the containers", withPod("", "", "", "", ctr("a", "1", "1Gi", "1", "1Gi")), v1.PodQOSGuaranteed},
+	} {
+		if got := Class(tt.pod); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}

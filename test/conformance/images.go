@@ -20,20 +20,21 @@ import (
 )
 
 // The e2e images the NodeConformance focus uses, as
-// k8s.io/kubernetes/test/utils/image names them in v1.34.4 (repository
+// k8s.io/kubernetes/test/utils/image names them at the release
+// test/conformance/k8s pins (TestHarnessImagesMatchUpstream checks; repository
 // under registry.k8s.io, and tag). Each is rebuilt here from local
 // binaries: the busybox archive of `make images` (Debian's busybox-static)
 // as the base layer, plus agnhost, skiff-pause or nnp built from the
 // pinned Kubernetes sources. Images not listed (nginx, httpd, ...) are
 // missing: their tests fail pulling, and the summary says so.
 const (
-	agnhostRepo    = "e2e-test-images/agnhost:2.56"
-	busyboxRepo    = "e2e-test-images/busybox:1.37.0-1"
-	pauseRepo      = "pause:3.10.1"
-	nonrootRepo    = "e2e-test-images/nonroot:1.4"
-	nonewprivsRepo = "e2e-test-images/nonewprivs:1.3"
-	kittenRepo     = "e2e-test-images/kitten:1.7"
-	nautilusRepo   = "e2e-test-images/nautilus:1.7"
+	agnhostRepo    = "e2e-test-images/agnhost:2.66.1"
+	busyboxRepo    = "e2e-test-images/busybox:1.37.0-2"
+	pauseRepo      = "pause:3.10.2"
+	nonrootRepo    = "e2e-test-images/nonroot:1.5"
+	nonewprivsRepo = "e2e-test-images/nonewprivs:1.4"
+	kittenRepo     = "e2e-test-images/kitten:1.8"
+	nautilusRepo   = "e2e-test-images/nautilus:1.8"
 )
 
 // imageInputs are the local files the images are made of.

@@ -80,12 +80,12 @@ spec:
 		t.Errorf("rules/app: restartCount %d, lastState %+v; want one restart after exit 42", s.RestartCount, s.LastTerminationState)
 	}
 
-	mixed := e.WaitForPod(t, PodName("mixed"), func(p *v1.Pod) bool {
+	e.WaitForPod(t, PodName("mixed"), func(p *v1.Pod) bool {
 		s := containerStatus(p, "once")
 		return p.Status.Phase == v1.PodRunning && s != nil && s.State.Terminated != nil
 	}, podStartTimeout)
 	time.Sleep(3 * time.Second) // a restart would come at once (no back-off yet)
-	mixed = e.WaitForPod(t, PodName("mixed"), phaseIs(v1.PodRunning), podStartTimeout)
+	mixed := e.WaitForPod(t, PodName("mixed"), phaseIs(v1.PodRunning), podStartTimeout)
 	if s := containerStatus(mixed, "once"); s.RestartCount != 0 || s.State.Terminated == nil || s.State.Terminated.ExitCode != 3 {
 		t.Errorf("mixed/once: restartCount %d, state %+v; want exited 3, never restarted", s.RestartCount, s.State)
 	}

@@ -1,0 +1,57 @@
+package podspec
+
+import (
+	"reflect"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// UnsupportedAPIPodFields returns a Forbidden error ("not supported by
+// skiff yet") for every field of an API pod's spec that skiff does not
+// implement: the allow-list of static pods plus what an API server, its
+// admission plugins, the scheduler and controllers put in every pod, and
+// what kubectl run -it and kubectl debug set (apiPodExtraPaths). The API
+// server validated the pod already: no value is checked but an emptyDir
+// medium skiff cannot mount. metadata and status are not looked at. Pure.
+func UnsupportedAPIPodFields(pod *v1.Pod) field.ErrorList {
+	a := newFieldAllowList(append(supportedFieldPaths(), apiPodExtraPaths()...))
+	errs := a.walkStruct(reflect.ValueOf(&pod.Spec).Elem(), field.NewPath("spec"), "spec")
+	for i, vol := range pod.Spec.Volumes {
+		if ed := vol.EmptyDir; ed != nil && ed.Medium != v1.StorageMediumDefault && ed.Medium != v1.StorageMediumMemory {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "volumes").Index(i).Child("emptyDir", "medium"), notSupported))
+		}
+	}
+	return errs
+}
+
+// apiPodExtraPaths are the spec fields an API pod may carry beyond a
+// static pod's allow-list:
+//   - set for every pod by the API server and its default admission
+//     plugins: preemptionPolicy (Priority) and the projected service
+//     account token of kube-api-access-* (ServiceAccount; skiff requests
+//     the token, volumes/payload.go), whose audience mesh injectors set;
+//   - the scheduler's, already satisfied when the pod was bound here:
+//     affinity (every DaemonSet pod), topologySpreadConstraints,
+//     schedulingGates;
+//   - stdin, stdinOnce and tty (kubectl run -it) and ephemeral containers
+//     (kubectl debug), which the agent runs and streams to.
+func apiPodExtraPaths() []string {
+	paths := []string{
+		"spec.preemptionPolicy",
+		"spec.volumes[*].projected.sources[*].serviceAccountToken.audience",
+		"spec.volumes[*].projected.sources[*].serviceAccountToken.expirationSeconds",
+		"spec.volumes[*].projected.sources[*].serviceAccountToken.path",
+		"spec.affinity", "spec.topologySpreadConstraints", "spec.schedulingGates",
+	}
+	interactive := []string{"stdin", "stdinOnce", "tty"}
+	for _, list := range []string{"spec.containers[*].", "spec.initContainers[*]."} {
+		for _, f := range interactive {
+			paths = append(paths, list+f)
+		}
+	}
+	for _, f := range append(append(containerFieldPaths(), interactive...), "targetContainerName") {
+		paths = append(paths, "spec.ephemeralContainers[*]."+f)
+	}
+	return paths
+}
