@@ -35,6 +35,9 @@ const (
 	nonewprivsRepo = "e2e-test-images/nonewprivs:1.4"
 	kittenRepo     = "e2e-test-images/kitten:1.8"
 	nautilusRepo   = "e2e-test-images/nautilus:1.8"
+	// glibc-dns-testing: busybox (Debian's busybox-static is built with
+	// glibc); the hostnameOverride tests run sh, hostname and hostname -f.
+	glibcDNSRepo = "e2e-test-images/glibc-dns-testing:2.1.1"
 )
 
 // imageInputs are the local files the images are made of.
@@ -47,6 +50,7 @@ type imageInputs struct {
 	curl       string // the host's curl, for agnhost ("" or missing: none)
 	nc         string // the host's nc.openbsd, for agnhost ("" or missing: busybox's)
 	sh         string // the host's dash, agnhost's /bin/sh ("" or missing: busybox's)
+	bash       string // the host's bash, agnhost's /bin/bash ("" or missing: none)
 }
 
 const (
@@ -97,7 +101,12 @@ func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registr
 	if err != nil {
 		return nil, err
 	}
-	tools := append(append(curl, nc...), sh...)
+	// Upstream agnhost has bash too: probe tests run /bin/bash -c.
+	bash, err := hostBinary(ctx, in.bash, "bin/bash")
+	if err != nil {
+		return nil, err
+	}
+	tools := append(append(append(curl, nc...), sh...), bash...)
 	agnhost, err := extend(busybox, append(tools, []imagebuild.File{
 		{Path: "agnhost", Mode: 0o755, HostPath: in.agnhost},
 		{Path: "agnhost-2", Linkname: "agnhost"},
@@ -146,7 +155,7 @@ func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registr
 		img  v1.Image
 	}{
 		{agnhostRepo, agnhost}, {busyboxRepo, busybox}, {pauseRepo, pause}, {nonrootRepo, nonroot},
-		{nonewprivsRepo, nonewprivs}, {kittenRepo, kitten}, {nautilusRepo, nautilus},
+		{nonewprivsRepo, nonewprivs}, {kittenRepo, kitten}, {nautilusRepo, nautilus}, {glibcDNSRepo, busybox},
 	}
 	var refs []string
 	for _, im := range images {

@@ -47,7 +47,7 @@ const defaultSkip = ""
 
 type options struct {
 	e2e, ginkgo, controlplane, skiff, agnhost, nnp, pause, images, k8sSrc string
-	curl, nc, sh, kubectl                                                 string
+	curl, nc, sh, bash, kubectl                                           string
 	out, focus, skip, label                                               string
 	procs                                                                 int
 	timeout                                                               time.Duration
@@ -68,6 +68,7 @@ func main() {
 	flag.StringVar(&o.curl, "curl", "/usr/bin/curl", "the curl put into the agnhost image with its libraries (empty: none)")
 	flag.StringVar(&o.nc, "nc", "/bin/nc.openbsd", "the nc (netcat-openbsd) put into the agnhost image with its libraries (empty or missing: busybox's)")
 	flag.StringVar(&o.sh, "sh", "/bin/dash", "the shell put into the agnhost image as /bin/sh with its libraries (empty or missing: busybox's)")
+	flag.StringVar(&o.bash, "bash", "/bin/bash", "the bash put into the agnhost image as /bin/bash with its libraries (empty or missing: none)")
 	flag.StringVar(&o.k8sSrc, "k8s-src", "", "the k8s.io/kubernetes module directory")
 	flag.StringVar(&o.out, "out", "_output/conformance", "output directory")
 	flag.StringVar(&o.focus, "focus", `\[NodeConformance\]`, "ginkgo focus regexp")
@@ -140,7 +141,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer reg.Close()
 	refs, err := buildAndPush(ctx, imageInputs{
-		busyboxTar: filepath.Join(o.images, "busybox.tar"), agnhost: o.agnhost, pause: o.pause, nnp: o.nnp, k8sSrc: o.k8sSrc, curl: o.curl, nc: o.nc, sh: o.sh,
+		busyboxTar: filepath.Join(o.images, "busybox.tar"), agnhost: o.agnhost, pause: o.pause, nnp: o.nnp, k8sSrc: o.k8sSrc, curl: o.curl, nc: o.nc, sh: o.sh, bash: o.bash,
 	}, reg)
 	if err != nil {
 		return err
