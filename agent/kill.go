@@ -256,7 +256,7 @@ func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
 		return false
 	}
 	w.publishStatus(st, w.d.clock.Now())
-	if err := w.killAll(ctx, st, grace, func() { w.stopped.Store(true) }); err != nil {
+	if err := w.killAll(ctx, st, grace, func() { w.stopped.Store(true); w.publishStopped(ctx) }); err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("terminating pod", "err", err)
 		}
@@ -284,4 +284,19 @@ func (w *podWorker) terminate(ctx context.Context, override *int64) bool {
 	}
 	w.log.Info("pod terminated")
 	return true
+}
+
+// publishStopped publishes the status of the pod whose containers and
+// sandboxes were just stopped, before they are removed: every container
+// terminated with its exit code, and a terminal phase once every app
+// container has exited, as the kubelet's last status of a deleted pod
+// (generateAPIPodStatus with podIsTerminal). A failed observation leaves
+// the status as it was.
+func (w *podWorker) publishStopped(ctx context.Context) {
+	st, err := observe(ctx, w.d.rt, string(w.uid))
+	if err != nil {
+		return
+	}
+	w.stoppedStatus = true
+	w.publishStatus(st, w.d.clock.Now())
 }

@@ -21,6 +21,14 @@ func (a *Agent) Pod(uid types.UID) (*v1.Pod, bool) {
 	return a.status.pod(uid)
 }
 
+// FinalPod returns a copy of pod uid as its worker last published it
+// before it finished (its containers stopped), for a last status report
+// of a deleted pod; false once forgotten (the most recent 256 are kept).
+// Safe for concurrent use.
+func (a *Agent) FinalPod(uid types.UID) (*v1.Pod, bool) {
+	return a.status.finalPod(uid)
+}
+
 // Terminated reports whether nothing of pod uid is left on the node: every
 // source has delivered its first list, the agent has no worker for the
 // pod (it never started one, or the worker stopped every container,

@@ -47,6 +47,10 @@ type statusInput struct {
 	// ResizeConditions are PodResizePending and PodResizeInProgress, as
 	// the worker keeps them; a terminal pod shows neither.
 	ResizeConditions []v1.PodCondition
+	// Stopped: the pod was deleted and its containers stopped; once every
+	// app container exited, its phase is terminal (the kubelet's
+	// podIsTerminal).
+	Stopped bool
 }
 
 // containerIDOf is a container's ID in a pod status: <runtime>://<id>, as
@@ -75,6 +79,9 @@ func computePodStatus(in statusInput) v1.PodStatus {
 	s.Phase = podPhase(pod, latest, in.RestartAnyway, s.ContainerStatuses, initialized)
 	if !initialized && s.Phase == v1.PodRunning {
 		s.Phase = v1.PodPending
+	}
+	if in.Stopped {
+		s.Phase = stoppedPhase(s.Phase, s.ContainerStatuses)
 	}
 	if f := in.Failure; f != nil {
 		if !f.KeepSucceeded || s.Phase != v1.PodSucceeded {
@@ -169,6 +176,10 @@ func containerStatus(c v1.Container, in statusInput, cs *runtime.ContainerStatus
 		st.RestartCount = int32(hist[0].Attempt)
 	}
 	if cs == nil {
+		// Started is false, not unset, as the kubelet's prober manager
+		// sets it on every init and app container status.
+		notStarted := false
+		st.Started = &notStarted
 		st.State.Waiting = defaultWaiting(in, init)
 		if w, ok := in.Waiting[c.Name]; ok {
 			st.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
@@ -486,4 +497,26 @@ func transitionTime(prev *v1.PodStatus, t v1.PodConditionType, status v1.Conditi
 		return c.LastTransitionTime
 	}
 	return metav1.NewTime(now.Truncate(time.Second))
+}
+
+// stoppedPhase is the phase of a deleted pod whose containers stopped, as
+// the kubelet's getPhase with podIsTerminal: Succeeded if every app
+// container exited 0, Failed if every one exited and one did not exit 0,
+// else phase. Pure.
+func stoppedPhase(phase v1.PodPhase, app []v1.ContainerStatus) v1.PodPhase {
+	if phase == v1.PodSucceeded || phase == v1.PodFailed || len(app) == 0 {
+		return phase
+	}
+	failed := false
+	for _, cs := range app {
+		t := cs.State.Terminated
+		if t == nil {
+			return phase
+		}
+		failed = failed || t.ExitCode != 0
+	}
+	if failed {
+		return v1.PodFailed
+	}
+	return v1.PodSucceeded
 }

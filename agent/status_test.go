@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiffnode/skiff/runtime"
 )
@@ -295,4 +296,59 @@ func TestSandboxConditionAndObservedGeneration(t *testing.T) {
 	if s := computePodStatus(statusInput{Pod: pod, State: state(nil), Previous: &prev, Now: t0}); s.ObservedGeneration != 5 {
 		t.Errorf("observedGeneration %d after a status that observed 5, want 5", s.ObservedGeneration)
 	}
+}
+
+// TestStartedSetOnEveryStatus: started is false, not unset, for init and
+// app containers not created yet, as the kubelet's prober manager sets it
+// on every status (upstream's e2e dereferences it).
+func TestStartedSetOnEveryStatus(t *testing.T) {
+	pod := testPod("Always", []string{"side"}, "main")
+	pod.Spec.InitContainers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+	s := computePodStatus(statusInput{Pod: pod, State: state(sandboxReady(0), running("side", 0)), Now: t0,
+		Started: func(string) bool { return false }})
+	for _, cs := range append(s.InitContainerStatuses, s.ContainerStatuses...) {
+		if cs.Started == nil || *cs.Started {
+			t.Errorf("%s: started %v, want false", cs.Name, cs.Started)
+		}
+	}
+}
+
+// TestStoppedPhase: a deleted pod whose containers stopped ends Succeeded
+// when every app container exited 0, Failed when one did not, and keeps
+// its phase while one has not exited (the kubelet's podIsTerminal).
+func TestStoppedPhase(t *testing.T) {
+	term := func(code int32) v1.ContainerStatus {
+		return v1.ContainerStatus{State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}}
+	}
+	waiting := v1.ContainerStatus{State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
+	for _, tc := range []struct {
+		name string
+		app  []v1.ContainerStatus
+		want v1.PodPhase
+	}{
+		{"all 0", []v1.ContainerStatus{term(0), term(0)}, v1.PodSucceeded},
+		{"one 137", []v1.ContainerStatus{term(0), term(137)}, v1.PodFailed},
+		{"one never ran", []v1.ContainerStatus{term(0), waiting}, v1.PodRunning},
+	} {
+		if got := stoppedPhase(v1.PodRunning, tc.app); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestAgentKeepsFinalStatus: once a deleted pod's worker finished, its
+// last published status (containers terminated, phase terminal) stays
+// available to the API source for the report before the deletion.
+func TestAgentKeepsFinalStatus(t *testing.T) {
+	rt := newFakeRuntime()
+	h := startAgent(t, rt)
+	pod := testPod("Always", nil, "a")
+	h.src.ch <- []*v1.Pod{pod}
+	h.eventually("pod Running", func() bool { return h.phase("uid1") == v1.PodRunning })
+	h.src.ch <- []*v1.Pod{}
+	h.eventually("final status kept", func() bool {
+		p, ok := h.agent.FinalPod("uid1")
+		return ok && h.agent.Terminated("uid1") && p.Status.Phase != v1.PodRunning &&
+			p.Status.ContainerStatuses[0].State.Terminated != nil
+	})
 }

@@ -33,10 +33,19 @@ type statusManager struct {
 	// tracked: the pods with a worker, published or not yet.
 	tracked   map[types.UID]bool
 	published map[types.UID]*v1.Pod
+	// final: the last published pod of the workers that finished (their
+	// containers exited, then removed), oldest first in finalOrder, at most
+	// maxFinal: what an API source reports before it deletes the pod.
+	final      map[types.UID]*v1.Pod
+	finalOrder []types.UID
 }
 
+// maxFinal bounds statusManager.final.
+const maxFinal = 256
+
 func newStatusManager(changed func(types.UID)) *statusManager {
-	return &statusManager{changed: changed, tracked: map[types.UID]bool{}, published: map[types.UID]*v1.Pod{}}
+	return &statusManager{changed: changed, tracked: map[types.UID]bool{}, published: map[types.UID]*v1.Pod{},
+		final: map[types.UID]*v1.Pod{}}
 }
 
 // track makes the publishes of pod uid count: its worker starts.
@@ -50,9 +59,31 @@ func (s *statusManager) track(uid types.UID) {
 func (s *statusManager) forget(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if p := s.published[uid]; p != nil {
+		if _, ok := s.final[uid]; !ok {
+			s.finalOrder = append(s.finalOrder, uid)
+		}
+		s.final[uid] = p
+		for len(s.finalOrder) > maxFinal {
+			delete(s.final, s.finalOrder[0])
+			s.finalOrder = s.finalOrder[1:]
+		}
+	}
 	delete(s.tracked, uid)
 	delete(s.published, uid)
 	s.changedLocked(uid)
+}
+
+// finalPod returns a copy of the last pod published by the finished
+// worker of uid.
+func (s *statusManager) finalPod(uid types.UID) (*v1.Pod, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.final[uid]
+	if !ok {
+		return nil, false
+	}
+	return p.DeepCopy(), true
 }
 
 func (s *statusManager) publish(p *v1.Pod) {

@@ -38,6 +38,9 @@ type podWorker struct {
 	// inProgress is the PodResizeInProgress condition (worker goroutine
 	// only; resize_apply.go), nil: none.
 	inProgress *v1.PodCondition
+	// stoppedStatus: the pod is terminating and its containers stopped
+	// (worker goroutine only; publishStopped).
+	stoppedStatus bool
 	// initial is the pod as first given: immutable, read by the agent
 	// under its lock (admission, same-name checks).
 	initial *v1.Pod
@@ -422,6 +425,7 @@ func (w *podWorker) publishStatusHiding(st *podState, now time.Time, hide map[st
 		RecursiveReadOnly: w.d.rro,
 		Actuated:          w.actuated,
 		ResizeConditions:  w.resizeConditions(),
+		Stopped:           w.stoppedStatus && !isStaticPod(w.pod),
 	})
 	w.status = &s
 	w.placeholderDue = false

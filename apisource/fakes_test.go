@@ -156,12 +156,23 @@ type fakePods struct {
 	mu         sync.Mutex
 	pods       map[types.UID]*v1.Pod
 	terminated map[types.UID]bool
+	final      map[types.UID]*v1.Pod
 }
 
 func (f *fakePods) Pod(uid types.UID) (*v1.Pod, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.pods[uid]
+	if !ok {
+		return nil, false
+	}
+	return p.DeepCopy(), true
+}
+
+func (f *fakePods) FinalPod(uid types.UID) (*v1.Pod, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.final[uid]
 	if !ok {
 		return nil, false
 	}

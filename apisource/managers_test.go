@@ -291,3 +291,25 @@ func TestLeaseRenewal_H11(t *testing.T) {
 		t.Errorf("duration %d", d)
 	}
 }
+
+// TestStatusManagerFinalStatusBeforeDelete: the agent's last status of a
+// deleted pod (its containers stopped) is sent before the pod is deleted,
+// so that a pod a finalizer keeps shows its containers terminated.
+func TestStatusManagerFinalStatusBeforeDelete(t *testing.T) {
+	api := &fakeAPI{}
+	pods := &fakePods{pods: map[types.UID]*v1.Pod{}, terminated: map[types.UID]bool{"u1": true}, final: map[types.UID]*v1.Pod{}}
+	idx := NewIndex()
+	m := NewStatusManager(api, pods, idx, 0, discard)
+	p := apiPod("web", "u1", "1")
+	now := metav1.Now()
+	p.DeletionTimestamp = &now
+	idx.set(p, false)
+	final := p.DeepCopy()
+	final.Status.Phase = v1.PodSucceeded
+	pods.final["u1"] = final
+	m.sync(context.Background(), "u1")
+	c := api.Calls()
+	if len(c) != 2 || !strings.HasPrefix(c[0], `PatchPodStatus default/web`) || !strings.Contains(c[0], `"phase":"Succeeded"`) || c[1] != "DeletePod default/web uid=u1 grace=0" {
+		t.Fatalf("calls %q, want the final status patch, then the delete", c)
+	}
+}

@@ -52,6 +52,9 @@ type Pods interface {
 	Pod(uid types.UID) (*v1.Pod, bool)
 	// Terminated reports whether nothing of pod uid is left on the node.
 	Terminated(uid types.UID) bool
+	// FinalPod returns a copy of the pod uid as the agent last published
+	// it before it finished with it (its containers stopped).
+	FinalPod(uid types.UID) (*v1.Pod, bool)
 }
 
 // Index is the API server's view of the node's pods, fed by the pod

@@ -149,6 +149,11 @@ func (m *StatusManager) sync(ctx context.Context, uid types.UID) {
 		m.patch(ctx, api, p.Status)
 	}
 	if api.DeletionTimestamp != nil && !m.deleted[uid] && m.pods.Terminated(uid) {
+		// The kubelet's last status shows the containers stopped; a pod
+		// kept by a finalizer shows it after the deletion too.
+		if p, ok := m.pods.FinalPod(uid); ok && !running {
+			m.patch(ctx, api, p.Status)
+		}
 		m.delete(ctx, api)
 	}
 }

@@ -165,6 +165,9 @@ type lateBoundPods struct{ a *agent.Agent }
 
 func (l *lateBoundPods) Pod(uid types.UID) (*v1.Pod, bool) { return l.a.Pod(uid) }
 func (l *lateBoundPods) Terminated(uid types.UID) bool     { return l.a.Terminated(uid) }
+func (l *lateBoundPods) FinalPod(uid types.UID) (*v1.Pod, bool) {
+	return l.a.FinalPod(uid)
+}
 
 // nodeIPsFlag parses --node-ip (empty: detected).
 func nodeIPsFlag(flag string, detected []string) ([]net.IP, error) {

@@ -35,7 +35,8 @@ func UnsupportedAPIPodFields(pod *v1.Pod) field.ErrorList {
 //     affinity (every DaemonSet pod), topologySpreadConstraints,
 //     schedulingGates;
 //   - stdin, stdinOnce and tty (kubectl run -it) and ephemeral containers
-//     (kubectl debug), which the agent runs and streams to.
+//     (kubectl debug), which the agent runs and streams to;
+//   - windowsOptions, which a Linux node ignores as the kubelet does.
 func apiPodExtraPaths() []string {
 	paths := []string{
 		"spec.preemptionPolicy",
@@ -43,8 +44,11 @@ func apiPodExtraPaths() []string {
 		"spec.volumes[*].projected.sources[*].serviceAccountToken.expirationSeconds",
 		"spec.volumes[*].projected.sources[*].serviceAccountToken.path",
 		"spec.affinity", "spec.topologySpreadConstraints", "spec.schedulingGates",
+		"spec.securityContext.windowsOptions",
 	}
-	interactive := []string{"stdin", "stdinOnce", "tty"}
+	// Windows options are ignored on Linux, by the kubelet too; upstream's
+	// minimal restricted pod (its e2e registry pod) sets them.
+	interactive := []string{"stdin", "stdinOnce", "tty", "securityContext.windowsOptions"}
 	for _, list := range []string{"spec.containers[*].", "spec.initContainers[*]."} {
 		for _, f := range interactive {
 			paths = append(paths, list+f)
