@@ -35,7 +35,9 @@ func SubPath(volPath, subPath string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := mkdirInside(root, subPath, info.Mode().Perm()); err != nil {
+		// The volume root's whole mode, setgid (fsGroup) and sticky (a
+		// tmpfs root) included, as the kubelet's GetMode + SafeMakeDir.
+		if err := mkdirInside(root, subPath, info.Mode()); err != nil {
 			return "", err
 		}
 	}

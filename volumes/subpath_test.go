@@ -21,6 +21,18 @@ func TestSubPath_G1(t *testing.T) {
 	if info, err := os.Stat(got); err != nil || !info.IsDir() || info.Mode().Perm() != 0o777 {
 		t.Errorf("created subPath = %v, %v; want a 0777 directory", info.Mode(), err)
 	}
+	// The volume root's setgid (fsGroup) and sticky (tmpfs) bits go to a
+	// created subPath too, as the kubelet copies the whole mode.
+	if err := os.Chmod(vol, 0o777|os.ModeSetgid|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	sticky, err := SubPath(vol, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(sticky); err != nil || info.Mode()&(os.ModeSetgid|os.ModeSticky|os.ModePerm) != 0o777|os.ModeSetgid|os.ModeSticky {
+		t.Errorf("subPath under a setgid, sticky root = %v, %v; want dgtrwxrwxrwx", info.Mode(), err)
+	}
 	// A configMap-style key link resolves to the current version's file.
 	if err := os.MkdirAll(filepath.Join(vol, "..v1"), 0o755); err != nil {
 		t.Fatal(err)
