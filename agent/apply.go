@@ -237,7 +237,11 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err != nil {
 		return "", err
 	}
-	env, err := w.d.env.envFor(w.pod, c, sb)
+	volumePaths, err := w.fileKeyVolumes(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	env, err := w.d.env.envFor(w.pod, c, sb, volumePaths)
 	if err != nil {
 		return "", err
 	}

@@ -29,6 +29,9 @@ type envInput struct {
 	// ServiceEnv are the service variables the pod gets (G.4, see
 	// ServiceEnv); nil: none.
 	ServiceEnv []v1.EnvVar
+	// VolumePaths are the host paths of the pod's volumes by name, for
+	// fileKeyRef (envfile.go); nil: none set up.
+	VolumePaths map[string]string
 }
 
 // configError is a container configuration problem found before the
@@ -71,7 +74,7 @@ type podEnv struct {
 
 // envFor resolves c's environment (see containerEnv) for pod in sandbox
 // sb (nil: not known yet). Errors are *configError.
-func (d *podEnv) envFor(pod *v1.Pod, c *v1.Container, sb *runtime.SandboxStatus) ([]runtime.KeyValue, error) {
+func (d *podEnv) envFor(pod *v1.Pod, c *v1.Container, sb *runtime.SandboxStatus, volumePaths map[string]string) ([]runtime.KeyValue, error) {
 	podIPs := d.hostIPs
 	if !pod.Spec.HostNetwork && sb != nil && sb.IP != "" {
 		podIPs = append([]string{sb.IP}, sb.AdditionalIPs...)
@@ -82,7 +85,7 @@ func (d *podEnv) envFor(pod *v1.Pod, c *v1.Container, sb *runtime.SandboxStatus)
 	}
 	env, err := containerEnv(envInput{
 		Pod: pod, Container: c, PodIPs: podIPs, HostIPs: d.hostIPs,
-		Objects: d.objects, Allocatable: d.allocatable, ServiceEnv: svcEnv,
+		Objects: d.objects, Allocatable: d.allocatable, ServiceEnv: svcEnv, VolumePaths: volumePaths,
 	})
 	if err != nil {
 		return nil, &configError{err}
@@ -266,6 +269,8 @@ func (r *envResolver) valueFrom(src *v1.EnvVarSource) (value string, ok bool, er
 			return "", false, nil
 		}
 		return "", false, fmt.Errorf("couldn't find key %v in ConfigMap %v/%v", ref.Key, ns, ref.Name)
+	case src.FileKeyRef != nil:
+		return fileKeyValue(src.FileKeyRef, r.in.VolumePaths)
 	case src.SecretKeyRef != nil:
 		ref := src.SecretKeyRef
 		s, err := r.secret(ref.Name, ref.Optional)

@@ -152,17 +152,17 @@ func TestEnvForPodIPs(t *testing.T) {
 	}
 	pod := envPod(v1.Container{Env: []v1.EnvVar{ref("status.podIP"), ref("status.podIPs")}})
 	sb := &runtime.SandboxStatus{IP: "10.0.0.5", AdditionalIPs: []string{"fd00::5"}}
-	env, err := d.envFor(pod, &pod.Spec.Containers[0], sb)
+	env, err := d.envFor(pod, &pod.Spec.Containers[0], sb, nil)
 	if got := envString(env); err != nil || got != "status.podIP=10.0.0.5 status.podIPs=10.0.0.5,fd00::5" {
 		t.Errorf("pod network: %s (%v)", got, err)
 	}
 	pod.Spec.HostNetwork = true
-	env, err = d.envFor(pod, &pod.Spec.Containers[0], sb)
+	env, err = d.envFor(pod, &pod.Spec.Containers[0], sb, nil)
 	if got := envString(env); err != nil || got != "status.podIP=192.0.2.1 status.podIPs=192.0.2.1" {
 		t.Errorf("host network: %s (%v)", got, err)
 	}
 	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "K", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "x"}, Key: "k"}}}}
-	_, err = d.envFor(pod, &pod.Spec.Containers[0], sb)
+	_, err = d.envFor(pod, &pod.Spec.Containers[0], sb, nil)
 	if startFailureReason(err) != "CreateContainerConfigError" || err.Error() != `secret "x" not found` {
 		t.Errorf("missing secret: reason %q, error %v", startFailureReason(err), err)
 	}
@@ -309,7 +309,7 @@ func TestServiceEnv_G4(t *testing.T) {
 	pod := envPod(c)
 	pod.Annotations[configSourceAnnotation] = "api"
 	d := &podEnv{services: fakeServiceEnv{}}
-	env, err := d.envFor(pod, &pod.Spec.Containers[0], nil)
+	env, err := d.envFor(pod, &pod.Spec.Containers[0], nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,16 +318,16 @@ func TestServiceEnv_G4(t *testing.T) {
 	}
 	no := false
 	pod.Spec.EnableServiceLinks = &no
-	env, _ = d.envFor(pod, &pod.Spec.Containers[0], nil)
+	env, _ = d.envFor(pod, &pod.Spec.Containers[0], nil, nil)
 	if got, want := envString(env), "MINE=own URL=https://$(DB_SERVICE_HOST) KUBERNETES_SERVICE_HOST=10.96.0.1"; got != want {
 		t.Errorf("without links: env %s\nwant %s", got, want)
 	}
 	d.services = fakeServiceEnv{err: errors.New("services have not yet been read at least once, cannot construct envvars")}
-	if _, err := d.envFor(pod, &pod.Spec.Containers[0], nil); startFailureReason(err) != reasonCreateContainerConfigError {
+	if _, err := d.envFor(pod, &pod.Spec.Containers[0], nil, nil); startFailureReason(err) != reasonCreateContainerConfigError {
 		t.Errorf("API pod before the services were read: err %v, want a config error", err)
 	}
 	pod.Annotations[configSourceAnnotation] = "file"
-	if env, err := d.envFor(pod, &pod.Spec.Containers[0], nil); err != nil || envString(env) != "MINE=own URL=https://$(DB_SERVICE_HOST)" {
+	if env, err := d.envFor(pod, &pod.Spec.Containers[0], nil, nil); err != nil || envString(env) != "MINE=own URL=https://$(DB_SERVICE_HOST)" {
 		t.Errorf("static pod before the services were read: env %s err %v", envString(env), err)
 	}
 }

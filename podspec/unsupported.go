@@ -70,7 +70,7 @@ func containerFieldPaths() []string {
 		"name", "image", "command", "args", "workingDir",
 		"env[*].name", "env[*].value", "env[*].valueFrom.fieldRef",
 		"env[*].valueFrom.resourceFieldRef", "env[*].valueFrom.configMapKeyRef",
-		"env[*].valueFrom.secretKeyRef", "envFrom",
+		"env[*].valueFrom.secretKeyRef", "env[*].valueFrom.fileKeyRef", "envFrom",
 		"ports", "resources.requests", "resources.limits", "resizePolicy",
 		"imagePullPolicy", "terminationMessagePath", "terminationMessagePolicy",
 		"securityContext.privileged", "securityContext.runAsUser",

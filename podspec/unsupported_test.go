@@ -51,9 +51,6 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 		}, "spec.affinity"},
 		{"runtimeClassName", func(p *v1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }, "spec.runtimeClassName"},
 		{"overhead", func(p *v1.Pod) { p.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")} }, "spec.overhead"},
-		{"env fileKeyRef", func(p *v1.Pod) {
-			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "v", Path: "p", Key: "k"}}}}
-		}, "spec.containers[0].env[0].valueFrom.fileKeyRef"},
 		{"resources claims", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "c"}} }, "spec.containers[0].resources.claims"},
 		{"stdin", func(p *v1.Pod) { p.Spec.Containers[0].Stdin = true }, "spec.containers[0].stdin"},
 		{"tty", func(p *v1.Pod) { p.Spec.InitContainers[0].TTY = true }, "spec.initContainers[0].tty"},

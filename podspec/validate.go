@@ -48,6 +48,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, validateEnum(spec.OS.Name, path.Child("os", "name"), v1.Linux)...)
 	}
 	errs = append(errs, validateNames(spec, path)...)
+	errs = append(errs, validateFileKeyRefVolumes(spec, path)...)
 	errs = append(errs, metav1validation.ValidateLabels(spec.NodeSelector, path.Child("nodeSelector"))...)
 	for i, t := range spec.Tolerations {
 		errs = append(errs, validateToleration(t, path.Child("tolerations").Index(i))...)

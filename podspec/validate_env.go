@@ -1,6 +1,7 @@
 package podspec
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -82,11 +83,12 @@ func validateEnvValueFrom(e v1.EnvVar, path *field.Path) field.ErrorList {
 		errs = append(errs, validateKeyRef(vf.SecretKeyRef.Name, vf.SecretKeyRef.Key, path.Child("secretKeyRef"))...)
 	}
 	if vf.FileKeyRef != nil {
-		n++ // rejected as not supported (see supportedFieldPaths)
+		n++
+		errs = append(errs, validateFileKeyRef(vf.FileKeyRef, path.Child("fileKeyRef"))...)
 	}
 	switch {
 	case n == 0:
-		errs = append(errs, field.Invalid(path, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+		errs = append(errs, field.Invalid(path, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`"))
 	case e.Value != "":
 		errs = append(errs, field.Invalid(path, "", "may not be specified when `value` is not empty"))
 	case n > 1:
@@ -213,5 +215,60 @@ func validateHostAliases(aliases []v1.HostAlias, path *field.Path) field.ErrorLi
 			errs = append(errs, invalidIf(validation.IsDNS1123Subdomain(h), ap.Child("hostnames").Index(j), h)...)
 		}
 	}
+	return errs
+}
+
+// validateFileKeyRef checks an env file reference as upstream's
+// validateFileKeySelector: a valid variable name as key, a DNS label as
+// volumeName, a path without "..". That the volume is one of the pod's
+// emptyDirs is checked with the volumes (validateFileKeyRefVolumes).
+func validateFileKeyRef(ref *v1.FileKeySelector, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if ref.Key == "" {
+		errs = append(errs, field.Required(path.Child("key"), ""))
+	} else {
+		errs = append(errs, invalidIf(validation.IsRelaxedEnvVarName(ref.Key), path.Child("key"), ref.Key)...)
+	}
+	if ref.VolumeName == "" {
+		errs = append(errs, field.Required(path.Child("volumeName"), ""))
+	} else {
+		errs = append(errs, invalidIf(validation.IsDNS1123Label(ref.VolumeName), path.Child("volumeName"), ref.VolumeName)...)
+	}
+	switch {
+	case ref.Path == "":
+		errs = append(errs, field.Required(path.Child("path"), ""))
+	case slices.Contains(strings.Split(filepath.ToSlash(ref.Path), "/"), ".."):
+		errs = append(errs, field.Invalid(path.Child("path"), ref.Path, "must not contain '..'"))
+	}
+	return errs
+}
+
+// validateFileKeyRefVolumes requires the volume of every fileKeyRef to be
+// an emptyDir of the pod (upstream's validateFileKeyRefVolumes).
+func validateFileKeyRefVolumes(spec *v1.PodSpec, path *field.Path) field.ErrorList {
+	emptyDirs := map[string]bool{}
+	for _, v := range spec.Volumes {
+		emptyDirs[v.Name] = v.EmptyDir != nil
+	}
+	var errs field.ErrorList
+	check := func(list []v1.Container, p *field.Path) {
+		for i, c := range list {
+			for j, e := range c.Env {
+				if e.ValueFrom == nil || e.ValueFrom.FileKeyRef == nil {
+					continue
+				}
+				name := e.ValueFrom.FileKeyRef.VolumeName
+				fp := p.Index(i).Child("env").Index(j).Child("valueFrom", "fileKeyRef", "volumeName")
+				switch isEmptyDir, ok := emptyDirs[name]; {
+				case !ok:
+					errs = append(errs, field.NotFound(fp, name))
+				case !isEmptyDir:
+					errs = append(errs, field.Invalid(fp, name, "referenced volume must be an emptyDir"))
+				}
+			}
+		}
+	}
+	check(spec.InitContainers, path.Child("initContainers"))
+	check(spec.Containers, path.Child("containers"))
 	return errs
 }

@@ -48,8 +48,22 @@ func TestValidateEnv_G3(t *testing.T) {
 		{"relaxed env name accepted", env(v1.EnvVar{Name: "1.dotted-name", Value: "x"}), nil},
 		{"env name with =", env(v1.EnvVar{Name: "A=B"}), []string{c0 + `env[0].name: Invalid value: "A=B"`}},
 		// valueFrom shape
+		{"fileKeyRef from an emptyDir", func(p *v1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "cfg", Path: "app.env", Key: "A"}}}}
+		}, nil},
+		{"fileKeyRef rules", func(p *v1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/tmp"}}})
+			p.Spec.Containers[0].Env = []v1.EnvVar{
+				{Name: "A", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "host", Path: "../x", Key: "A"}}},
+				{Name: "B", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "gone", Path: "p", Key: ""}}},
+			}
+		}, []string{`spec.containers[0].env[0].valueFrom.fileKeyRef.path: Invalid value: "../x": must not contain '..'`,
+			"spec.containers[0].env[1].valueFrom.fileKeyRef.key: Required value",
+			`spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName: Invalid value: "host": referenced volume must be an emptyDir`,
+			`spec.containers[0].env[1].valueFrom.fileKeyRef.volumeName: Not found: "gone"`}},
 		{"valueFrom without source", env(v1.EnvVar{Name: "A", ValueFrom: &v1.EnvVarSource{}}),
-			[]string{c0 + "env[0].valueFrom: Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"}},
+			[]string{c0 + "env[0].valueFrom: Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`"}},
 		{"valueFrom with two sources", env(v1.EnvVar{Name: "A", ValueFrom: &v1.EnvVarSource{FieldRef: field("metadata.name").FieldRef, SecretKeyRef: secKey("s", "k").SecretKeyRef}}),
 			[]string{c0 + "env[0].valueFrom: Invalid value: \"\": may not have more than one field specified at a time"}},
 		// G.6 fieldRef

@@ -201,3 +201,60 @@ spec:
 		t.Errorf("/etc/hosts lacks %q:\n%s", p.Status.PodIP+"\tdb-0.example.com", hosts)
 	}
 }
+
+// TestEnvFromFile: env[].valueFrom.fileKeyRef (EnvFiles, beta and on since
+// 1.35) reads a variable from a KEY='value' file an init container wrote
+// into an emptyDir; a missing key, not optional, makes the container wait
+// with CreateContainerConfigError and the kubelet's message.
+func TestEnvFromFile(t *testing.T) {
+	e := NewEnv(t)
+	e.StartAgent(t, AgentOptions{})
+	e.WriteManifest(t, "envfile.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: envfile
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - name: cfg
+    emptyDir: {}
+  initContainers:
+  - name: write
+    image: %[1]s
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "printf \"# generated\\nDB_HOST='db.example'\\nMOTD='two\\nlines'\\n\" > /cfg/app.env"]
+    volumeMounts:
+    - {name: cfg, mountPath: /cfg}
+  containers:
+  - name: app
+    image: %[1]s
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "100000"]
+    env:
+    - name: DB_HOST
+      valueFrom: {fileKeyRef: {volumeName: cfg, path: app.env, key: DB_HOST}}
+    - name: MOTD
+      valueFrom: {fileKeyRef: {volumeName: cfg, path: app.env, key: MOTD}}
+    - name: OPTIONAL
+      valueFrom: {fileKeyRef: {volumeName: cfg, path: app.env, key: NOPE, optional: true}}
+  - name: strict
+    image: %[1]s
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "100000"]
+    env:
+    - name: NOPE
+      valueFrom: {fileKeyRef: {volumeName: cfg, path: app.env, key: NOPE}}
+`, busyboxImage))
+	pod := PodName("envfile")
+	p := e.WaitForPod(t, pod, func(p *v1.Pod) bool {
+		a, s := containerStatus(p, "app"), containerStatus(p, "strict")
+		return a != nil && a.State.Running != nil && s != nil && s.State.Waiting != nil && s.State.Waiting.Reason == "CreateContainerConfigError"
+	}, podStartTimeout)
+	if w := containerStatus(p, "strict").State.Waiting; !strings.HasPrefix(w.Message, `environment variable key "NOPE" not found in file "`) {
+		t.Errorf("strict: waiting message %q", w.Message)
+	}
+	ctr := e.PodContainer(t, pod, "app")
+	if got := e.Exec(t, ctr.ID, "sh", "-c", `echo "$DB_HOST|$MOTD|${OPTIONAL-unset}"`); strings.TrimSpace(got) != "db.example|two\nlines|unset" {
+		t.Errorf("env = %q, want db.example|two\\nlines|unset", got)
+	}
+}
