@@ -106,7 +106,18 @@ func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registr
 	if err != nil {
 		return nil, err
 	}
-	tools := append(append(append(curl, nc...), sh...), bash...)
+	pause, err := imagebuild.Build([]imagebuild.File{{Path: "pause", Mode: 0o755, HostPath: in.pause}},
+		imagebuild.Config{Entrypoint: []string{"/pause"}})
+	if err != nil {
+		return nil, err
+	}
+	// Upstream agnhost serves pause:<tag> "testing" from /var/registry
+	// (fake-registry-server, the private-registry tests' registry pod).
+	registry, err := fakeRegistryFiles(pause, "pause", "testing")
+	if err != nil {
+		return nil, err
+	}
+	tools := append(append(append(append(curl, nc...), sh...), bash...), registry...)
 	agnhost, err := extend(busybox, append(tools, []imagebuild.File{
 		{Path: "agnhost", Mode: 0o755, HostPath: in.agnhost},
 		{Path: "agnhost-2", Linkname: "agnhost"},
@@ -132,11 +143,6 @@ func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registr
 		return nil, err
 	}
 	nautilus, err := page("nautilus")
-	if err != nil {
-		return nil, err
-	}
-	pause, err := imagebuild.Build([]imagebuild.File{{Path: "pause", Mode: 0o755, HostPath: in.pause}},
-		imagebuild.Config{Entrypoint: []string{"/pause"}})
 	if err != nil {
 		return nil, err
 	}
