@@ -156,7 +156,7 @@ func (a *Agent) admitLocked(w *podWorker) {
 		f = osFailure(w.initial, goruntime.GOOS)
 	}
 	if f == nil {
-		f = admissionFailure(w.initial, admitted, a.cfg.Allocatable)
+		f = admissionFailure(w.resize.allocatedPod(), admitted, a.cfg.Allocatable)
 	}
 	if f == nil {
 		f = a.deps.security.appArmorFailure(w.initial)

@@ -303,6 +303,9 @@ func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool)
 		}
 	}
 	w := newPodWorker(a.deps, pod, waitFor)
+	if a.running[pod.UID] {
+		w.adoptAllocation(allocationFromStatus(pod))
+	}
 	// Only pods that start under this agent have start durations: not
 	// what ran before it started (the kubelet's tracker skips pods with
 	// a start time), nor orphans.
@@ -312,6 +315,7 @@ func (a *Agent) startWorkerLocked(ctx context.Context, pod *v1.Pod, orphan bool)
 	}
 	if !orphan {
 		a.admitLocked(w)
+		a.resizeLocked(w, pod) // a resize still pending when the agent stopped
 	}
 	if orphan {
 		w.orphan = true

@@ -29,7 +29,14 @@ func fileKeyValue(ref *v1.FileKeySelector, volumePaths map[string]string) (value
 	if err != nil {
 		return "", false, fmt.Errorf("env file %q in volume %q: %w", ref.Path, ref.VolumeName, err)
 	}
-	v, err := parseEnvFile(file, ref.Key)
+	// A regular file only: opening a FIFO a container left there would
+	// block the worker.
+	var v string
+	if info, statErr := os.Lstat(file); statErr != nil || !info.Mode().IsRegular() {
+		err = errors.New("not a regular file")
+	} else {
+		v, err = parseEnvFile(file, ref.Key)
+	}
 	if err != nil {
 		return "", false, errors.New("couldn't parse env file")
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -59,6 +60,9 @@ func TestFileKeyValue(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(vol, "bad"), []byte("K=v\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := syscall.Mkfifo(filepath.Join(vol, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	paths := map[string]string{"data": vol}
 	ref := func(vol, path, key string, optional bool) *v1.FileKeySelector {
 		return &v1.FileKeySelector{VolumeName: vol, Path: path, Key: key, Optional: ptr.To(optional)}
@@ -77,6 +81,7 @@ func TestFileKeyValue(t *testing.T) {
 		{ref("data", "bad", "K", false), "couldn't parse env file"},
 		{ref("data", "env", "X", false), `environment variable key "X" not found in file "` + filepath.Join(vol, "env") + `"`},
 		{ref("data", "../../etc/passwd", "root", false), "couldn't parse env file"},
+		{ref("data", "fifo", "K", false), "couldn't parse env file"}, // never opened: it would block
 	} {
 		if _, _, err := fileKeyValue(tc.ref, paths); err == nil || err.Error() != tc.want {
 			t.Errorf("%+v: %v, want %q", tc.ref, err, tc.want)

@@ -298,5 +298,6 @@ func (w *podWorker) publishStopped(ctx context.Context) {
 		return
 	}
 	w.stoppedStatus = true
+	clear(w.waiting) // no restart is coming: the exits show as they are
 	w.publishStatus(st, w.d.clock.Now())
 }

@@ -60,12 +60,13 @@ func (r *resizeState) allocatedPod() *v1.Pod {
 	return p
 }
 
-// acceptedSince returns the generation of a resize admitted after version
-// seen, and whether there is one.
-func (r *resizeState) acceptedSince(seen uint64) (int64, bool) {
+// allocationSince returns the allocated pod and its version and, read
+// under the same lock, the generation of a resize admitted after version
+// seen and whether there is one.
+func (r *resizeState) allocationSince(seen uint64) (alloc *v1.Pod, version uint64, accepted int64, newer bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.accepted, r.acceptedVersion > seen
+	return r.allocated, r.version, r.accepted, r.acceptedVersion > seen
 }
 
 // pendingCondition returns a copy of the PodResizePending condition, nil
@@ -287,4 +288,35 @@ func (a *Agent) retryResizesLocked() {
 	for _, w := range ws {
 		a.resizeLocked(w, w.given)
 	}
+}
+
+// allocationFromStatus is the allocation of an API pod that ran before the
+// agent started, as its status reports what its containers run with
+// (containerStatuses[].resources): a resize still pending then is not
+// taken as admitted, as the kubelet's allocation checkpoint keeps it
+// (decision 100). pod itself when the status tells nothing else. Pure.
+func allocationFromStatus(pod *v1.Pod) *v1.Pod {
+	running := map[string]*v1.ResourceRequirements{}
+	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range list {
+			if r := list[i].Resources; r != nil {
+				running[list[i].Name] = r
+			}
+		}
+	}
+	var out *v1.Pod
+	for i, c := range allContainers(pod) {
+		r, ok := running[c.Name]
+		if !ok || apiequality.Semantic.DeepEqual(*r, c.Resources) {
+			continue
+		}
+		if out == nil {
+			out = pod.DeepCopy()
+		}
+		allContainers(out)[i].Resources = *r.DeepCopy()
+	}
+	if out == nil {
+		return pod
+	}
+	return out
 }

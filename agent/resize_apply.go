@@ -119,10 +119,9 @@ func (w *podWorker) actuated(cs *runtime.ContainerStatus) (v1.ResourceRequiremen
 
 // takeAllocation notes a resize the agent admitted since the worker last
 // looked: PodResizeInProgress is set, at the resize's generation.
-func (w *podWorker) takeAllocation(version uint64) {
-	gen, ok := w.resize.acceptedSince(w.allocVersion)
+func (w *podWorker) takeAllocation(version uint64, gen int64, accepted bool) {
 	w.allocVersion = version
-	if !ok {
+	if !accepted {
 		return
 	}
 	now := metav1.NewTime(w.d.clock.Now())
@@ -140,6 +139,16 @@ func (w *podWorker) takeAllocation(version uint64) {
 func (w *podWorker) applyResize(ctx context.Context, rs []containerResize, restarting bool) (retry time.Duration) {
 	if len(rs) > 0 {
 		if err := w.resizeContainers(ctx, rs); err != nil {
+			if w.inProgress == nil {
+				// No resize was asked for: only containers of an older
+				// skiff were being set to what they should run with. Not
+				// retried, and no condition.
+				w.log.Warn("setting container resources", "err", err)
+				for _, r := range rs {
+					w.marks.actuated[r.Container.ID] = r.Want
+				}
+				return 0
+			}
 			w.resizeFailed(err)
 			return w.retryDelay()
 		}
@@ -238,8 +247,12 @@ func (w *podWorker) resizeFailed(err error) {
 		return
 	}
 	now := metav1.NewTime(w.d.clock.Now())
+	since := now
+	if c := w.inProgress; c != nil && c.Reason == v1.PodReasonError {
+		since = c.LastTransitionTime // the reason holds: only the message moved
+	}
 	w.inProgress = &v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, Reason: v1.PodReasonError,
-		Message: msg, ObservedGeneration: gen, LastProbeTime: now, LastTransitionTime: now}
+		Message: msg, ObservedGeneration: gen, LastProbeTime: now, LastTransitionTime: since}
 	w.event("", v1.EventTypeWarning, EventResizeError, resizeMessage("Pod resize error", w.pod, gen, msg))
 }
 
@@ -298,7 +311,8 @@ func (w *podWorker) resizeConditions() []v1.PodCondition {
 
 // statusResources sets allocatedResources (the allocation's requests) and
 // resources (what a running container runs with, else its allocation) of
-// each container status, as the kubelet does. Pure but for actuated.
+// each status of a container the runtime has, as the kubelet does (a
+// container not created yet gets neither). Pure but for actuated.
 func statusResources(containers []*v1.Container, statuses []v1.ContainerStatus, latest map[string]*runtime.ContainerStatus, actuated func(*runtime.ContainerStatus) (v1.ResourceRequirements, bool)) {
 	for i := range statuses {
 		s := &statuses[i]
@@ -308,11 +322,12 @@ func statusResources(containers []*v1.Container, statuses []v1.ContainerStatus, 
 				c = x
 			}
 		}
-		if c == nil {
+		cs := latest[s.Name]
+		if c == nil || cs == nil {
 			continue
 		}
 		res := c.Resources.DeepCopy()
-		if cs := latest[s.Name]; cs != nil && cs.State == runtime.ContainerRunning && actuated != nil {
+		if cs.State == runtime.ContainerRunning && actuated != nil {
 			if r, ok := actuated(cs); ok {
 				res = r.DeepCopy()
 			}
@@ -329,4 +344,14 @@ func resourcesAnnotation(r v1.ResourceRequirements) string {
 		return ""
 	}
 	return string(b)
+}
+
+// adoptAllocation makes alloc the allocation of a pod that ran before the
+// agent started (before the worker runs; see allocationFromStatus).
+func (w *podWorker) adoptAllocation(alloc *v1.Pod) {
+	if alloc == w.pod {
+		return
+	}
+	w.resize = newResizeState(alloc)
+	w.pod = withAllocation(w.desired, alloc)
 }

@@ -215,9 +215,9 @@ func TestGrownPod(t *testing.T) {
 // TestStatusResources: allocatedResources is the allocation's requests;
 // resources is what a running container runs with, else the allocation.
 func TestStatusResources(t *testing.T) {
-	pod := withResources(testPod("Always", nil, "a", "b"), "a", res("200m", "64Mi", "", "128Mi"))
+	pod := withResources(testPod("Always", nil, "a", "b", "c"), "a", res("200m", "64Mi", "", "128Mi"))
 	pod = withResources(pod, "b", res("200m", "64Mi", "", "128Mi"))
-	statuses := []v1.ContainerStatus{{Name: "a"}, {Name: "b"}}
+	statuses := []v1.ContainerStatus{{Name: "a"}, {Name: "b"}, {Name: "c"}}
 	latest := map[string]*runtime.ContainerStatus{"a": running("a", 0), "b": exited("b", 0, 1, t0)}
 	ran := res("100m", "64Mi", "", "128Mi")
 	statusResources(allContainers(pod), statuses, latest, func(*runtime.ContainerStatus) (v1.ResourceRequirements, bool) { return ran, true })
@@ -226,6 +226,9 @@ func TestStatusResources(t *testing.T) {
 	}
 	if got := statuses[1]; got.Resources.Requests.Cpu().String() != "200m" {
 		t.Errorf("exited b: resources %v, want its allocation", got.Resources)
+	}
+	if got := statuses[2]; got.Resources != nil || got.AllocatedResources != nil {
+		t.Errorf("c, not created: resources %v, allocated %v; want neither", got.Resources, got.AllocatedResources)
 	}
 }
 
@@ -421,5 +424,28 @@ func TestAgentResizeMemoryBelowUsage(t *testing.T) {
 	}
 	if spec, _ := rt.ContainerSpecOf(a.ID); spec.Resources.MemoryLimit != 128<<20 {
 		t.Errorf("memory limit %d, want 128Mi kept", spec.Resources.MemoryLimit)
+	}
+}
+
+// TestAllocationFromStatus: a pod that ran before the agent started is
+// allocated what its status says its containers run with, so that a
+// resize pending then is admitted again, not taken as done; a pod whose
+// status says nothing else is its own allocation.
+func TestAllocationFromStatus(t *testing.T) {
+	pod := withResources(testPod("Always", nil, "a", "b"), "a", res("300m", "64Mi", "", ""))
+	if allocationFromStatus(pod) != pod {
+		t.Error("a pod without status resources got another allocation")
+	}
+	ran := res("100m", "64Mi", "", "")
+	pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "a", Resources: &ran}, {Name: "b"}}
+	alloc := allocationFromStatus(pod)
+	if got := alloc.Spec.Containers[0].Resources.Requests.Cpu().String(); got != "100m" {
+		t.Errorf("a allocated %s, want the 100m it runs with", got)
+	}
+	if pod.Spec.Containers[0].Resources.Requests.Cpu().String() != "300m" {
+		t.Error("allocationFromStatus changed its input")
+	}
+	if !resourcesDiffer(pod, alloc) {
+		t.Error("the pending resize is not seen against the allocation")
 	}
 }

@@ -47,9 +47,10 @@ type statusInput struct {
 	// ResizeConditions are PodResizePending and PodResizeInProgress, as
 	// the worker keeps them; a terminal pod shows neither.
 	ResizeConditions []v1.PodCondition
-	// Stopped: the pod was deleted and its containers stopped; once every
-	// app container exited, its phase is terminal (the kubelet's
-	// podIsTerminal).
+	// Stopped: the pod was deleted and its containers stopped: every
+	// container is terminated (one that never ran or cannot be found as
+	// ContainerStatusUnknown) and the phase terminal, as the kubelet's
+	// TerminatePod.
 	Stopped bool
 }
 
@@ -81,6 +82,8 @@ func computePodStatus(in statusInput) v1.PodStatus {
 		s.Phase = v1.PodPending
 	}
 	if in.Stopped {
+		terminateUnknown(s.InitContainerStatuses)
+		terminateUnknown(s.ContainerStatuses)
 		s.Phase = stoppedPhase(s.Phase, s.ContainerStatuses)
 	}
 	if f := in.Failure; f != nil {
@@ -499,24 +502,32 @@ func transitionTime(prev *v1.PodStatus, t v1.PodConditionType, status v1.Conditi
 	return metav1.NewTime(now.Truncate(time.Second))
 }
 
-// stoppedPhase is the phase of a deleted pod whose containers stopped, as
-// the kubelet's getPhase with podIsTerminal: Succeeded if every app
-// container exited 0, Failed if every one exited and one did not exit 0,
-// else phase. Pure.
+// terminateUnknown gives every status that is not terminated the
+// kubelet's terminated state for a container it could not find when the
+// pod was terminated (status manager's TerminatePod).
+func terminateUnknown(statuses []v1.ContainerStatus) {
+	for i := range statuses {
+		st := &statuses[i]
+		if st.State.Terminated != nil {
+			continue
+		}
+		st.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			Reason: "ContainerStatusUnknown", Message: "The container could not be located when the pod was terminated", ExitCode: 137}}
+		st.Ready = false
+	}
+}
+
+// stoppedPhase is the phase of a deleted pod whose containers all
+// terminated: Succeeded if every app container exited 0, else Failed;
+// a phase already terminal stays. Pure.
 func stoppedPhase(phase v1.PodPhase, app []v1.ContainerStatus) v1.PodPhase {
-	if phase == v1.PodSucceeded || phase == v1.PodFailed || len(app) == 0 {
+	if phase == v1.PodSucceeded || phase == v1.PodFailed {
 		return phase
 	}
-	failed := false
 	for _, cs := range app {
-		t := cs.State.Terminated
-		if t == nil {
-			return phase
+		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
+			return v1.PodFailed
 		}
-		failed = failed || t.ExitCode != 0
-	}
-	if failed {
-		return v1.PodFailed
 	}
 	return v1.PodSucceeded
 }

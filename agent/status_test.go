@@ -328,11 +328,20 @@ func TestStoppedPhase(t *testing.T) {
 	}{
 		{"all 0", []v1.ContainerStatus{term(0), term(0)}, v1.PodSucceeded},
 		{"one 137", []v1.ContainerStatus{term(0), term(137)}, v1.PodFailed},
-		{"one never ran", []v1.ContainerStatus{term(0), waiting}, v1.PodRunning},
+		{"one never ran", []v1.ContainerStatus{term(0), waiting}, v1.PodFailed},
 	} {
+		terminateUnknown(tc.app)
 		if got := stoppedPhase(v1.PodRunning, tc.app); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+	if s := waiting; s.State.Terminated != nil {
+		t.Fatal("terminateUnknown changed its argument's copy")
+	}
+	unknown := []v1.ContainerStatus{waiting}
+	terminateUnknown(unknown)
+	if t2 := unknown[0].State.Terminated; t2 == nil || t2.Reason != "ContainerStatusUnknown" || t2.ExitCode != 137 {
+		t.Errorf("never-run container: %+v, want ContainerStatusUnknown 137", unknown[0].State)
 	}
 }
 

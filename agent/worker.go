@@ -169,11 +169,11 @@ func (w *podWorker) takeUpdate(ctx context.Context) bool {
 	if updated {
 		w.desired = p
 	}
-	alloc, version := w.resize.allocation()
+	alloc, version, accepted, newer := w.resize.allocationSince(w.allocVersion)
 	if !updated && version == w.allocVersion {
 		return false
 	}
-	w.takeAllocation(version)
+	w.takeAllocation(version, accepted, newer)
 	w.pod = withAllocation(w.desired, alloc)
 	if updated && w.d.volumes != nil && len(p.Spec.Volumes) > 0 {
 		if _, err := w.d.volumes.SetUp(ctx, w.pod); err != nil && ctx.Err() == nil {

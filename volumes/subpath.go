@@ -60,7 +60,10 @@ func mkdirInside(root, sub string, perm fs.FileMode) error {
 			continue
 		}
 		next := filepath.Join(cur, part)
-		if err := os.Mkdir(next, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+		created := true
+		if err := os.Mkdir(next, perm); errors.Is(err, fs.ErrExist) {
+			created = false
+		} else if err != nil {
 			return fmt.Errorf("create subPath directory: %w", err)
 		}
 		resolved, err := filepath.EvalSymlinks(next)
@@ -70,8 +73,11 @@ func mkdirInside(root, sub string, perm fs.FileMode) error {
 		if resolved != root && !strings.HasPrefix(resolved, root+"/") {
 			return fmt.Errorf("subpath %q not within volume path %q", resolved, root)
 		}
-		if err := os.Chmod(resolved, perm); err != nil {
-			return err
+		if created {
+			// Only what it created: an existing directory keeps its mode.
+			if err := os.Chmod(resolved, perm); err != nil {
+				return err
+			}
 		}
 		cur = resolved
 	}
