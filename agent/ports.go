@@ -37,7 +37,7 @@ func (a *Agent) sizeLimited() []*podWorker {
 	defer a.mu.Unlock()
 	var ws []*podWorker
 	for _, w := range a.workers {
-		if term, _ := w.req.isTerminating(); !term && !w.orphan && volumes.HasSizeLimits(w.pod) {
+		if term, _ := w.req.isTerminating(); !term && !w.orphan && volumes.HasSizeLimits(w.given) {
 			ws = append(ws, w)
 		}
 	}
