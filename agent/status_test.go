@@ -335,8 +335,10 @@ func TestStoppedPhase(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
-	if s := waiting; s.State.Terminated != nil {
-		t.Fatal("terminateUnknown changed its argument's copy")
+	kept := []v1.ContainerStatus{term(3)}
+	terminateUnknown(kept)
+	if t3 := kept[0].State.Terminated; t3.ExitCode != 3 || t3.Reason != "" {
+		t.Errorf("a terminated container was overwritten: %+v", t3)
 	}
 	unknown := []v1.ContainerStatus{waiting}
 	terminateUnknown(unknown)
