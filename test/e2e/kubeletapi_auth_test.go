@@ -96,6 +96,18 @@ func expectAllowed(t *testing.T, who string, hc *http.Client, base string, reqs 
 	}
 }
 
+// waitKubeletKnowsPod waits until r, sent by an allowed client, gets 200:
+// a restarted agent serves the kubelet API before its API source has
+// delivered the pods again (the kubelet's server does too), and a pod it
+// does not know yet is "not found".
+func waitKubeletKnowsPod(t *testing.T, hc *http.Client, base string, r kubeletRequest) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() (bool, string) {
+		code, body, err := send(hc, base, r, nil)
+		return err == nil && code == http.StatusOK, fmt.Sprintf("%s = %d %q, %v; want 200", r, code, body, err)
+	})
+}
+
 // bearer is the header of a bearer token.
 func bearer(token string) http.Header {
 	return http.Header{"Authorization": []string{"Bearer " + strings.TrimSpace(token)}}
@@ -128,13 +140,15 @@ func TestKubeletAPIShutWithKubeconfig_Issue29(t *testing.T) {
 	peer := newNetworkPeer(t)
 	ca := loadCA(t, c.CAFile(), filepath.Join(c.Dir(), "ca.key"))
 	token := kubectl(t, c, "create", "token", "default")
+	admin := ca.clientCert(t, "kubernetes-admin", "system:masters")
 	check := func(how string) {
 		t.Helper()
 		base, reqs := kubeletBase(peerHostIP, 10250), kubeletRequests("victim", "app")
+		waitKubeletKnowsPod(t, peer.client(admin), base, reqs[1])
 		expectRefused(t, how+", anonymous", peer.client(), base, reqs, http.StatusUnauthorized, nil)
 		expectRefused(t, how+", alice", peer.client(ca.clientCert(t, "alice")), base, reqs, http.StatusForbidden, nil)
 		expectRefused(t, how+", a service account token", peer.client(), base, reqs, http.StatusForbidden, bearer(token))
-		expectAllowed(t, how+", the admin", peer.client(ca.clientCert(t, "kubernetes-admin", "system:masters")), base, reqs)
+		expectAllowed(t, how+", the admin", peer.client(admin), base, reqs)
 		if out := kubectl(t, c, "logs", "victim"); !strings.Contains(out, "started") {
 			t.Errorf("%s: kubectl logs: %q", how, out)
 		}
