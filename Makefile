@@ -449,6 +449,18 @@ conformance: setup build images conformance-bin
 		-controlplane $$cp -skiff $(BIN) -pause $(BIN)-pause -images $(IMAGES_DIR) -k8s-src $$k8s \
 		-focus '$(CONFORMANCE_FOCUS)' -skip '$(CONFORMANCE_SKIP)' -procs $(CONFORMANCE_PROCS) -timeout $(CONFORMANCE_TIMEOUT)
 
+.PHONY: conformance-kubelet
+## conformance-kubelet: the same run with the upstream kubelet $(KUBELET_VERSION) as the node (on skiff's containerd), for the side-by-side pass rate; summary in $(CONFORMANCE_OUT)-kubelet/summary.md
+conformance-kubelet: setup build images conformance-bin
+	@[ "$$(id -u)" = 0 ] || { echo "make conformance-kubelet: must run as root" >&2; exit 1; }
+	cp=$$($(MAKE) -s controlplane) && k=$$($(MAKE) -s bench-kubelet) && c=$(CONFORMANCE_BIN) && \
+	k8s=$$(cd test/conformance/k8s && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes) && \
+	$(GO) build -o _output/conformance-driver ./test/conformance && \
+	flock $(CONFORMANCE_LOCK) _output/conformance-driver -out $(CONFORMANCE_OUT)-kubelet -node kubelet -kubelet $$k \
+		-e2e $$c/e2e.test -ginkgo $$c/ginkgo -agnhost $$c/agnhost -nnp $$c/nnp \
+		-controlplane $$cp -skiff $(BIN) -pause $(BIN)-pause -images $(IMAGES_DIR) -k8s-src $$k8s \
+		-focus '$(CONFORMANCE_FOCUS)' -skip '$(CONFORMANCE_SKIP)' -procs $(CONFORMANCE_PROCS) -timeout $(CONFORMANCE_TIMEOUT)
+
 .PHONY: print-kubernetes-version
 # print-kubernetes-version: the Kubernetes release of internal/k8sversion (hack/bump-kubernetes.sh reads it)
 print-kubernetes-version:

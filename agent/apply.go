@@ -150,9 +150,13 @@ func (w *podWorker) createSandbox(ctx context.Context, st *podState, attempt uin
 	if err := w.killAll(ctx, st, time.Duration(*w.graceSeconds(nil))*time.Second, nil); err != nil {
 		return fmt.Errorf("clean up old sandbox: %w", err)
 	}
-	spec, err := w.d.sandboxSpec(w.pod, attempt)
+	spec, dnsWarning, err := w.d.sandboxSpec(w.pod, attempt)
 	if err != nil {
 		return err
+	}
+	if dnsWarning != "" && !w.orphan {
+		w.d.events.NodeEvent(v1.EventTypeWarning, EventMissingClusterDNS, dnsWarning)
+		w.event("", v1.EventTypeWarning, EventMissingClusterDNS, fmt.Sprintf("pod: %q. %s", podDesc(w.pod), dnsWarning))
 	}
 	if err := os.MkdirAll(spec.LogDirectory, 0o755); err != nil {
 		return fmt.Errorf("pod log directory: %w", err)
@@ -233,7 +237,7 @@ func (w *podWorker) startContainer(ctx context.Context, st *podState, c *v1.Cont
 func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Container, attempt uint32, image string, imageVols map[string]string, init bool) (_ string, retErr error) {
 	rt := w.d.rt
 	sb := st.sandbox()
-	sbSpec, err := w.d.sandboxSpec(w.pod, sb.Attempt)
+	sbSpec, _, err := w.d.sandboxSpec(w.pod, sb.Attempt)
 	if err != nil {
 		return "", err
 	}

@@ -33,7 +33,12 @@ type Config struct {
 	// HostIPs are the node's IPs, for status.hostIP(s).
 	HostIPs []string
 	// DNS computes a pod's resolv.conf; nil leaves the runtime default.
-	DNS    func(*v1.Pod) (*runtime.DNSConfig, error)
+	// A warning is the message of the warning event MissingClusterDNS
+	// (the pod fell back to the node's resolv.conf), which the agent
+	// records on the node, and on the pod prefixed with
+	// `pod: "<name>_<namespace>(<uid>)". `, when it creates the pod's
+	// sandbox (the kubelet's events).
+	DNS    func(*v1.Pod) (dns *runtime.DNSConfig, warning string, err error)
 	Clock  clock.WithTicker
 	Logger *slog.Logger
 	// RelistPeriod is how often the runtime is listed (default 1s).

@@ -60,7 +60,7 @@ func startFailureReason(err error) string {
 type podEnv struct {
 	hostIPs []string
 	// dns: Config.DNS (nil: the runtime's default resolv.conf).
-	dns func(*v1.Pod) (*runtime.DNSConfig, error)
+	dns func(*v1.Pod) (*runtime.DNSConfig, string, error)
 	// objects: the ConfigMaps and Secrets pods may reference; nil: none.
 	objects objects.Getter
 	// allocatable: the node's (Config.Allocatable), for resourceFieldRef.

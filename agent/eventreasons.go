@@ -24,6 +24,9 @@ const (
 	EventSandboxChanged                  = "SandboxChanged"
 	EventFailedCreateSandbox             = "FailedCreatePodSandBox"
 	EventContainerGCFailed               = "ContainerGCFailed"
+	// EventMissingClusterDNS: a pod of a cluster-DNS policy got the
+	// node's resolv.conf (no --cluster-dns); on the node and the pod.
+	EventMissingClusterDNS = "MissingClusterDNS"
 )
 
 // EventRecorder records and keeps the events of the node and its pods

@@ -168,7 +168,7 @@ func TestPodCgroupLifecycle_D4(t *testing.T) {
 	if got := cg.entries(); len(got) == 0 || got[0] != "EnsurePod uid1 sandboxesBefore=0" {
 		t.Fatalf("cgroup calls = %v, want EnsurePod before the first RunSandbox", got)
 	}
-	got, err := h.agent.deps.sandboxSpec(pod, 0)
+	got, _, err := h.agent.deps.sandboxSpec(pod, 0)
 	if err != nil || got.CgroupParent != "/kubepods/poduid1" {
 		t.Errorf("sandbox CgroupParent = %q (%v), want /kubepods/poduid1", got.CgroupParent, err)
 	}

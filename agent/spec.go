@@ -12,11 +12,12 @@ import (
 	"github.com/skiffnode/skiff/runtime"
 )
 
-// sandboxSpec builds the runtime's sandbox spec for pod.
-func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxSpec, error) {
+// sandboxSpec builds the runtime's sandbox spec for pod, and the DNS
+// warning of Config.DNS (none: "").
+func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxSpec, string, error) {
 	hostname, err := d.env.sandboxHostname(pod)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	spec := &runtime.SandboxSpec{
 		Name:         pod.Name,
@@ -33,23 +34,24 @@ func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxS
 	}
 	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
 		if d.userns == nil {
-			return nil, errors.New("can't set `spec.hostUsers: false`: this node has no user namespaces")
+			return nil, "", errors.New("can't set `spec.hostUsers: false`: this node has no user namespaces")
 		}
 		m, err := d.userns.Mapping(string(pod.UID))
 		if err != nil {
-			return nil, fmt.Errorf("create user namespace: %w", err)
+			return nil, "", fmt.Errorf("create user namespace: %w", err)
 		}
 		spec.Security.UserNamespace = &m
 	}
 	if d.cgroups != nil {
 		spec.CgroupParent = d.cgroups.CgroupParent(pod)
 	}
+	var dnsWarning string
 	if d.env.dns != nil {
-		dns, err := d.env.dns(pod)
+		dns, warning, err := d.env.dns(pod)
 		if err != nil {
-			return nil, fmt.Errorf("pod DNS config: %w", err)
+			return nil, "", fmt.Errorf("pod DNS config: %w", err)
 		}
-		spec.DNS = dns
+		spec.DNS, dnsWarning = dns, warning
 	}
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
@@ -61,7 +63,7 @@ func (d *workerDeps) sandboxSpec(pod *v1.Pod, attempt uint32) (*runtime.SandboxS
 			})
 		}
 	}
-	return spec, nil
+	return spec, dnsWarning, nil
 }
 
 func anyPrivileged(pod *v1.Pod) bool {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,54 +27,84 @@ const (
 // callers pass pod.Spec.DNSConfig as is.
 type DNSConfigInput = v1.PodDNSConfig
 
-// MissingClusterDNS reports whether PodDNS falls back from a cluster-DNS
-// policy to the node's resolv.conf for this pod, because skiff nodes have no
-// cluster DNS. The kubelet emits a "MissingClusterDNS" warning event in that
-// case; callers should log one.
-func MissingClusterDNS(dnsPolicy string, hostNetwork bool) bool {
+// ClusterDNS is the node's cluster DNS: the kubelet's clusterDNS (Servers,
+// IP addresses; none: the node has no cluster DNS) and clusterDomain.
+type ClusterDNS struct {
+	Servers []string
+	Domain  string
+}
+
+// MissingClusterDNSMessage is the kubelet's message of the warning event
+// MissingClusterDNS (pkg/kubelet/network/dns), which it records on the
+// node and, prefixed with `pod: "<name>_<namespace>(<uid>)". `, on the pod.
+const MissingClusterDNSMessage = `kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`
+
+// clusterPolicy reports whether a pod of dnsPolicy uses the cluster DNS:
+// ClusterFirstWithHostNet, and ClusterFirst (or "") unless the pod is on
+// the host network, where it means Default.
+func clusterPolicy(dnsPolicy string, hostNetwork bool) bool {
 	switch v1.DNSPolicy(dnsPolicy) {
 	case v1.DNSClusterFirstWithHostNet:
 		return true
 	case v1.DNSClusterFirst, "":
-		// A host-network pod with ClusterFirst uses Default on purpose.
 		return !hostNetwork
 	}
 	return false
 }
 
-// PodDNS computes the resolv.conf content of a pod with the kubelet's
-// semantics (pkg/kubelet/network/dns) on a node without cluster DNS:
+// Missing reports whether PodDNS falls back from a cluster-DNS policy to
+// the node's resolv.conf for this pod, because c has no servers; the
+// kubelet records the warning event MissingClusterDNS then.
+func (c ClusterDNS) Missing(dnsPolicy string, hostNetwork bool) bool {
+	return len(c.Servers) == 0 && clusterPolicy(dnsPolicy, hostNetwork)
+}
+
+// PodDNS computes the resolv.conf content of a pod in namespace with the
+// kubelet's semantics (pkg/kubelet/network/dns, GetPodDNS):
 //
 //   - "None": only podDNSConfig.
 //   - "Default": the host's resolv.conf at resolvConfPath.
-//   - "ClusterFirst", "ClusterFirstWithHostNet" (and ""): no cluster DNS is
-//     configured, so they fall back to "Default" (see MissingClusterDNS).
+//   - "ClusterFirst" (and "") off the host network, and
+//     "ClusterFirstWithHostNet": the cluster's servers only, the searches
+//     <namespace>.svc.<domain>, svc.<domain>, <domain> then the host's,
+//     and the option ndots:5. Without cluster servers they fall back to
+//     "Default" (see ClusterDNS.Missing); without a domain the searches
+//     are the host's.
 //
-// With resolvConfPath "" the base is nameserver 127.0.0.1 and search "." (the
-// kubelet's --resolv-conf="" behaviour). podDNSConfig (may be nil) is then
-// merged: nameservers and searches appended without duplicates, options
-// merged by name with the pod's winning. Finally the kubelet's limits apply:
-// at most 3 nameservers, 32 search paths, 2048 characters of search line,
-// search paths longer than 253 characters dropped. An unknown policy is an
-// error. Pure apart from reading resolvConfPath; safe for concurrent use.
-func PodDNS(resolvConfPath string, dnsPolicy string, podDNSConfig *DNSConfigInput, hostNetwork bool) (*runtime.DNSConfig, error) {
-	cfg := &runtime.DNSConfig{}
+// With resolvConfPath "" the host's configuration is empty, and "Default"
+// gets nameserver 127.0.0.1 and search "." (the kubelet's --resolv-conf=""
+// behaviour). podDNSConfig (may be nil) is then merged: nameservers and
+// searches appended without duplicates, options merged by name with the
+// pod's winning. Finally the kubelet's limits apply: at most 3
+// nameservers, 32 search paths, 2048 characters of search line, search
+// paths longer than 253 characters dropped. An unknown policy is an error.
+// Pure apart from reading resolvConfPath; safe for concurrent use.
+func PodDNS(resolvConfPath string, cluster ClusterDNS, namespace, dnsPolicy string, podDNSConfig *DNSConfigInput, hostNetwork bool) (*runtime.DNSConfig, error) {
 	switch v1.DNSPolicy(dnsPolicy) {
-	case v1.DNSNone:
-		// Empty base.
-	case v1.DNSDefault, v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet, "":
-		if resolvConfPath == "" {
-			cfg.Servers = []string{"127.0.0.1"}
-			cfg.Searches = []string{"."}
-			break
-		}
+	case v1.DNSNone, v1.DNSDefault, v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet, "":
+	default:
+		return nil, fmt.Errorf("invalid DNS policy %q", dnsPolicy)
+	}
+	cfg := &runtime.DNSConfig{}
+	if resolvConfPath != "" && v1.DNSPolicy(dnsPolicy) != v1.DNSNone {
 		host, err := readResolvConf(resolvConfPath)
 		if err != nil {
 			return nil, err
 		}
 		cfg = host
-	default:
-		return nil, fmt.Errorf("invalid DNS policy %q", dnsPolicy)
+	}
+	switch {
+	case v1.DNSPolicy(dnsPolicy) == v1.DNSNone:
+		// Empty base.
+	case clusterPolicy(dnsPolicy, hostNetwork) && len(cluster.Servers) > 0:
+		cfg.Servers = slices.Clone(cluster.Servers)
+		if d := cluster.Domain; d != "" {
+			cfg.Searches = omitDuplicates(append([]string{namespace + ".svc." + d, "svc." + d, d}, cfg.Searches...))
+		}
+		cfg.Options = []string{"ndots:5"}
+	case resolvConfPath == "":
+		cfg.Servers = []string{"127.0.0.1"}
+		cfg.Searches = []string{"."}
 	}
 	if podDNSConfig != nil {
 		cfg.Servers = omitDuplicates(append(cfg.Servers, podDNSConfig.Nameservers...))

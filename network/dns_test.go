@@ -33,6 +33,7 @@ func TestPodDNS(t *testing.T) {
 		Options:  []string{"ndots:2", "timeout:3"},
 	}
 	str := func(s string) *string { return &s }
+	cluster := ClusterDNS{Servers: []string{"10.96.0.10"}, Domain: "cluster.local"}
 	many := make([]string, 40)
 	for i := range many {
 		many[i] = "s" + strings.Repeat("x", i%3) + string(rune('a'+i%26)) + ".example"
@@ -43,6 +44,7 @@ func TestPodDNS(t *testing.T) {
 		policy      string
 		podDNS      *DNSConfigInput
 		hostNetwork bool
+		cluster     ClusterDNS
 		want        *runtime.DNSConfig
 		wantErr     string
 	}{
@@ -80,12 +82,36 @@ func TestPodDNS(t *testing.T) {
 			name: "no resolv.conf: localhost", resolv: "", policy: "Default",
 			want: &runtime.DNSConfig{Servers: []string{"127.0.0.1"}, Searches: []string{"."}},
 		},
+		{
+			name: "ClusterFirst with cluster DNS: its servers, cluster searches then the host's, ndots:5", resolv: resolv, policy: "ClusterFirst", cluster: cluster,
+			want: &runtime.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"ns1.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example", "lab.example"}, Options: []string{"ndots:5"}},
+		},
+		{
+			name: "ClusterFirstWithHostNet on the host network uses cluster DNS", resolv: resolv, policy: "ClusterFirstWithHostNet", hostNetwork: true, cluster: cluster,
+			want: &runtime.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"ns1.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example", "lab.example"}, Options: []string{"ndots:5"}},
+		},
+		{name: "ClusterFirst on the host network is Default", resolv: resolv, policy: "ClusterFirst", hostNetwork: true, cluster: cluster, want: host},
+		{name: "Default ignores cluster DNS", resolv: resolv, policy: "Default", cluster: cluster, want: host},
+		{
+			name: "cluster DNS without a domain keeps the host's searches", resolv: resolv, policy: "ClusterFirst", cluster: ClusterDNS{Servers: []string{"10.96.0.10", "10.96.0.11"}},
+			want: &runtime.DNSConfig{Servers: []string{"10.96.0.10", "10.96.0.11"}, Searches: host.Searches, Options: []string{"ndots:5"}},
+		},
+		{
+			name: "cluster DNS without resolv.conf: cluster searches only", resolv: "", policy: "ClusterFirst", cluster: cluster,
+			want: &runtime.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"ns1.svc.cluster.local", "svc.cluster.local", "cluster.local"}, Options: []string{"ndots:5"}},
+		},
+		{
+			name: "cluster DNS then dnsConfig merged", resolv: resolv, policy: "ClusterFirst", cluster: cluster,
+			podDNS: &DNSConfigInput{Nameservers: []string{"1.1.1.1"}, Searches: []string{"svc.cluster.local", "x.example"}, Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: str("2")}, {Name: "edns0"}}},
+			want:   &runtime.DNSConfig{Servers: []string{"10.96.0.10", "1.1.1.1"}, Searches: []string{"ns1.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example", "lab.example", "x.example"}, Options: []string{"edns0", "ndots:2"}},
+		},
+		{name: "None ignores cluster DNS and resolv.conf", resolv: filepath.Join(dir, "nope"), policy: "None", cluster: cluster, want: &runtime.DNSConfig{}},
 		{name: "missing resolv.conf", resolv: filepath.Join(dir, "nope"), policy: "Default", wantErr: "read resolv.conf"},
 		{name: "bad policy", resolv: resolv, policy: "Bogus", wantErr: "invalid DNS policy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := PodDNS(tt.resolv, tt.policy, tt.podDNS, tt.hostNetwork)
+			got, err := PodDNS(tt.resolv, tt.cluster, "ns1", tt.policy, tt.podDNS, tt.hostNetwork)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -115,7 +141,9 @@ func TestSearchLineLimit(t *testing.T) {
 	}
 }
 
-func TestMissingClusterDNS(t *testing.T) {
+// TestClusterDNSMissing: a cluster-DNS policy falls back (and warns) only
+// when the node has no cluster DNS server.
+func TestClusterDNSMissing(t *testing.T) {
 	tests := []struct {
 		policy      string
 		hostNetwork bool
@@ -130,8 +158,11 @@ func TestMissingClusterDNS(t *testing.T) {
 		{"None", false, false},
 	}
 	for _, tt := range tests {
-		if got := MissingClusterDNS(tt.policy, tt.hostNetwork); got != tt.want {
-			t.Errorf("MissingClusterDNS(%q, %v) = %v, want %v", tt.policy, tt.hostNetwork, got, tt.want)
+		if got := (ClusterDNS{}).Missing(tt.policy, tt.hostNetwork); got != tt.want {
+			t.Errorf("no servers: Missing(%q, %v) = %v, want %v", tt.policy, tt.hostNetwork, got, tt.want)
+		}
+		if (ClusterDNS{Servers: []string{"10.96.0.10"}}).Missing(tt.policy, tt.hostNetwork) {
+			t.Errorf("with a server: Missing(%q, %v) = true, want false", tt.policy, tt.hostNetwork)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -24,6 +25,10 @@ type Config struct {
 	PauseBinary       string
 	ResolvConf        string
 	ClusterDomain     string
+	// ClusterDNS are the cluster DNS servers' IP addresses (the
+	// kubelet's --cluster-dns); none: pods of a ClusterFirst policy get
+	// the node's resolv.conf.
+	ClusterDNS []string
 	RuntimeTimeout    time.Duration
 	MaxParallelStarts int
 	MaxParallelProbes int
@@ -53,6 +58,11 @@ func (c *Config) joinsAPIServer() bool {
 func (c *Config) Validate() error {
 	if c.MaxParallelStarts < 0 {
 		return fmt.Errorf("--max-parallel-starts %d: want 0 (adaptive, the default) or a positive upper bound", c.MaxParallelStarts)
+	}
+	for _, s := range c.ClusterDNS {
+		if net.ParseIP(s) == nil {
+			return fmt.Errorf("--cluster-dns %q: not an IP address (clusterDNS)", s)
+		}
 	}
 	if p := c.MaxContainerRestartPeriod; p < time.Second || p > 300*time.Second {
 		return fmt.Errorf("--max-container-restart-period %s: must be between 1s and 300s (crashLoopBackOff.maxContainerRestartPeriod)", p)

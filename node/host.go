@@ -40,13 +40,21 @@ func nodeIPs(log *slog.Logger) []string {
 	return out
 }
 
-func podDNS(resolvConf string) func(*v1.Pod) (*runtime.DNSConfig, error) {
-	return func(pod *v1.Pod) (*runtime.DNSConfig, error) {
-		dns, err := network.PodDNS(resolvConf, string(pod.Spec.DNSPolicy), pod.Spec.DNSConfig, pod.Spec.HostNetwork)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
+// podDNS is the agent's Config.DNS: network.PodDNS with the node's
+// resolv.conf and cluster DNS, and the kubelet's MissingClusterDNS warning
+// where a pod falls back to the node's resolv.conf. A resolv.conf that does
+// not exist leaves the runtime's default.
+func podDNS(resolvConf string, cluster network.ClusterDNS) func(*v1.Pod) (*runtime.DNSConfig, string, error) {
+	return func(pod *v1.Pod) (*runtime.DNSConfig, string, error) {
+		var warning string
+		if cluster.Missing(string(pod.Spec.DNSPolicy), pod.Spec.HostNetwork) {
+			warning = network.MissingClusterDNSMessage
 		}
-		return dns, err
+		dns, err := network.PodDNS(resolvConf, cluster, pod.Namespace, string(pod.Spec.DNSPolicy), pod.Spec.DNSConfig, pod.Spec.HostNetwork)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, warning, nil
+		}
+		return dns, warning, err
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/skiffnode/skiff/internal/events"
 	"github.com/skiffnode/skiff/internal/objects"
 	"github.com/skiffnode/skiff/internal/startgate"
+	"github.com/skiffnode/skiff/network"
 	"github.com/skiffnode/skiff/nodeshutdown"
 	"github.com/skiffnode/skiff/probes"
 	"github.com/skiffnode/skiff/staticpods"
@@ -234,7 +235,7 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 		PodLogsDir:        o.PodLogsDir,
 		PodsDir:           filepath.Join(o.RootDir, "pods"),
 		HostIPs:           api.hostIPs,
-		DNS:               podDNS(o.ResolvConf),
+		DNS:               podDNS(o.ResolvConf, network.ClusterDNS{Servers: o.ClusterDNS, Domain: o.ClusterDomain}),
 		Logger:            n.log,
 		MaxParallelStarts: o.MaxParallelStarts,
 		Starts:            api.starts,

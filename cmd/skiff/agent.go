@@ -87,6 +87,7 @@ func addAgentFlags(f *pflag.FlagSet, o *node.Config) {
 	f.StringVar(&o.PauseBinary, "pause-binary", "", "static executable the managed containerd's pause image is built from (default: skiff's built-in pause on amd64 and arm64, else skiff-pause beside this executable, else this executable if static)")
 	f.StringVar(&o.ResolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration pods inherit")
 	f.StringVar(&o.ClusterDomain, "cluster-domain", agent.DefaultClusterDomain, "DNS domain of the cluster: the FQDN of a pod with spec.subdomain is <hostname>.<subdomain>.<namespace>.svc.<cluster-domain>")
+	f.StringSliceVar(&o.ClusterDNS, "cluster-dns", nil, "comma-separated IP addresses of the cluster DNS servers: pods of dnsPolicy ClusterFirst (off the host network) and ClusterFirstWithHostNet get only these, with the cluster's search domains and ndots:5 (none: they get --resolv-conf, with a MissingClusterDNS warning event)")
 	f.DurationVar(&o.RuntimeTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of CRI requests")
 	f.IntVar(&o.MaxParallelStarts, "max-parallel-starts", 0, "upper bound of sandboxes/containers started (and sandboxes torn down) at once; the number adapts to the runtime's throughput from max(2, CPUs) up to it (0: 4*CPUs within [16, 64]; N <= max(2, CPUs): fixed N)")
 	f.DurationVar(&o.MaxContainerRestartPeriod, "max-container-restart-period", 300*time.Second, "the longest restart back-off of a crashing container, 1s to 300s (crashLoopBackOff.maxContainerRestartPeriod; the back-off starts at 10s, or at this if shorter)")

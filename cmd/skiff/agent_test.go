@@ -71,6 +71,18 @@ func TestAgentRefusesBadMaxContainerRestartPeriod(t *testing.T) {
 	}
 }
 
+// TestAgentRefusesBadClusterDNS: a --cluster-dns entry that is not an IP
+// address is refused before anything starts, naming the flag and value.
+func TestAgentRefusesBadClusterDNS(t *testing.T) {
+	cmd := newAgentCmd()
+	cmd.SetArgs([]string{"--cluster-dns=10.96.0.10,kube-dns", "--root-dir", t.TempDir()})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(t.Context())
+	if err == nil || !strings.Contains(err.Error(), `--cluster-dns "kube-dns"`) || !strings.Contains(err.Error(), "not an IP address") {
+		t.Errorf("err = %v, want one naming --cluster-dns and kube-dns", err)
+	}
+}
+
 // Bad graceful shutdown settings are refused before anything starts, with
 // the setting named (H.18, H.20).
 func TestAgentRefusesBadShutdownGracePeriods_H18_H20(t *testing.T) {

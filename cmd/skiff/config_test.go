@@ -74,6 +74,7 @@ func TestConfigFileSetsEachField(t *testing.T) {
 		{"podCIDR", "podCIDR: 10.99.0.0/16", "pod-cidr", "10.99.0.0/16"},
 		{"resolvConf", `resolvConf: ""`, "resolv-conf", ""},
 		{"clusterDomain", "clusterDomain: example.org", "cluster-domain", "example.org"},
+		{"clusterDNS", "clusterDNS: [10.96.0.10, 'fd00::a']", "cluster-dns", "[10.96.0.10,fd00::a]"},
 		{"runtimeRequestTimeout", "runtimeRequestTimeout: 30s", "runtime-request-timeout", "30s"},
 		{"crashLoopBackOff.maxContainerRestartPeriod", "crashLoopBackOff: {maxContainerRestartPeriod: 1m}", "max-container-restart-period", "1m0s"},
 		{"cgroupDriver", "cgroupDriver: systemd", "cgroup-driver", "systemd"},

@@ -62,6 +62,7 @@ func fields() []field {
 		str("podCIDR", "pod-cidr", func(c *config) *string { return &c.PodCIDR }),
 		strPtr("resolvConf", "resolv-conf", func(c *config) **string { return &c.ResolverConfig }),
 		str("clusterDomain", "cluster-domain", func(c *config) *string { return &c.ClusterDomain }),
+		strSlice("clusterDNS", "cluster-dns", func(c *config) *[]string { return &c.ClusterDNS }),
 		duration("runtimeRequestTimeout", "runtime-request-timeout", func(c *config) *metav1.Duration { return &c.RuntimeRequestTimeout }),
 		durationPtr("crashLoopBackOff.maxContainerRestartPeriod", "max-container-restart-period", func(c *config) **metav1.Duration {
 			return &c.CrashLoopBackOff.MaxContainerRestartPeriod

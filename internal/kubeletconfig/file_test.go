@@ -25,7 +25,7 @@ func TestParseUnsupportedFields(t *testing.T) {
 		{"inline struct", "logging: {options: {text: {splitStream: true}}}\n", []string{"logging.options.text.splitStream"}},
 		{"default spelled as nanoseconds", "logging: {flushFrequency: 5000000000}\n", nil},
 		{"pointer at zero, default non-zero", "failSwapOn: false\n", []string{"failSwapOn"}},
-		{"list", "clusterDNS: [10.96.0.10]\n", []string{"clusterDNS"}},
+		{"list", "tlsCipherSuites: [TLS_AES_128_GCM_SHA256]\n", []string{"tlsCipherSuites"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

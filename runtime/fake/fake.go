@@ -176,6 +176,22 @@ func (r *Runtime) ContainerByName(uid, name string) (runtime.ContainerStatus, bo
 	return best.st, true
 }
 
+// SandboxSpecOf returns the spec of the newest sandbox of the pod uid.
+func (r *Runtime) SandboxSpecOf(uid string) (runtime.SandboxSpec, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var best *sandbox
+	for _, sb := range r.sandboxes {
+		if sb.st.UID == uid && (best == nil || sb.st.Attempt > best.st.Attempt) {
+			best = sb
+		}
+	}
+	if best == nil {
+		return runtime.SandboxSpec{}, false
+	}
+	return best.spec, true
+}
+
 // ContainerSpecOf returns the spec a container was created with.
 func (r *Runtime) ContainerSpecOf(id string) (runtime.ContainerSpec, bool) {
 	r.mu.Lock()

@@ -36,6 +36,13 @@ type Config struct {
 	NodeNames []string
 	// Logf receives progress lines (t.Logf); nil discards them.
 	Logf func(format string, args ...any)
+	// AdvertiseAddress, when set, is an IPv4 address of this host that
+	// the API server listens on too (it binds every address) and
+	// advertises as the kubernetes service's endpoint, so that pods reach
+	// it through kube-proxy (the full conformance suite). Empty: the API
+	// server is on 127.0.0.1 only and the kubernetes service has no
+	// endpoints.
+	AdvertiseAddress string
 }
 
 // Timeouts of Start, RestartAPIServer and Stop. Start and RestartAPIServer
@@ -95,7 +102,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	c.etcd = etcdProcess(cfg.Dir, cfg.Etcd, ports[1], ports[2])
-	c.apiserver = apiserverProcess(cfg.Dir, cfg.Bin, c.port, etcdURL)
+	c.apiserver = apiserverProcess(cfg.Dir, cfg.Bin, c.port, etcdURL, cfg.AdvertiseAddress)
 	c.procs = []*process{c.etcd, c.apiserver,
 		controllerManagerProcess(cfg.Dir, cfg.Bin), schedulerProcess(cfg.Dir, cfg.Bin)}
 	if err := c.start(ctx, etcdURL); err != nil {
@@ -118,6 +125,11 @@ func (cfg *Config) validate() error {
 	for _, n := range cfg.NodeNames {
 		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 || n == "admin" {
 			return fmt.Errorf("cluster: node name %q: not a DNS subdomain, or admin", n)
+		}
+	}
+	if a := cfg.AdvertiseAddress; a != "" {
+		if ip := net.ParseIP(a); ip == nil || ip.To4() == nil || ip.IsLoopback() || ip.IsUnspecified() {
+			return fmt.Errorf("cluster: Config.AdvertiseAddress %q: not an IPv4 address other than loopback", a)
 		}
 	}
 	if cfg.Logf == nil {

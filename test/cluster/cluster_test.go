@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,4 +133,88 @@ func checkKubectl(t *testing.T, bin, kubeconfig string) {
 	if err != nil || strings.TrimSpace(string(out)) != "deployment.apps/smoke" {
 		t.Errorf("kubectl get deployments: %v, output %q", err, out)
 	}
+}
+
+// TestConfigAdvertiseAddress checks that only a non-loopback IPv4 address
+// is taken.
+func TestConfigAdvertiseAddress(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"", true}, {"192.0.2.2", true}, {"127.0.0.1", false}, {"0.0.0.0", false},
+		{"::1", false}, {"2001:db8::1", false}, {"node-a", false},
+	} {
+		cfg := Config{Dir: t.TempDir(), Bin: "kube-controlplane", AdvertiseAddress: tt.addr}
+		if err := cfg.validate(); (err == nil) != tt.ok {
+			t.Errorf("AdvertiseAddress %q: %v, want ok %v", tt.addr, err, tt.ok)
+		}
+	}
+}
+
+// TestAdvertiseAddress starts the control plane advertised on this host's
+// first non-loopback IPv4 address: the kubernetes service's endpoint is
+// that address, and the API server serves there with a certificate the
+// cluster CA verifies for it.
+func TestAdvertiseAddress(t *testing.T) {
+	bin := controlPlane(t)
+	addr := hostIPv4(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Config{Dir: t.TempDir(), Bin: bin, Logf: t.Logf, AdvertiseAddress: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var got []string
+	for ctx.Err() == nil {
+		ep, err := c.Client().CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{}) //nolint:staticcheck // the reconciler writes Endpoints
+		got = nil
+		if err == nil {
+			for _, s := range ep.Subsets {
+				for _, a := range s.Addresses {
+					got = append(got, a.IP)
+				}
+			}
+		}
+		if slices.Equal(got, []string{addr}) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !slices.Equal(got, []string{addr}) {
+		t.Fatalf("kubernetes endpoints %v, want [%s]", got, addr)
+	}
+	cfg, err := c.RESTConfig("admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Host = "https://" + net.JoinHostPort(addr, strconv.Itoa(c.port))
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Discovery().ServerVersion(); err != nil {
+		t.Errorf("the API server at %s: %v", cfg.Host, err)
+	}
+}
+
+// hostIPv4 is this host's first non-loopback IPv4 address, or skips.
+func hostIPv4(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no non-loopback IPv4 address on this host")
+	return ""
 }

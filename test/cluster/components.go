@@ -33,14 +33,23 @@ func etcdProcess(dir, bin string, clientPort, peerPort int) *process {
 }
 
 // apiserverProcess is kube-apiserver on 127.0.0.1:port backed by the etcd at
-// etcdURL, with the certificates and keys Start wrote into dir.
-func apiserverProcess(dir, bin string, port int, etcdURL string) *process {
+// etcdURL, with the certificates and keys Start wrote into dir; with
+// advertise (Config.AdvertiseAddress) on every address, that one
+// advertised.
+func apiserverProcess(dir, bin string, port int, etcdURL, advertise string) *process {
 	f := func(name string) string { return filepath.Join(dir, name) }
-	return newProcess(dir, "kube-apiserver", bin, "kube-apiserver",
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
+	args := []string{
+		"--etcd-servers=" + etcdURL,
+		"--secure-port=" + strconv.Itoa(port),
+	}
+	if advertise == "" {
+		// The kubernetes service's endpoints would be 127.0.0.1, which
+		// Endpoints validation rejects (loopback) every 10 s.
+		args = append(args, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none")
+	} else {
+		args = append(args, "--bind-address=0.0.0.0", "--advertise-address="+advertise)
+	}
+	return newProcess(dir, "kube-apiserver", bin, append([]string{"kube-apiserver"}, append(args,
 		// The in-memory self-signed certificates are not used (the
 		// files below are); an explicit cert dir keeps the default
 		// /var/run/kubernetes out of it.
@@ -78,16 +87,13 @@ func apiserverProcess(dir, bin string, port int, etcdURL string) *process {
 		"--enable-aggregator-routing=true",
 		// One server, no flow control to set up: faster to ready.
 		"--enable-priority-and-fairness=false",
-		// The kubernetes service's endpoints would be 127.0.0.1, which
-		// Endpoints validation rejects (loopback) every 10 s.
-		"--endpoint-reconciler-type=none",
 		// On SIGTERM, wait up to 2 s (not the 60 s of --request-timeout)
 		// for the HTTP server's shutdown, which the controller manager's
 		// and the scheduler's watches hold open: RestartAPIServer then
 		// takes seconds, not a minute.
 		"--shutdown-send-retry-after=true",
 		"--profiling=false",
-	)
+	)...)...)
 }
 
 // controllerManagerProcess is kube-controller-manager with the

@@ -147,6 +147,16 @@ func writeKubeconfig(path, server string, ca, client *keyPair, user string) erro
 	return nil
 }
 
+// servingIPs are the IP SANs of the API server's certificate: loopback,
+// the kubernetes service's ClusterIP and the advertised address.
+func (c *Cluster) servingIPs() []net.IP {
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)}
+	if a := net.ParseIP(c.cfg.AdvertiseAddress); a != nil {
+		ips = append(ips, a)
+	}
+	return ips
+}
+
 // writePKI writes into Dir the CA (ca.crt, ca.key), the API server's
 // serving pair (apiserver.*) and kubelet client pair
 // (apiserver-kubelet-client.*), the aggregation layer's front proxy CA and
@@ -161,7 +171,7 @@ func (c *Cluster) writePKI() error {
 	}
 	serving, err := newCert(ca, certSpec{
 		cn: "kube-apiserver", server: true,
-		ips: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 96, 0, 1)},
+		ips: c.servingIPs(),
 		dns: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
 	})

@@ -49,6 +49,7 @@ type options struct {
 	e2e, ginkgo, controlplane, skiff, agnhost, nnp, pause, images, k8sSrc string
 	curl, nc, sh, bash, kubectl                                           string
 	out, focus, skip, label                                               string
+	node, kubelet                                                         string
 	procs                                                                 int
 	timeout                                                               time.Duration
 	keep, dryRun, summaryOnly                                             bool
@@ -79,7 +80,9 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the agent's root directory")
 	flag.BoolVar(&o.dryRun, "dry-run", false, "only list the tests the focus selects (no cluster)")
 	flag.BoolVar(&o.summaryOnly, "summary-only", false, "only rewrite summary.md from the JUnit report in -out")
-	flag.StringVar(&o.agentArgs, "agent-args", "", "extra agent flags, space separated")
+	flag.StringVar(&o.agentArgs, "agent-args", "", "extra flags of the node agent (skiff or the kubelet), space separated")
+	flag.StringVar(&o.node, "node", "skiff", "the node agent: skiff, or kubelet (the upstream kubelet -kubelet on skiff's containerd, for the side-by-side pass rate)")
+	flag.StringVar(&o.kubelet, "kubelet", "", "the kubelet binary, with -node kubelet (make bench-kubelet)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -105,7 +108,7 @@ func abs(p string) string {
 }
 
 func run(ctx context.Context, o options) error {
-	for _, p := range []*string{&o.e2e, &o.ginkgo, &o.controlplane, &o.skiff, &o.agnhost, &o.nnp, &o.pause, &o.images, &o.k8sSrc, &o.out} {
+	for _, p := range []*string{&o.e2e, &o.ginkgo, &o.controlplane, &o.skiff, &o.agnhost, &o.nnp, &o.pause, &o.images, &o.k8sSrc, &o.out, &o.kubelet} {
 		*p = abs(*p)
 	}
 	if o.summaryOnly {
@@ -115,6 +118,12 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.e2e == "" {
 		return errors.New("-e2e is required")
+	}
+	switch {
+	case o.node != "skiff" && o.node != "kubelet":
+		return fmt.Errorf("-node %q: want skiff or kubelet", o.node)
+	case o.node == "kubelet" && o.kubelet == "":
+		return errors.New("-node kubelet needs -kubelet (make bench-kubelet builds it)")
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
@@ -152,8 +161,9 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	var rt *containerd.Managed // the kubelet's; skiff stops its own
 	defer func() {
-		teardown(root, o.keep)
+		teardown(root, o.keep, func() { stopRuntime(rt) })
 	}()
 	regFile := filepath.Join(root, "registries.yaml")
 	if err := os.WriteFile(regFile, []byte(fmt.Sprintf("mirrors:\n  registry.k8s.io:\n    endpoint: [%q]\n", reg.URL())), 0o644); err != nil {
@@ -170,8 +180,14 @@ func run(ctx context.Context, o options) error {
 		}
 	}()
 
-	agent, err := startAgent(o, c, root, regFile)
-	if err != nil {
+	var agent *agentProc
+	if o.node == "kubelet" {
+		k, err := startKubelet(ctx, o, c, root, regFile)
+		if err != nil {
+			return err
+		}
+		agent, rt = k.proc, k.rt
+	} else if agent, err = startAgent(o, c, root, regFile); err != nil {
 		return err
 	}
 	defer agent.stop()
@@ -381,8 +397,9 @@ func waitNodeReady(ctx context.Context, cs kubernetes.Interface, agent *agentPro
 }
 
 // teardown removes what the agent left: sandboxes, the managed containerd
-// and its shims (by PID, matched on the unique root), mounts, the root.
-func teardown(root string, keep bool) {
+// (stopRuntime stops the kubelet's) and its shims (by PID, matched on the
+// unique root), mounts, the root.
+func teardown(root string, keep bool, stopRuntime func()) {
 	sock := "unix://" + filepath.Join(root, "containerd", "containerd.sock")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -398,6 +415,7 @@ func teardown(root string, keep bool) {
 		}
 		_ = rt.Close()
 	}
+	stopRuntime()
 	killProcessesUnder(root)
 	unmountUnder(root)
 	if keep {

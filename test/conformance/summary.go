@@ -98,7 +98,7 @@ func summarize(junit, out string, took time.Duration, o options) (string, error)
 	sort.Slice(failures, func(i, j int) bool { return failures[i].name < failures[j].name })
 	var b strings.Builder
 	ran := len(passed) + len(failed)
-	fmt.Fprintf(&b, "# NodeConformance on skiff\n\n")
+	fmt.Fprintf(&b, "# e2e.test on %s\n\n", o.node)
 	fmt.Fprintf(&b, "focus `%s`, skip `%s`, %d procs", o.focus, o.skip, o.procs)
 	if took > 0 {
 		fmt.Fprintf(&b, ", took %v", took.Round(time.Second))
