@@ -12,23 +12,23 @@ import (
 // to a field; the names follow the kubelet's). Validate checks it and
 // completes what is derived from it.
 type Config struct {
-	PodManifestPath   string
-	RuntimeEndpoint   string
-	RootDir           string
-	HostnameOverride  string
-	PodLogsDir        string
-	ReadOnlyPort      int
-	Address           string
-	Verbosity         int
-	PodCIDR           string
-	CNIBinDir         string
-	PauseBinary       string
-	ResolvConf        string
-	ClusterDomain     string
+	PodManifestPath  string
+	RuntimeEndpoint  string
+	RootDir          string
+	HostnameOverride string
+	PodLogsDir       string
+	ReadOnlyPort     int
+	Address          string
+	Verbosity        int
+	PodCIDR          string
+	CNIBinDir        string
+	PauseBinary      string
+	ResolvConf       string
+	ClusterDomain    string
 	// ClusterDNS are the cluster DNS servers' IP addresses (the
 	// kubelet's --cluster-dns); none: pods of a ClusterFirst policy get
 	// the node's resolv.conf.
-	ClusterDNS []string
+	ClusterDNS        []string
 	RuntimeTimeout    time.Duration
 	MaxParallelStarts int
 	MaxParallelProbes int
