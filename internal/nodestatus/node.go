@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Limits of the images list, as the kubelet's defaults
@@ -92,8 +94,9 @@ type Image struct {
 
 // SetStatus writes f into node's status (everything but the conditions):
 // the addresses (InternalIPs, then Hostname, as the kubelet with
-// --node-ip), capacity, allocatable, nodeInfo, daemon endpoint, images,
-// runtime handlers and features. Pure but for node.
+// --node-ip), capacity, allocatable (see mergeResources), nodeInfo,
+// daemon endpoint, images, runtime handlers and features. Pure but for
+// node.
 func SetStatus(node *v1.Node, f Facts) {
 	st := &node.Status
 	st.Addresses = st.Addresses[:0]
@@ -103,8 +106,7 @@ func SetStatus(node *v1.Node, f Facts) {
 	if f.Hostname != "" {
 		st.Addresses = append(st.Addresses, v1.NodeAddress{Type: v1.NodeHostName, Address: f.Hostname})
 	}
-	st.Capacity = f.Capacity.DeepCopy()
-	st.Allocatable = f.Allocatable.DeepCopy()
+	st.Capacity, st.Allocatable = mergeResources(st.Capacity, f.Capacity, f.Allocatable)
 	st.NodeInfo = f.Info
 	st.DaemonEndpoints = v1.NodeDaemonEndpoints{}
 	if f.KubeletPort > 0 {
@@ -113,6 +115,43 @@ func SetStatus(node *v1.Node, f Facts) {
 	st.Images = statusImages(f.Images)
 	st.RuntimeHandlers = slices.Clone(f.RuntimeHandlers)
 	st.Features = f.Features.DeepCopy()
+}
+
+// mergeResources is the kubelet's MachineInfo setter for the resources:
+// the node's own capacity and allocatable, plus the extended resources
+// others put in the Node's capacity (a device plugin's operator, the e2e
+// framework's AddExtendedResource), which the kubelet keeps and makes
+// allocatable in full. Pure.
+func mergeResources(oldCap, capacity, allocatable v1.ResourceList) (v1.ResourceList, v1.ResourceList) {
+	c, a := capacity.DeepCopy(), allocatable.DeepCopy()
+	for name, q := range oldCap {
+		if _, ours := capacity[name]; !ours && isExtendedResourceName(name) {
+			if c == nil {
+				c = v1.ResourceList{}
+			}
+			c[name] = q.DeepCopy()
+		}
+	}
+	for name, q := range c {
+		if _, ours := allocatable[name]; !ours && isExtendedResourceName(name) {
+			if a == nil {
+				a = v1.ResourceList{}
+			}
+			a[name] = q.DeepCopy()
+		}
+	}
+	return c, a
+}
+
+// isExtendedResourceName is the kubelet's IsExtendedResourceName
+// (pkg/apis/core/v1/helper): a name outside *kubernetes.io/, not
+// "requests."-prefixed, that is a qualified name with that prefix.
+func isExtendedResourceName(name v1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.Contains(s, v1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, v1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix+s)) == 0
 }
 
 // statusImages is the kubelet's Images setter over an image list it

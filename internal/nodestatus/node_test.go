@@ -105,6 +105,39 @@ func TestSetStatus_H5_H7_H8(t *testing.T) {
 }
 
 // TestNeedsReport_H10: a status is sent when it changed in anything but
+
+// TestSetStatusKeepsOthersExtendedResources: an extended resource another
+// client put in the Node's capacity stays (and is allocatable in full), as
+// with the kubelet; the node's own resources are replaced, a stale native
+// one goes, and the node's own allocatable wins.
+func TestSetStatusKeepsOthersExtendedResources(t *testing.T) {
+	q := resource.MustParse
+	node := &v1.Node{Status: v1.NodeStatus{
+		Capacity: v1.ResourceList{
+			v1.ResourceCPU: q("8"), "example.com/dongle": q("3"), "hugepages-2Mi": q("2Mi"),
+			"kubernetes.io/thing": q("1"), "requests.example.com/x": q("1"),
+		},
+		Allocatable: v1.ResourceList{v1.ResourceCPU: q("7"), "example.com/dongle": q("1"), "example.com/stale": q("4")},
+	}}
+	SetStatus(node, Facts{
+		Capacity:    v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourcePods: q("110"), "example.com/gpu": q("1")},
+		Allocatable: v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourcePods: q("110"), "example.com/gpu": q("0")},
+	})
+	str := func(l v1.ResourceList) string {
+		var out []string
+		for _, k := range slices.Sorted(maps.Keys(l)) {
+			v := l[k]
+			out = append(out, string(k)+"="+v.String())
+		}
+		return strings.Join(out, " ")
+	}
+	if got, want := str(node.Status.Capacity), "cpu=2 example.com/dongle=3 example.com/gpu=1 pods=110"; got != want {
+		t.Errorf("capacity %s, want %s", got, want)
+	}
+	if got, want := str(node.Status.Allocatable), "cpu=2 example.com/dongle=3 example.com/gpu=0 pods=110"; got != want {
+		t.Errorf("allocatable %s, want %s", got, want)
+	}
+}
 // the heartbeats, or every 5 minutes anyway.
 func TestNeedsReport_H10(t *testing.T) {
 	sent := withCapacity()
