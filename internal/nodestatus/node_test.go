@@ -138,6 +138,7 @@ func TestSetStatusKeepsOthersExtendedResources(t *testing.T) {
 		t.Errorf("allocatable %s, want %s", got, want)
 	}
 }
+
 // the heartbeats, or every 5 minutes anyway.
 func TestNeedsReport_H10(t *testing.T) {
 	sent := withCapacity()
