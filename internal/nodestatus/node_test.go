@@ -104,8 +104,6 @@ func TestSetStatus_H5_H7_H8(t *testing.T) {
 	}
 }
 
-// TestNeedsReport_H10: a status is sent when it changed in anything but
-
 // TestSetStatusKeepsOthersExtendedResources: an extended resource another
 // client put in the Node's capacity stays (and is allocatable in full), as
 // with the kubelet; the node's own resources are replaced, a stale native
@@ -139,6 +137,7 @@ func TestSetStatusKeepsOthersExtendedResources(t *testing.T) {
 	}
 }
 
+// TestNeedsReport_H10: a status is sent when it changed in anything but
 // the heartbeats, or every 5 minutes anyway.
 func TestNeedsReport_H10(t *testing.T) {
 	sent := withCapacity()
