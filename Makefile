@@ -426,6 +426,12 @@ CONFORMANCE_PROCS ?= 6
 CONFORMANCE_TIMEOUT ?= 60m
 CONFORMANCE_LOCK ?= /tmp/skiff-bench.lock
 CONFORMANCE_BIN = $(CONFORMANCE_CACHE)/$(CONFORMANCE_VERSION)
+CONFORMANCE_NODE ?= skiff
+CONFORMANCE_ADDONS ?=
+CONFORMANCE_FULL_FOCUS ?= \[Conformance\]
+# CoreDNS of the full run: test/coredns's go.mod pins it (kubeadm 1.37's).
+COREDNS_VERSION := v1.14.6
+COREDNS_BIN = $(CONFORMANCE_CACHE)/coredns-$(COREDNS_VERSION)
 
 .PHONY: conformance conformance-bin
 
@@ -438,28 +444,35 @@ conformance-bin:
 	if [ ! -x $$c/nnp ]; then CGO_ENABLED=0 $(GO) build -trimpath -o $$c/nnp.tmp k8s.io/kubernetes/test/images/nonewprivs && mv $$c/nnp.tmp $$c/nnp; fi; \
 	if [ ! -x $$c/ginkgo ]; then $(GO) build -trimpath -o $$c/ginkgo.tmp github.com/onsi/ginkgo/v2/ginkgo && mv $$c/ginkgo.tmp $$c/ginkgo; fi
 
-## conformance: the Kubernetes $(CONFORMANCE_VERSION) [NodeConformance] e2e tests with skiff as the only node (root, ~35 min on 2 cores, ~11 without [Slow]; CONFORMANCE_FOCUS/SKIP/PROCS/TIMEOUT); summary in $(CONFORMANCE_OUT)/summary.md
-conformance: setup build images conformance-bin
+## conformance: the Kubernetes $(CONFORMANCE_VERSION) [NodeConformance] e2e tests with skiff as the only node (root, ~35 min on 2 cores, ~25 without [Slow]; CONFORMANCE_FOCUS/SKIP/PROCS/TIMEOUT, CONFORMANCE_NODE=kubelet for the upstream kubelet); summary in $(CONFORMANCE_OUT)/summary.md
+conformance: setup build images conformance-bin $(if $(filter 1,$(CONFORMANCE_ADDONS)),conformance-addons-bin)
 	@[ "$$(id -u)" = 0 ] || { echo "make conformance: must run as root" >&2; exit 1; }
 	cp=$$($(MAKE) -s controlplane) && c=$(CONFORMANCE_BIN) && \
+	node="-node $(CONFORMANCE_NODE)" && if [ "$(CONFORMANCE_NODE)" = kubelet ]; then node="$$node -kubelet $$($(MAKE) -s bench-kubelet)"; fi && \
+	addons= && if [ "$(CONFORMANCE_ADDONS)" = 1 ]; then addons="-addons -kube-proxy $$c/kube-proxy -coredns $(COREDNS_BIN)"; fi && \
 	k8s=$$(cd test/conformance/k8s && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes) && \
 	$(GO) build -o _output/conformance-driver ./test/conformance && \
-	flock $(CONFORMANCE_LOCK) _output/conformance-driver -out $(CONFORMANCE_OUT) \
+	flock $(CONFORMANCE_LOCK) _output/conformance-driver -out $(CONFORMANCE_OUT) $$node $$addons \
 		-e2e $$c/e2e.test -ginkgo $$c/ginkgo -agnhost $$c/agnhost -nnp $$c/nnp \
 		-controlplane $$cp -skiff $(BIN) -pause $(BIN)-pause -images $(IMAGES_DIR) -k8s-src $$k8s \
 		-focus '$(CONFORMANCE_FOCUS)' -skip '$(CONFORMANCE_SKIP)' -procs $(CONFORMANCE_PROCS) -timeout $(CONFORMANCE_TIMEOUT)
 
-.PHONY: conformance-kubelet
-## conformance-kubelet: the same run with the upstream kubelet $(KUBELET_VERSION) as the node (on skiff's containerd), for the side-by-side pass rate; summary in $(CONFORMANCE_OUT)-kubelet/summary.md
-conformance-kubelet: setup build images conformance-bin
-	@[ "$$(id -u)" = 0 ] || { echo "make conformance-kubelet: must run as root" >&2; exit 1; }
-	cp=$$($(MAKE) -s controlplane) && k=$$($(MAKE) -s bench-kubelet) && c=$(CONFORMANCE_BIN) && \
-	k8s=$$(cd test/conformance/k8s && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes) && \
-	$(GO) build -o _output/conformance-driver ./test/conformance && \
-	flock $(CONFORMANCE_LOCK) _output/conformance-driver -out $(CONFORMANCE_OUT)-kubelet -node kubelet -kubelet $$k \
-		-e2e $$c/e2e.test -ginkgo $$c/ginkgo -agnhost $$c/agnhost -nnp $$c/nnp \
-		-controlplane $$cp -skiff $(BIN) -pause $(BIN)-pause -images $(IMAGES_DIR) -k8s-src $$k8s \
-		-focus '$(CONFORMANCE_FOCUS)' -skip '$(CONFORMANCE_SKIP)' -procs $(CONFORMANCE_PROCS) -timeout $(CONFORMANCE_TIMEOUT)
+.PHONY: conformance-kubelet conformance-full conformance-addons-bin
+## conformance-kubelet: make conformance with the upstream kubelet $(KUBELET_VERSION) as the node (on skiff's containerd), for the side-by-side pass rate; summary in $(CONFORMANCE_OUT)-kubelet/summary.md
+conformance-kubelet:
+	$(MAKE) conformance CONFORMANCE_NODE=kubelet CONFORMANCE_OUT=$(CONFORMANCE_OUT)-kubelet
+
+## conformance-full: the full [Conformance] suite (CONFORMANCE_FOCUS) with kube-proxy (nftables) and CoreDNS as pods on the node (root; hours on 2 cores); summary in _output/conformance-full/summary.md
+conformance-full:
+	$(MAKE) conformance CONFORMANCE_ADDONS=1 CONFORMANCE_FOCUS='$(CONFORMANCE_FULL_FOCUS)' CONFORMANCE_TIMEOUT=4h CONFORMANCE_OUT=_output/conformance-full$(if $(filter kubelet,$(CONFORMANCE_NODE)),-kubelet)
+
+# conformance-addons-bin: build kube-proxy $(CONFORMANCE_VERSION) (~10 min cold) into $(CONFORMANCE_BIN) and CoreDNS $(COREDNS_VERSION) (test/coredns, ~9 min cold) into $(CONFORMANCE_CACHE), each once
+conformance-addons-bin:
+	@set -e; c=$(CONFORMANCE_BIN); mkdir -p $$c; \
+	if [ ! -x $$c/kube-proxy ]; then echo "building kube-proxy $(CONFORMANCE_VERSION) (minutes)" >&2; \
+		(cd test/conformance/k8s && CGO_ENABLED=0 $(GO) build -trimpath -o $$c/kube-proxy.tmp -ldflags "-s -w $(call K8S_VERSION_LDFLAGS,$(CONFORMANCE_VERSION))" k8s.io/kubernetes/cmd/kube-proxy) && mv $$c/kube-proxy.tmp $$c/kube-proxy; fi; \
+	if [ ! -x $(COREDNS_BIN) ]; then echo "building CoreDNS $(COREDNS_VERSION) (minutes)" >&2; \
+		(cd test/coredns && CGO_ENABLED=0 $(GO) build -trimpath -tags grpcnotrace -ldflags '-s -w' -o $(COREDNS_BIN).tmp .) && mv $(COREDNS_BIN).tmp $(COREDNS_BIN); fi
 
 .PHONY: print-kubernetes-version
 # print-kubernetes-version: the Kubernetes release of internal/k8sversion (hack/bump-kubernetes.sh reads it)

@@ -28,13 +28,17 @@ import (
 // pinned Kubernetes sources. Images not listed (nginx, httpd, ...) are
 // missing: their tests fail pulling, and the summary says so.
 const (
-	agnhostRepo    = "e2e-test-images/agnhost:2.66.1"
-	busyboxRepo    = "e2e-test-images/busybox:1.37.0-2"
-	pauseRepo      = "pause:3.10.2"
-	nonrootRepo    = "e2e-test-images/nonroot:1.5"
-	nonewprivsRepo = "e2e-test-images/nonewprivs:1.4"
-	kittenRepo     = "e2e-test-images/kitten:1.8"
-	nautilusRepo   = "e2e-test-images/nautilus:1.8"
+	agnhostRepo = "e2e-test-images/agnhost:2.66.1"
+	// agnhostPrev (AgnhostPrev): the StatefulSet, Deployment and
+	// DaemonSet update tests switch between two agnhost tags and compare
+	// the names only; the same build with another digest.
+	agnhostPrevRepo = "e2e-test-images/agnhost:2.55"
+	busyboxRepo     = "e2e-test-images/busybox:1.37.0-2"
+	pauseRepo       = "pause:3.10.2"
+	nonrootRepo     = "e2e-test-images/nonroot:1.5"
+	nonewprivsRepo  = "e2e-test-images/nonewprivs:1.4"
+	kittenRepo      = "e2e-test-images/kitten:1.8"
+	nautilusRepo    = "e2e-test-images/nautilus:1.8"
 	// glibc-dns-testing: busybox (Debian's busybox-static is built with
 	// glibc); the hostnameOverride tests run sh, hostname and hostname -f.
 	glibcDNSRepo = "e2e-test-images/glibc-dns-testing:2.1.1"
@@ -51,6 +55,10 @@ type imageInputs struct {
 	nc         string // the host's nc.openbsd, for agnhost ("" or missing: busybox's)
 	sh         string // the host's dash, agnhost's /bin/sh ("" or missing: busybox's)
 	bash       string // the host's bash, agnhost's /bin/bash ("" or missing: none)
+	// The add-ons' (addons.go; all empty without -addons): static
+	// kube-proxy and coredns binaries, and the host's nft (Debian's
+	// nftables), which kube-proxy's nftables mode runs.
+	kubeProxy, coredns, nft string
 }
 
 const (
@@ -146,6 +154,12 @@ func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registr
 	if err != nil {
 		return nil, err
 	}
+	agnhostPrev, err := mutateConfig(agnhost, func(c *v1.Config) {
+		c.Labels = map[string]string{"io.skiff.conformance": "agnhost 2.55 (the 2.66.1 build)"}
+	})
+	if err != nil {
+		return nil, err
+	}
 	nonroot, err := mutateConfig(busybox, func(c *v1.Config) { c.User = "1234" })
 	if err != nil {
 		return nil, err
@@ -156,12 +170,16 @@ func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registr
 	if err != nil {
 		return nil, err
 	}
-	images := []struct {
-		repo string
-		img  v1.Image
-	}{
-		{agnhostRepo, agnhost}, {busyboxRepo, busybox}, {pauseRepo, pause}, {nonrootRepo, nonroot},
+	images := []repoImage{
+		{agnhostRepo, agnhost}, {agnhostPrevRepo, agnhostPrev}, {busyboxRepo, busybox}, {pauseRepo, pause}, {nonrootRepo, nonroot},
 		{nonewprivsRepo, nonewprivs}, {kittenRepo, kitten}, {nautilusRepo, nautilus}, {glibcDNSRepo, busybox},
+	}
+	if in.kubeProxy != "" {
+		addons, err := addonImages(ctx, in, busybox)
+		if err != nil {
+			return nil, err
+		}
+		images = append(images, addons...)
 	}
 	var refs []string
 	for _, im := range images {
@@ -173,6 +191,39 @@ func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registr
 		refs = append(refs, "registry.k8s.io/"+im.repo)
 	}
 	return refs, nil
+}
+
+// repoImage is an image and its repository path under registry.k8s.io.
+type repoImage struct {
+	repo string
+	img  v1.Image
+}
+
+// addonImages builds kube-proxy's image (busybox, the binary at
+// /usr/local/bin/kube-proxy as kubeadm runs it, the host's nft with its
+// libraries) and CoreDNS's (the static binary as /coredns, its
+// entrypoint, as upstream's).
+func addonImages(ctx context.Context, in imageInputs, busybox v1.Image) ([]repoImage, error) {
+	if in.nft == "" {
+		return nil, fmt.Errorf("-addons: kube-proxy's nftables mode needs nft (-nft; Debian's nftables package)")
+	}
+	if _, err := os.Stat(in.nft); err != nil {
+		return nil, fmt.Errorf("-addons: kube-proxy's nftables mode needs nft (Debian's nftables package): %w", err)
+	}
+	nft, err := hostBinary(ctx, in.nft, "usr/sbin/nft")
+	if err != nil {
+		return nil, err
+	}
+	kubeProxy, err := extend(busybox, append(nft, imagebuild.File{Path: "usr/local/bin/kube-proxy", Mode: 0o755, HostPath: in.kubeProxy}), func(*v1.Config) {})
+	if err != nil {
+		return nil, err
+	}
+	coredns, err := imagebuild.Build([]imagebuild.File{{Path: "coredns", Mode: 0o755, HostPath: in.coredns}},
+		imagebuild.Config{Entrypoint: []string{"/coredns"}})
+	if err != nil {
+		return nil, err
+	}
+	return []repoImage{{kubeProxyRepo, kubeProxy}, {corednsRepo, coredns}}, nil
 }
 
 // extend adds a layer of files on top of base and edits its config.

@@ -85,7 +85,11 @@ func startKubelet(ctx context.Context, o options, c *cluster.Cluster, root, regF
 		return nil, err
 	}
 	defer logFile.Close()
-	args := append(kubeletArgs(c, root, rt.Endpoint()), strings.Fields(o.agentArgs)...)
+	args := kubeletArgs(c, root, rt.Endpoint())
+	if o.addons {
+		args = append(args, "--cluster-dns="+dnsServiceIP, "--cluster-domain="+clusterDomain)
+	}
+	args = append(args, strings.Fields(o.agentArgs)...)
 	cmd := exec.Command(o.kubelet, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -50,6 +50,8 @@ type options struct {
 	curl, nc, sh, bash, kubectl                                           string
 	out, focus, skip, label                                               string
 	node, kubelet                                                         string
+	kubeProxy, coredns, nft                                               string
+	addons                                                                bool
 	procs                                                                 int
 	timeout                                                               time.Duration
 	keep, dryRun, summaryOnly                                             bool
@@ -83,6 +85,10 @@ func main() {
 	flag.StringVar(&o.agentArgs, "agent-args", "", "extra flags of the node agent (skiff or the kubelet), space separated")
 	flag.StringVar(&o.node, "node", "skiff", "the node agent: skiff, or kubelet (the upstream kubelet -kubelet on skiff's containerd, for the side-by-side pass rate)")
 	flag.StringVar(&o.kubelet, "kubelet", "", "the kubelet binary, with -node kubelet (make bench-kubelet)")
+	flag.BoolVar(&o.addons, "addons", false, "the full suite's cluster: the API server advertised on the default route's address, kube-proxy (nftables) and CoreDNS as pods on the node, the node with --cluster-dns")
+	flag.StringVar(&o.kubeProxy, "kube-proxy", "", "a static kube-proxy binary, with -addons")
+	flag.StringVar(&o.coredns, "coredns", "", "a static coredns binary, with -addons")
+	flag.StringVar(&o.nft, "nft", "/usr/sbin/nft", "the host's nft (Debian's nftables), put into the kube-proxy image with its libraries, with -addons")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -108,7 +114,7 @@ func abs(p string) string {
 }
 
 func run(ctx context.Context, o options) error {
-	for _, p := range []*string{&o.e2e, &o.ginkgo, &o.controlplane, &o.skiff, &o.agnhost, &o.nnp, &o.pause, &o.images, &o.k8sSrc, &o.out, &o.kubelet} {
+	for _, p := range []*string{&o.e2e, &o.ginkgo, &o.controlplane, &o.skiff, &o.agnhost, &o.nnp, &o.pause, &o.images, &o.k8sSrc, &o.out, &o.kubelet, &o.kubeProxy, &o.coredns} {
 		*p = abs(*p)
 	}
 	if o.summaryOnly {
@@ -124,6 +130,8 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("-node %q: want skiff or kubelet", o.node)
 	case o.node == "kubelet" && o.kubelet == "":
 		return errors.New("-node kubelet needs -kubelet (make bench-kubelet builds it)")
+	case o.addons && (o.kubeProxy == "" || o.coredns == ""):
+		return errors.New("-addons needs -kube-proxy and -coredns (make conformance-full builds them)")
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
@@ -149,9 +157,17 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer reg.Close()
-	refs, err := buildAndPush(ctx, imageInputs{
+	in := imageInputs{
 		busyboxTar: filepath.Join(o.images, "busybox.tar"), agnhost: o.agnhost, pause: o.pause, nnp: o.nnp, k8sSrc: o.k8sSrc, curl: o.curl, nc: o.nc, sh: o.sh, bash: o.bash,
-	}, reg)
+	}
+	var advertise string
+	if o.addons {
+		in.kubeProxy, in.coredns, in.nft = o.kubeProxy, o.coredns, o.nft
+		if advertise, err = advertiseAddress(); err != nil {
+			return err
+		}
+	}
+	refs, err := buildAndPush(ctx, in, reg)
 	if err != nil {
 		return err
 	}
@@ -170,7 +186,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
-	c, err := cluster.Start(ctx, cluster.Config{Dir: filepath.Join(o.out, "cluster"), Bin: o.controlplane, NodeNames: []string{nodeName}, Logf: logf})
+	c, err := cluster.Start(ctx, cluster.Config{Dir: filepath.Join(o.out, "cluster"), Bin: o.controlplane, NodeNames: []string{nodeName}, Logf: logf, AdvertiseAddress: advertise})
 	if err != nil {
 		return err
 	}
@@ -206,6 +222,15 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	o.kubectl = kubectl
+	if o.addons {
+		server, err := serverAt(c.Server(), advertise)
+		if err != nil {
+			return err
+		}
+		if err := deployAddons(ctx, o, c.Kubeconfig("admin"), server, c.Client()); err != nil {
+			return err
+		}
+	}
 	suiteErr := runSuite(ctx, o, c.Kubeconfig("admin"), false)
 	sum, err := summarize(filepath.Join(o.out, "junit_01.xml"), filepath.Join(o.out, "summary.md"), time.Since(began), o)
 	if err != nil {
@@ -337,6 +362,9 @@ func startAgent(o options, c *cluster.Cluster, root, regFile string) (*agentProc
 		"--kubeconfig", c.Kubeconfig(nodeName),
 		"--serialize-image-pulls=false",
 		"--v", "2",
+	}
+	if o.addons {
+		args = append(args, "--cluster-dns", dnsServiceIP, "--cluster-domain", clusterDomain)
 	}
 	args = append(args, strings.Fields(o.agentArgs)...)
 	bin, err := copyAgent(o.skiff, filepath.Join(root, "bin"))

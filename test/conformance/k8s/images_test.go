@@ -25,7 +25,7 @@ func TestHarnessImagesMatchUpstream(t *testing.T) {
 		got[m[1]] = "registry.k8s.io/" + m[2]
 	}
 	for name, id := range map[string]imageutils.ImageID{
-		"agnhost": imageutils.Agnhost, "busybox": imageutils.BusyBox, "pause": imageutils.Pause,
+		"agnhost": imageutils.Agnhost, "agnhostPrev": imageutils.AgnhostPrev, "busybox": imageutils.BusyBox, "pause": imageutils.Pause,
 		"nonroot": imageutils.NonRoot, "nonewprivs": imageutils.Nonewprivs, "kitten": imageutils.Kitten, "nautilus": imageutils.Nautilus,
 		"glibcDNS": imageutils.GlibcDnsTesting,
 	} {

@@ -2,13 +2,15 @@
 
 // Package k8s pins the Kubernetes test code that `make conformance` builds:
 // e2e.test (go test -c k8s.io/kubernetes/test/e2e), agnhost, nnp (the
-// nonewprivs image) and the ginkgo CLI. It is a module of its own so that
+// nonewprivs image), the ginkgo CLI and kube-proxy (the full conformance
+// run's). It is a module of its own so that
 // skiff's module never requires k8s.io/kubernetes; nothing here is
 // compiled except through those commands.
 package k8s
 
 import (
 	_ "github.com/onsi/ginkgo/v2/ginkgo"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/test/e2e"
 	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/images/nonewprivs"
