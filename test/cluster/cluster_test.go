@@ -172,7 +172,7 @@ func TestAdvertiseAddress(t *testing.T) {
 	}()
 	var got []string
 	for ctx.Err() == nil {
-		ep, err := c.Client().CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{}) //nolint:staticcheck // the reconciler writes Endpoints
+		ep, err := c.Client().CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 		got = nil
 		if err == nil {
 			for _, s := range ep.Subsets {
