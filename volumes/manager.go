@@ -334,13 +334,15 @@ func makeVolumeDir(dir string) (created bool, err error) {
 }
 
 // chmodVolumeDir sets dir's mode to 0777 (the umask filtered it), keeping
-// the setgid bit that fsGroup ownership gave it before an agent restart.
+// the setgid bit that fsGroup ownership gave it before an agent restart
+// and the sticky bit of a tmpfs root (1777, which the kubelet leaves as
+// the mount made it, and a subPath created in it copies).
 func chmodVolumeDir(dir string) error {
 	info, err := os.Stat(dir)
 	if err != nil {
 		return err
 	}
-	return os.Chmod(dir, volumeDirMode|info.Mode()&fs.ModeSetgid)
+	return os.Chmod(dir, volumeDirMode|info.Mode()&(fs.ModeSetgid|fs.ModeSticky))
 }
 
 // ensureTmpfs makes dir a tmpfs mount of size bytes unless it already is

@@ -267,6 +267,12 @@ func TestMemoryVolumesAreTmpfs_G14(t *testing.T) {
 	if s, err := statfs(vols["mem"].HostPath); err != nil || s != 8<<20 {
 		t.Errorf("mem tmpfs size = %d, %v; want 8Mi", s, err)
 	}
+	// The tmpfs root keeps the mount's 1777, as the kubelet's (a subPath
+	// created in it copies the sticky bit: NodeConformance's EmptyDir
+	// FSGroup nonexistent subPath test).
+	if info, err := os.Stat(vols["mem"].HostPath); err != nil || info.Mode()&(fs.ModeSticky|fs.ModePerm) != fs.ModeSticky|0o777 {
+		t.Errorf("mem tmpfs root mode %v (%v), want drwxrwxrwt", info.Mode(), err)
+	}
 	if got := readLinked(t, vols["proj"].HostPath, "pw") + "|" + readLinked(t, vols["proj"].HostPath, "labels"); got != `x|app="x"` {
 		t.Errorf("projected = %q", got)
 	}

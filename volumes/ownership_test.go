@@ -213,7 +213,7 @@ func TestVolumeOwnershipSetUpAndRefresh_G15(t *testing.T) {
 		}
 	}
 	check("emptyDir root", scratch, sg|0o777)
-	check("Memory emptyDir root", vols["mem"].HostPath, sg|0o777)
+	check("Memory emptyDir root", vols["mem"].HostPath, sg|fs.ModeSticky|0o777) // the tmpfs's 1777, as the kubelet's
 	check("configMap root", cfg, sg|0o777)
 	check("configMap file", filepath.Join(cfg, "k"), 0o640)
 	check("configMap data dir", filepath.Join(cfg, dataDirName), sg|0o755)
@@ -240,7 +240,7 @@ func TestVolumeOwnershipSetUpAndRefresh_G15(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("emptyDir root after restart", scratch, sg|0o777)
-	check("Memory emptyDir root after restart", vols["mem"].HostPath, sg|0o777)
+	check("Memory emptyDir root after restart", vols["mem"].HostPath, sg|fs.ModeSticky|0o777)
 	// (its gid is 2000 from the setgid directory; the walk would add g+rw)
 	for _, dir := range []string{scratch, vols["mem"].HostPath} {
 		if _, mode := statOf(t, filepath.Join(dir, "private")); mode != 0o600 {
