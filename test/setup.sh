@@ -51,14 +51,15 @@ packages=(containerd runc containernetworking-plugins busybox-static iproute2 ip
 # debootstrap and e2fsprogs (mkfs.ext4 -d): the systemd VM of
 # `make test-systemd` builds its Debian 12 root with them (test/vm).
 # nftables: nft, put into the kube-proxy image of `make conformance-full`
-# (kube-proxy's nftables mode runs it).
-$runtime_only || packages+=(qemu-system-x86 curl netcat-openbsd dash debootstrap e2fsprogs nftables)
+# (kube-proxy's nftables mode runs it); bind9-dnsutils: dig, put into the
+# agnhost and glibc-dns-testing images (the DNS tests' probes run it).
+$runtime_only || packages+=(qemu-system-x86 curl netcat-openbsd dash debootstrap e2fsprogs nftables bind9-dnsutils)
 
 # The commands the packages above must provide, checked after the install: a
 # package list that misses one fails right after the install, not halfway
 # through a test.
 commands=(containerd containerd-shim-runc-v2 runc iptables iptables-save ip busybox modprobe sysctl etcd gcc pkg-config)
-$runtime_only || commands+=(depmod qemu-system-x86_64 curl nc.openbsd dash debootstrap mkfs.ext4 nft)
+$runtime_only || commands+=(depmod qemu-system-x86_64 curl nc.openbsd dash debootstrap mkfs.ext4 nft dig)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

@@ -95,6 +95,22 @@ func deployAddons(ctx context.Context, o options, kubeconfig, server string, cs 
 	return nil
 }
 
+// removeAddons deletes the add-ons' DaemonSet and Deployment (orphaning
+// nothing: their pods go with them), so that draining the node's pods
+// ends.
+func removeAddons(cs kubernetes.Interface) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bg := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
+	if err := cs.AppsV1().DaemonSets("kube-system").Delete(ctx, "kube-proxy", opts); err != nil {
+		logf("delete the kube-proxy DaemonSet: %v", err)
+	}
+	if err := cs.AppsV1().Deployments("kube-system").Delete(ctx, "coredns", opts); err != nil {
+		logf("delete the coredns Deployment: %v", err)
+	}
+}
+
 // notReady names the pods that are not Ready, with their phase.
 func notReady(pods []v1.Pod) string {
 	var out []string

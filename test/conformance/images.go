@@ -55,6 +55,10 @@ type imageInputs struct {
 	nc         string // the host's nc.openbsd, for agnhost ("" or missing: busybox's)
 	sh         string // the host's dash, agnhost's /bin/sh ("" or missing: busybox's)
 	bash       string // the host's bash, agnhost's /bin/bash ("" or missing: none)
+	// The host's dig (Debian's bind9-dnsutils) and getent (libc-bin), which
+	// the DNS tests' probes run in agnhost and glibc-dns-testing ("" or
+	// missing: none; those tests fail).
+	dig, getent string
 	// The add-ons' (addons.go; all empty without -addons): static
 	// kube-proxy and coredns binaries, and the host's nft (Debian's
 	// nftables), which kube-proxy's nftables mode runs.
@@ -125,7 +129,22 @@ func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registr
 	if err != nil {
 		return nil, err
 	}
-	tools := append(append(append(append(curl, nc...), sh...), bash...), registry...)
+	// The DNS tests' probes run dig and getent in agnhost (upstream's
+	// alpine has bind-tools) and in glibc-dns-testing (debian + dnsutils).
+	dig, err := hostBinary(ctx, in.dig, "usr/bin/dig")
+	if err != nil {
+		return nil, err
+	}
+	getent, err := hostBinary(ctx, in.getent, "usr/bin/getent")
+	if err != nil {
+		return nil, err
+	}
+	dnsTools := append(dig, getent...)
+	glibcDNS, err := extend(busybox, dnsTools, func(*v1.Config) {})
+	if err != nil {
+		return nil, err
+	}
+	tools := append(append(append(append(append(curl, nc...), sh...), bash...), registry...), dnsTools...)
 	agnhost, err := extend(busybox, append(tools, []imagebuild.File{
 		{Path: "agnhost", Mode: 0o755, HostPath: in.agnhost},
 		{Path: "agnhost-2", Linkname: "agnhost"},
@@ -172,7 +191,7 @@ func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registr
 	}
 	images := []repoImage{
 		{agnhostRepo, agnhost}, {agnhostPrevRepo, agnhostPrev}, {busyboxRepo, busybox}, {pauseRepo, pause}, {nonrootRepo, nonroot},
-		{nonewprivsRepo, nonewprivs}, {kittenRepo, kitten}, {nautilusRepo, nautilus}, {glibcDNSRepo, busybox},
+		{nonewprivsRepo, nonewprivs}, {kittenRepo, kitten}, {nautilusRepo, nautilus}, {glibcDNSRepo, glibcDNS},
 	}
 	if in.kubeProxy != "" {
 		addons, err := addonImages(ctx, in, busybox)

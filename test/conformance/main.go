@@ -47,7 +47,7 @@ const defaultSkip = ""
 
 type options struct {
 	e2e, ginkgo, controlplane, skiff, agnhost, nnp, pause, images, k8sSrc string
-	curl, nc, sh, bash, kubectl                                           string
+	curl, nc, sh, bash, kubectl, dig, getent                              string
 	out, focus, skip, label                                               string
 	node, kubelet                                                         string
 	kubeProxy, coredns, nft                                               string
@@ -72,6 +72,8 @@ func main() {
 	flag.StringVar(&o.nc, "nc", "/bin/nc.openbsd", "the nc (netcat-openbsd) put into the agnhost image with its libraries (empty or missing: busybox's)")
 	flag.StringVar(&o.sh, "sh", "/bin/dash", "the shell put into the agnhost image as /bin/sh with its libraries (empty or missing: busybox's)")
 	flag.StringVar(&o.bash, "bash", "/bin/bash", "the bash put into the agnhost image as /bin/bash with its libraries (empty or missing: none)")
+	flag.StringVar(&o.dig, "dig", "/usr/bin/dig", "the dig (bind9-dnsutils) put into the agnhost and glibc-dns-testing images with its libraries (empty or missing: none)")
+	flag.StringVar(&o.getent, "getent", "/usr/bin/getent", "the getent (libc-bin) put into the agnhost and glibc-dns-testing images (empty or missing: none)")
 	flag.StringVar(&o.k8sSrc, "k8s-src", "", "the k8s.io/kubernetes module directory")
 	flag.StringVar(&o.out, "out", "_output/conformance", "output directory")
 	flag.StringVar(&o.focus, "focus", `\[NodeConformance\]`, "ginkgo focus regexp")
@@ -159,6 +161,7 @@ func run(ctx context.Context, o options) error {
 	defer reg.Close()
 	in := imageInputs{
 		busyboxTar: filepath.Join(o.images, "busybox.tar"), agnhost: o.agnhost, pause: o.pause, nnp: o.nnp, k8sSrc: o.k8sSrc, curl: o.curl, nc: o.nc, sh: o.sh, bash: o.bash,
+		dig: o.dig, getent: o.getent,
 	}
 	var advertise string
 	if o.addons {
@@ -244,6 +247,9 @@ func run(ctx context.Context, o options) error {
 	// The agent leaves its pods running when it stops, and its containerd
 	// stops with it: delete them through the API first, so that their
 	// sandboxes (network namespaces, veths) go the normal way.
+	if o.addons {
+		removeAddons(c.Client()) // or their controllers make new pods while draining
+	}
 	drainPods(c.Client())
 	return nil
 }
