@@ -65,6 +65,7 @@ func addonManifests(v addonValues) (string, error) {
 // kube-system pod is Ready (the suite's own start waits for that too,
 // with less to say when it does not happen).
 func deployAddons(ctx context.Context, o options, kubeconfig, server string, cs kubernetes.Interface) error {
+	removeKubeProxyTables(o.nft)
 	manifests, err := addonManifests(addonValues{
 		Server: server, ClusterCIDR: network.DefaultPodCIDR, DNSIP: dnsServiceIP, DNSDomain: clusterDomain,
 		KubeProxyImage: "registry.k8s.io/" + kubeProxyRepo, CoreDNSImage: "registry.k8s.io/" + corednsRepo,
@@ -93,6 +94,20 @@ func deployAddons(ctx context.Context, o options, kubeconfig, server string, cs 
 	}
 	logf("add-ons Ready")
 	return nil
+}
+
+// removeKubeProxyTables deletes the host's kube-proxy nftables tables. A
+// kube-proxy killed with its pod (the teardown) leaves them, and a new one
+// then found its service map stale and left it empty (the kubernetes
+// Service unreachable, CoreDNS never Ready): the node's rules die with its
+// cluster here. Missing tables are no error.
+func removeKubeProxyTables(nft string) {
+	for _, family := range []string{"ip", "ip6"} {
+		out, err := exec.Command(nft, "delete", "table", family, "kube-proxy").CombinedOutput()
+		if err != nil && !strings.Contains(string(out), "No such file or directory") {
+			logf("nft delete table %s kube-proxy: %v: %s", family, err, strings.TrimSpace(string(out)))
+		}
+	}
 }
 
 // removeAddons deletes the add-ons' DaemonSet and Deployment (orphaning

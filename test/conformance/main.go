@@ -183,6 +183,9 @@ func run(ctx context.Context, o options) error {
 	var rt *containerd.Managed // the kubelet's; skiff stops its own
 	defer func() {
 		teardown(root, o.keep, func() { stopRuntime(rt) })
+		if o.addons {
+			removeKubeProxyTables(o.nft)
+		}
 	}()
 	regFile := filepath.Join(root, "registries.yaml")
 	if err := os.WriteFile(regFile, []byte(fmt.Sprintf("mirrors:\n  registry.k8s.io:\n    endpoint: [%q]\n", reg.URL())), 0o644); err != nil {
