@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiffnode/skiff/network"
 )
 
 // controlPlane returns the kube-controlplane binary, or skips the test.
@@ -203,16 +205,17 @@ func TestAdvertiseAddress(t *testing.T) {
 	}
 }
 
-// hostIPv4 is this host's first non-loopback IPv4 address, or skips.
+// hostIPv4 is the node's first non-loopback IPv4 address (the default
+// route's interface, network.NodeIPs), or skips.
 func hostIPv4(t *testing.T) string {
 	t.Helper()
-	addrs, err := net.InterfaceAddrs()
+	ips, err := network.NodeIPs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
-			return n.IP.String()
+	for _, ip := range ips {
+		if ip.To4() != nil && !ip.IsLoopback() {
+			return ip.String()
 		}
 	}
 	t.Skip("no non-loopback IPv4 address on this host")

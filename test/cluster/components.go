@@ -39,6 +39,7 @@ func etcdProcess(dir, bin string, clientPort, peerPort int) *process {
 func apiserverProcess(dir, bin string, port int, etcdURL, advertise string) *process {
 	f := func(name string) string { return filepath.Join(dir, name) }
 	args := []string{
+		"kube-apiserver",
 		"--etcd-servers=" + etcdURL,
 		"--secure-port=" + strconv.Itoa(port),
 	}
@@ -49,7 +50,7 @@ func apiserverProcess(dir, bin string, port int, etcdURL, advertise string) *pro
 	} else {
 		args = append(args, "--bind-address=0.0.0.0", "--advertise-address="+advertise)
 	}
-	return newProcess(dir, "kube-apiserver", bin, append([]string{"kube-apiserver"}, append(args,
+	args = append(args,
 		// The in-memory self-signed certificates are not used (the
 		// files below are); an explicit cert dir keeps the default
 		// /var/run/kubernetes out of it.
@@ -93,7 +94,8 @@ func apiserverProcess(dir, bin string, port int, etcdURL, advertise string) *pro
 		// takes seconds, not a minute.
 		"--shutdown-send-retry-after=true",
 		"--profiling=false",
-	)...)...)
+	)
+	return newProcess(dir, "kube-apiserver", bin, args...)
 }
 
 // controllerManagerProcess is kube-controller-manager with the

@@ -143,16 +143,21 @@ func notReady(pods []v1.Pod) string {
 	return strings.Join(out, ", ")
 }
 
-// advertiseAddress is the IPv4 address of the interface of the default
-// route: the address the API server is advertised on, which pods reach
-// through the kubernetes Service.
+// advertiseAddress is the node's first IPv4 address (network.NodeIPs: the
+// default route's interface, the node's InternalIP): the address the API
+// server is advertised on, which pods reach through the kubernetes
+// Service.
 func advertiseAddress() (string, error) {
-	conn, err := net.Dial("udp4", "192.0.2.1:9") // routes only; nothing is sent
+	ips, err := network.NodeIPs()
 	if err != nil {
-		return "", fmt.Errorf("advertise address (no default route?): %w", err)
+		return "", fmt.Errorf("advertise address: %w", err)
 	}
-	defer conn.Close()
-	return conn.LocalAddr().(*net.UDPAddr).IP.String(), nil
+	for _, ip := range ips {
+		if ip.To4() != nil && !ip.IsLoopback() {
+			return ip.String(), nil
+		}
+	}
+	return "", fmt.Errorf("advertise address: no IPv4 address other than loopback among the node's %v", ips)
 }
 
 // serverAt is server (https://127.0.0.1:port) with its host set to addr.
