@@ -82,6 +82,10 @@ type apiSource struct {
 	certs *apisource.CertRotator
 	// services are the pods' service variables.
 	services *apisource.ServiceEnv
+	// trustBundles are the projected clusterTrustBundle sources' anchors.
+	trustBundles *apisource.TrustBundles
+	// podCerts issues the projected podCertificate sources' credentials.
+	podCerts *apisource.PodCertificates
 	// clusterCA is the PEM CA bundle --kubeconfig trusts the API server
 	// with (nil: none given).
 	clusterCA []byte
@@ -114,7 +118,9 @@ func (o *APIConfig) newAPISource(node string, pods *lateBoundPods, facts func(co
 	s.objects = apisource.NewObjectManager(client, log)
 	s.tokens = apisource.NewTokenManager(client, nil, log)
 	s.services = apisource.NewServiceEnv(client.ServiceInformer())
-	s.source = &apisource.Source{Informer: client.PodInformer(node), Index: index, Logger: log, OnPods: s.objects.SetPods}
+	if s.trustBundles, err = apisource.NewTrustBundles(client.ClusterTrustBundleInformer()); err != nil {
+		return nil, err
+	}
 	s.status = apisource.NewStatusManager(client, pods, index, 0, log)
 	s.node = apisource.NewNodeManager(apisource.NodeConfig{
 		API: client, Register: o.RegisterNode,
@@ -129,6 +135,13 @@ func (o *APIConfig) newAPISource(node string, pods *lateBoundPods, facts func(co
 		Record: func(typ, reason, msg string) { events.NodeEvent(typ, reason, msg) },
 		Logger: log,
 	})
+	if s.podCerts, err = apisource.NewPodCertificates(client, client.PodCertificateRequestInformer(node), node, s.node.Node, nil, log); err != nil {
+		return nil, err
+	}
+	s.source = &apisource.Source{Informer: client.PodInformer(node), Index: index, Logger: log, OnPods: func(pods []*v1.Pod) {
+		s.objects.SetPods(pods)
+		s.podCerts.SetPods(pods)
+	}}
 	s.mirror = &apisource.MirrorManager{API: client, Index: index, Node: s.node.Node, Logger: log}
 	s.events = apisource.NewEventSink(client, log)
 	events.Forward(s.events.Record)
@@ -146,6 +159,7 @@ func (s *apiSource) loops() []namedLoop {
 	out := []namedLoop{
 		{"status", s.status.Run}, {"node status", s.node.Run}, {"lease", s.lease.Run}, {"mirror pods", s.mirror.Run},
 		{"events", s.events.Run}, {"objects", s.objects.Run}, {"tokens", s.tokens.Run}, {"services", s.services.Run},
+		{"cluster trust bundles", s.trustBundles.Run}, {"pod certificates", s.podCerts.Run},
 	}
 	if s.certs != nil {
 		out = append(out, namedLoop{"certificate rotation", func(ctx context.Context) { _ = s.certs.Run(ctx) }})

@@ -88,7 +88,8 @@ func (n *Node) newAPI(ctx context.Context) error {
 type storagePhase struct {
 	// objs: the static objects, then (with an API server) the objects the
 	// API pods reference; changes fires when any of them changed (or a
-	// service account token is due for renewal).
+	// service account token is due for renewal, a ClusterTrustBundle
+	// changed, or a pod certificate was issued or is due for renewal).
 	objs    objects.Getter
 	changes <-chan struct{}
 	// creds: the pods' imagePullSecrets (from objs), then the node's
@@ -102,11 +103,16 @@ type storagePhase struct {
 // credentials and the volume manager.
 func (n *Node) newStorage(context.Context) error {
 	p := &storagePhase{objs: n.api.store, changes: n.api.store.Subscribe()}
-	var tokens volumes.TokenSource
+	var (
+		tokens   volumes.TokenSource
+		bundles  volumes.TrustBundleSource
+		podCerts volumes.PodCertificateSource
+	)
 	if api := n.api.source; api != nil {
-		p.objs, tokens = objects.Chain(n.api.store, api.objects), api.tokens
+		p.objs, tokens, bundles, podCerts = objects.Chain(n.api.store, api.objects), api.tokens, api.trustBundles, api.podCerts
 		merged := make(chan struct{}, 1)
-		n.loopNoErr("object changes fan-in", signalFanIn(merged, p.changes, api.objects.Changes(), api.tokens.Changes()))
+		n.loopNoErr("object changes fan-in", signalFanIn(merged, p.changes, api.objects.Changes(), api.tokens.Changes(),
+			api.trustBundles.Changes(), api.podCerts.Changes()))
 		p.changes = merged
 	}
 	creds, err := n.cfg.Registry.credentials(n.cfg.RootDir, p.objs, n.log)
@@ -115,7 +121,7 @@ func (n *Node) newStorage(context.Context) error {
 	}
 	p.creds = creds
 	p.vols, err = volumes.New(volumes.Config{
-		PodsDir: filepath.Join(n.cfg.RootDir, "pods"), Objects: p.objs, Tokens: tokens, Allocatable: n.allocatable, Logger: n.log,
+		PodsDir: filepath.Join(n.cfg.RootDir, "pods"), Objects: p.objs, Tokens: tokens, TrustBundles: bundles, PodCertificates: podCerts, Allocatable: n.allocatable, Logger: n.log,
 	})
 	if err != nil {
 		return err

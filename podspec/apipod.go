@@ -31,6 +31,9 @@ func UnsupportedAPIPodFields(pod *v1.Pod) field.ErrorList {
 //     plugins: preemptionPolicy (Priority) and the projected service
 //     account token of kube-api-access-* (ServiceAccount; skiff requests
 //     the token, volumes/payload.go), whose audience mesh injectors set;
+//   - projected clusterTrustBundle and podCertificate sources, which need
+//     the API server (a static pod's would fail, as the kubelet's), but
+//     not their alpha user field (AtomicWriteVolumeUserFields);
 //   - the scheduler's, already satisfied when the pod was bound here:
 //     affinity (every DaemonSet pod), topologySpreadConstraints,
 //     schedulingGates;
@@ -43,6 +46,18 @@ func apiPodExtraPaths() []string {
 		"spec.volumes[*].projected.sources[*].serviceAccountToken.audience",
 		"spec.volumes[*].projected.sources[*].serviceAccountToken.expirationSeconds",
 		"spec.volumes[*].projected.sources[*].serviceAccountToken.path",
+		"spec.volumes[*].projected.sources[*].clusterTrustBundle.name",
+		"spec.volumes[*].projected.sources[*].clusterTrustBundle.signerName",
+		"spec.volumes[*].projected.sources[*].clusterTrustBundle.labelSelector",
+		"spec.volumes[*].projected.sources[*].clusterTrustBundle.optional",
+		"spec.volumes[*].projected.sources[*].clusterTrustBundle.path",
+		"spec.volumes[*].projected.sources[*].podCertificate.signerName",
+		"spec.volumes[*].projected.sources[*].podCertificate.keyType",
+		"spec.volumes[*].projected.sources[*].podCertificate.maxExpirationSeconds",
+		"spec.volumes[*].projected.sources[*].podCertificate.credentialBundlePath",
+		"spec.volumes[*].projected.sources[*].podCertificate.keyPath",
+		"spec.volumes[*].projected.sources[*].podCertificate.certificateChainPath",
+		"spec.volumes[*].projected.sources[*].podCertificate.userAnnotations",
 		"spec.affinity", "spec.topologySpreadConstraints", "spec.schedulingGates",
 		"spec.securityContext.windowsOptions",
 	}

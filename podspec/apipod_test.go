@@ -31,6 +31,10 @@ func apiServerPod() *v1.Pod {
 			Volumes: []v1.Volume{{Name: "kube-api-access-abcde", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 				{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Audience: "istio-ca", ExpirationSeconds: &exp, Path: "token"}},
 				{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"}}},
+				{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{SignerName: ptr("example.com/s"), Optional: &no, Path: "anchors.pem",
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"alive": "true"}}}},
+				{PodCertificate: &v1.PodCertificateProjection{SignerName: "example.com/s", KeyType: "ECDSAP256", MaxExpirationSeconds: ptr(int32(3600)),
+					CredentialBundlePath: "creds.pem", KeyPath: "key.pem", CertificateChainPath: "chain.pem", UserAnnotations: map[string]string{"example.com/a": "b"}}},
 			}}}}},
 			Containers: []v1.Container{{
 				Name: "app", Image: "busybox", Stdin: true, StdinOnce: true, TTY: true,
@@ -55,6 +59,9 @@ func TestUnsupportedAPIPodFields(t *testing.T) {
 	p := apiServerPod()
 	p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}
 	p.Spec.RuntimeClassName = ptr("gvisor")
+	p.Spec.Volumes[0].Projected.Sources = append(p.Spec.Volumes[0].Projected.Sources,
+		v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Name: ptr("root"), Path: "root.pem", User: ptr(int64(1000))}},
+		v1.VolumeProjection{PodCertificate: &v1.PodCertificateProjection{SignerName: "example.com/s", CredentialBundlePath: "creds.pem", User: ptr(int64(1000))}})
 	p.Spec.Volumes = append(p.Spec.Volumes,
 		v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
 		v1.Volume{Name: "huge", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages}}})
@@ -67,12 +74,14 @@ func TestUnsupportedAPIPodFields(t *testing.T) {
 		"spec.volumes[2].emptyDir.medium: Forbidden: not supported by skiff yet",
 		"spec.runtimeClassName: Forbidden: not supported by skiff yet",
 		"spec.resources: Forbidden: not supported by skiff yet",
+		"spec.volumes[0].projected.sources[4].clusterTrustBundle.user: Forbidden: not supported by skiff yet",
+		"spec.volumes[0].projected.sources[5].podCertificate.user: Forbidden: not supported by skiff yet",
 	} {
 		if !strings.Contains(strings.Join(got, "\n"), want) {
 			t.Errorf("missing %q in:\n%s", want, strings.Join(got, "\n"))
 		}
 	}
-	if len(got) != 4 {
-		t.Errorf("%d errors, want 4:\n%s", len(got), strings.Join(got, "\n"))
+	if len(got) != 6 {
+		t.Errorf("%d errors, want 6:\n%s", len(got), strings.Join(got, "\n"))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -29,6 +30,8 @@ const (
 type file struct {
 	Data []byte
 	Mode int32
+	// Owner is the file's owner (uid); nil: the agent's (root).
+	Owner *int64
 }
 
 // writeAtomic makes dir hold exactly payload (paths relative to dir) and
@@ -135,7 +138,7 @@ func sameContent(tsDir string, payload map[string]file) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if info.Mode().Perm() != fs.FileMode(want.Mode).Perm() {
+		if info.Mode().Perm() != fs.FileMode(want.Mode).Perm() || !sameOwner(info, want.Owner) {
 			return errStop
 		}
 		got, err := os.ReadFile(path)
@@ -176,8 +179,27 @@ func writeFiles(tsDir string, payload map[string]file) error {
 		if err := os.Chmod(full, fs.FileMode(f.Mode).Perm()); err != nil {
 			return fmt.Errorf("chmod %s: %w", p, err)
 		}
+		if f.Owner != nil {
+			if err := os.Lchown(full, int(*f.Owner), -1); err != nil {
+				return fmt.Errorf("chown %s: %w", p, err)
+			}
+		}
 	}
 	return nil
+}
+
+// sameOwner reports whether info's file is owned by owner (nil: the
+// agent's user, who writes the files).
+func sameOwner(info fs.FileInfo, owner *int64) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return true
+	}
+	want := int64(os.Geteuid())
+	if owner != nil {
+		want = *owner
+	}
+	return int64(st.Uid) == want
 }
 
 // topLevel returns the first path component of each payload path.

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/internal/objects"
@@ -53,6 +54,12 @@ type Config struct {
 	// Tokens issues the service account tokens of projected
 	// serviceAccountToken sources; nil: such a volume fails to set up.
 	Tokens TokenSource
+	// TrustBundles gives projected clusterTrustBundle sources their
+	// anchors; nil: such a volume fails to set up (no API server).
+	TrustBundles TrustBundleSource
+	// PodCertificates issues projected podCertificate sources'
+	// credentials; nil: such a volume fails to set up (no API server).
+	PodCertificates PodCertificateSource
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
 	// Now stamps the data directories; nil: time.Now.
@@ -65,6 +72,17 @@ type Config struct {
 // writes a rotated one.
 type TokenSource interface {
 	Token(pod *v1.Pod, audience string, expirationSeconds int64) (string, error)
+}
+
+// TrustBundleSource gives projected clusterTrustBundle sources their PEM
+// trust anchors (the API source's ClusterTrustBundles), as the kubelet's
+// ClusterTrustBundle manager: ByName the named bundle's, BySigner those of
+// every bundle of the signer whose labels match sel (nil: none match). A
+// missing bundle, or none matching, gives no anchors if allowMissing, else
+// an error. Methods may block for the first listing of the bundles.
+type TrustBundleSource interface {
+	ByName(name string, allowMissing bool) ([]byte, error)
+	BySigner(signerName string, sel *metav1.LabelSelector, allowMissing bool) ([]byte, error)
 }
 
 // Volume is a set-up volume as containers mount it.
@@ -285,13 +303,19 @@ func payloadPlugin(src *v1.VolumeSource) (plugin string, onTmpfs bool) {
 // fsGroupChangePolicy (the kubelet passes no policy here: OnRootMismatch
 // would skip the new files, as the root is owned since the first write).
 func (m *Manager) writeVolume(pod *v1.Pod, v *v1.Volume, dir string) (bool, error) {
-	payload, err := m.payload(pod, &v.VolumeSource)
+	payload, err := m.payload(pod, v)
 	if err != nil {
 		return false, err
 	}
 	var setPerms func() error
 	if fsGroup, _ := podFSGroup(pod); fsGroup != nil {
 		setPerms = func() error { return m.setOwnership(dir, fsGroup, nil, true) }
+		// The modes the ownership gives (a 0600 token becomes 0640), so
+		// that an unchanged volume compares equal and is not rewritten.
+		for p, f := range payload {
+			f.Mode |= int32(roMask)
+			payload[p] = f
+		}
 	}
 	return writeAtomic(dir, payload, m.cfg.Now(), setPerms)
 }
@@ -305,7 +329,8 @@ func podFSGroup(pod *v1.Pod) (*int64, *v1.PodFSGroupChangePolicy) {
 	return nil, nil
 }
 
-func (m *Manager) payload(pod *v1.Pod, src *v1.VolumeSource) (map[string]file, error) {
+func (m *Manager) payload(pod *v1.Pod, v *v1.Volume) (map[string]file, error) {
+	src := &v.VolumeSource
 	switch {
 	case src.ConfigMap != nil:
 		s := src.ConfigMap
@@ -316,7 +341,7 @@ func (m *Manager) payload(pod *v1.Pod, src *v1.VolumeSource) (map[string]file, e
 	case src.DownwardAPI != nil:
 		return downwardAPIPayload(pod, src.DownwardAPI.Items, modeOr(src.DownwardAPI.DefaultMode, defaultFileMode), m.cfg.Allocatable)
 	case src.Projected != nil:
-		return m.projectedPayload(pod, src.Projected)
+		return m.projectedPayload(pod, v.Name, src.Projected)
 	}
 	return nil, errors.New("volume type has no content")
 }

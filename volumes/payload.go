@@ -3,6 +3,7 @@ package volumes
 import (
 	"errors"
 	"fmt"
+	"maps"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -115,36 +116,91 @@ func secretPayload(get objects.Getter, ns, name string, items []v1.KeyToPath, de
 	return keyPayload(secretData(s), items, defaultMode, optional, "secret")
 }
 
-// projectedPayload merges the sources of a projected volume in order, as
-// the kubelet's projected plugin does (a later source's path wins).
-func (m *Manager) projectedPayload(pod *v1.Pod, src *v1.ProjectedVolumeSource) (map[string]file, error) {
+// projectedPayload merges the sources of projected volume name in order,
+// as the kubelet's projected plugin does (a later source's path wins).
+func (m *Manager) projectedPayload(pod *v1.Pod, name string, src *v1.ProjectedVolumeSource) (map[string]file, error) {
 	def := modeOr(src.DefaultMode, defaultFileMode)
+	cred := credentialFile(pod, def)
 	out := map[string]file{}
 	for i, s := range src.Sources {
-		var (
-			part map[string]file
-			err  error
-		)
-		switch {
-		case s.ConfigMap != nil:
-			part, err = configMapPayload(m.objects, pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, def, isTrue(s.ConfigMap.Optional))
-		case s.Secret != nil:
-			part, err = secretPayload(m.objects, pod.Namespace, s.Secret.Name, s.Secret.Items, def, isTrue(s.Secret.Optional))
-		case s.DownwardAPI != nil:
-			part, err = downwardAPIPayload(pod, s.DownwardAPI.Items, def, m.cfg.Allocatable)
-		case s.ServiceAccountToken != nil:
-			part, err = m.tokenPayload(pod, s.ServiceAccountToken, def)
-		default:
-			err = fmt.Errorf("projected source %d: this source type is not supported by skiff yet", i)
-		}
+		part, err := m.sourcePayload(pod, name, i, &s, def, cred)
 		if err != nil {
 			return nil, err
 		}
-		for p, f := range part {
-			out[p] = f
-		}
+		maps.Copy(out, part)
 	}
 	return out, nil
+}
+
+// sourcePayload is the files of source i of projected volume name: with
+// mode def, or for credentials (token, trust anchors, certificates) cred's
+// mode and owner.
+func (m *Manager) sourcePayload(pod *v1.Pod, name string, i int, s *v1.VolumeProjection, def int32, cred file) (map[string]file, error) {
+	switch {
+	case s.ConfigMap != nil:
+		return configMapPayload(m.objects, pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, def, isTrue(s.ConfigMap.Optional))
+	case s.Secret != nil:
+		return secretPayload(m.objects, pod.Namespace, s.Secret.Name, s.Secret.Items, def, isTrue(s.Secret.Optional))
+	case s.DownwardAPI != nil:
+		return downwardAPIPayload(pod, s.DownwardAPI.Items, def, m.cfg.Allocatable)
+	case s.ServiceAccountToken != nil:
+		return m.tokenPayload(pod, s.ServiceAccountToken, cred)
+	case s.ClusterTrustBundle != nil:
+		return m.trustBundlePayload(s.ClusterTrustBundle, cred)
+	case s.PodCertificate != nil:
+		return m.podCertificatePayload(pod, name, i, s.PodCertificate, cred)
+	}
+	return nil, fmt.Errorf("projected source %d: this source type is not supported by skiff yet", i)
+}
+
+// credentialFile is the kubelet's mode and owner of a projected credential
+// file: 0600, owned by the user all the pod's containers run as (FsUserFrom)
+// if there is one, or read by the pod's fsGroup once the volume's
+// ownership gives it the group (0640); else mode, owned by the agent.
+func credentialFile(pod *v1.Pod, mode int32) file {
+	user := podFSUser(pod)
+	if fsGroup, _ := podFSGroup(pod); user != nil || fsGroup != nil {
+		return file{Mode: 0o600, Owner: user}
+	}
+	return file{Mode: mode}
+}
+
+// podFSUser is the kubelet's FsUserFrom: the runAsUser every container
+// (init, regular and ephemeral) runs as, from its own or the pod's
+// securityContext; nil if one has none or two differ.
+func podFSUser(pod *v1.Pod) *int64 {
+	var user *int64
+	var podUser *int64
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		podUser = sc.RunAsUser
+	}
+	same := func(sc *v1.SecurityContext) bool {
+		u := podUser
+		if sc != nil && sc.RunAsUser != nil {
+			u = sc.RunAsUser
+		}
+		if u == nil || (user != nil && *user != *u) {
+			return false
+		}
+		user = u
+		return true
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if !same(c.SecurityContext) {
+			return nil
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if !same(c.SecurityContext) {
+			return nil
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if !same(c.SecurityContext) {
+			return nil
+		}
+	}
+	return user
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
@@ -155,8 +211,8 @@ const defaultTokenExpiration = 3600
 
 // tokenPayload is the kubelet's projected serviceAccountToken: a token of
 // the pod's service account bound to the pod, for the audience (empty:
-// the API server's), written with the volume's mode.
-func (m *Manager) tokenPayload(pod *v1.Pod, s *v1.ServiceAccountTokenProjection, mode int32) (map[string]file, error) {
+// the API server's), written with f's mode and owner.
+func (m *Manager) tokenPayload(pod *v1.Pod, s *v1.ServiceAccountTokenProjection, f file) (map[string]file, error) {
 	if m.cfg.Tokens == nil {
 		return nil, errors.New("failed to fetch token: serviceAccountToken needs an API server to issue tokens (skiff agent --kubeconfig)")
 	}
@@ -168,5 +224,36 @@ func (m *Manager) tokenPayload(pod *v1.Pod, s *v1.ServiceAccountTokenProjection,
 	if err != nil {
 		return nil, fmt.Errorf("failed to fetch token: %w", err)
 	}
-	return map[string]file{s.Path: {Data: []byte(tok), Mode: mode}}, nil
+	f.Data = []byte(tok)
+	return map[string]file{s.Path: f}, nil
+}
+
+// errNoTrustBundles is the kubelet's error for a clusterTrustBundle source
+// without an API server.
+var errNoTrustBundles = errors.New("ClusterTrustBundle projection is not supported in static kubelet mode")
+
+// trustBundlePayload is the kubelet's projected clusterTrustBundle: the
+// anchors of the named bundle, or of the signer's bundles matching the
+// selector, in one file with f's mode and owner; optional allows none.
+func (m *Manager) trustBundlePayload(s *v1.ClusterTrustBundleProjection, f file) (map[string]file, error) {
+	if m.cfg.TrustBundles == nil {
+		return nil, errNoTrustBundles
+	}
+	var (
+		data []byte
+		err  error
+	)
+	switch {
+	case s.Name != nil:
+		data, err = m.cfg.TrustBundles.ByName(*s.Name, isTrue(s.Optional))
+	case s.SignerName != nil:
+		data, err = m.cfg.TrustBundles.BySigner(*s.SignerName, s.LabelSelector, isTrue(s.Optional))
+	default:
+		err = errors.New("ClusterTrustBundle projection requires either name or signerName to be set")
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.Data = data
+	return map[string]file{s.Path: f}, nil
 }

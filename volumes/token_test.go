@@ -31,7 +31,7 @@ func TestProjectedServiceAccountToken_G1(t *testing.T) {
 			{Path: "namespace", FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
 	}}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"}}
-	got, err := m.projectedPayload(pod, src)
+	got, err := m.projectedPayload(pod, "v", src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,18 +148,41 @@ func (c *Client) ServiceInformer() cache.SharedIndexInformer {
 	// An API server that does not serve Services (skiff's control-plane
 	// shim: no kube-proxy, no cluster IPs) answers 404 to the list: that
 	// counts as an empty, synced list, or no pod would ever start (the
-	// kubelet's "services have not yet been read"). A 404 on the
-	// watch-list (client-go's first request) falls back to that list. The
-	// watch then waits quietly; a restart of the agent notices Services
-	// served later.
+	// kubelet's "services have not yet been read").
+	lw := tolerateNotServed(c.core.Get, "services", "", func() runtime.Object { return &v1.ServiceList{} }, c.params)
+	inf := cache.NewSharedIndexInformer(lw, &v1.Service{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_ = inf.SetTransform(trimService) // fails only once the informer runs
+	return inf
+}
+
+// ClusterTrustBundleInformer is an informer on the certificates.k8s.io/v1
+// ClusterTrustBundles (cluster-scoped; the Node authorizer lets a node
+// list and watch them), for projected clusterTrustBundle sources. An API
+// server that does not serve them counts as having none.
+func (c *Client) ClusterTrustBundleInformer() cache.SharedIndexInformer {
+	lw := tolerateNotServed(c.certs.Get, "clustertrustbundles", "", func() runtime.Object { return &certsv1.ClusterTrustBundleList{} }, c.params)
+	inf := cache.NewSharedIndexInformer(lw, &certsv1.ClusterTrustBundle{}, 0, cache.Indexers{})
+	_ = inf.SetTransform(dropManagedFields) // fails only once the informer runs
+	return inf
+}
+
+// tolerateNotServed lists and watches resource (all namespaces; with the
+// field selector sel unless empty) through get, counting a 404 (a resource the API server does not serve) as an
+// empty list: the informer syncs. A 404 on the watch-list (client-go's
+// first request) falls back to that list. The watch then waits quietly;
+// a restart of the agent notices the resource served later.
+func tolerateNotServed(get func() *rest.Request, resource, sel string, newList func() runtime.Object, params runtime.ParameterCodec) *cache.ListWatch {
 	var notServed atomic.Bool
-	lw := &cache.ListWatch{
+	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			l := &v1.ServiceList{}
-			err := c.core.Get().Resource("services").VersionedParams(&o, c.params).Do(ctx).Into(l)
+			if sel != "" {
+				o.FieldSelector = sel
+			}
+			l := newList()
+			err := get().Resource(resource).VersionedParams(&o, params).Do(ctx).Into(l)
 			notServed.Store(apierrors.IsNotFound(err))
 			if notServed.Load() {
-				return &v1.ServiceList{}, nil
+				return newList(), nil
 			}
 			return l, err
 		},
@@ -168,16 +191,16 @@ func (c *Client) ServiceInformer() cache.SharedIndexInformer {
 				return watch.NewFake(), nil // stopped by the reflector
 			}
 			o.Watch = true
-			w, err := c.core.Get().Resource("services").VersionedParams(&o, c.params).Watch(ctx)
+			if sel != "" {
+				o.FieldSelector = sel
+			}
+			w, err := get().Resource(resource).VersionedParams(&o, params).Watch(ctx)
 			if apierrors.IsNotFound(err) {
 				notServed.Store(true)
 			}
 			return w, err
 		},
 	}
-	inf := cache.NewSharedIndexInformer(lw, &v1.Service{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	_ = inf.SetTransform(trimService) // fails only once the informer runs
-	return inf
 }
 
 // trimService keeps of a Service only what the service variables need.

@@ -168,32 +168,50 @@ func TestPodInformerEventsLease_H1_H11(t *testing.T) {
 // serve Services (404, as skiff's control-plane shim) gives a synced,
 // empty service informer, so pods still start (with no service
 // variables): the watch-list is answered 404 too, and no plain watch
-// follows.
+// follows. The same holds for ClusterTrustBundles and for the node's
+// PodCertificateRequests (listed with the kubelet's field selector).
 func TestServiceInformerWithoutServices_G4(t *testing.T) {
-	fake := &fakeAPIServer{}
-	srv := httptest.NewTLSServer(fake)
-	defer srv.Close()
-	c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inf := c.ServiceInformer()
-	// Bounded: without the 404 handling the informer never syncs.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("not synced in 10 s: a 404 on the Service list must count as an empty list")
-	}
-	if n := len(inf.GetStore().List()); n != 0 {
-		t.Errorf("%d services, want none", n)
-	}
-	fake.mu.Lock()
-	defer fake.mu.Unlock()
-	for _, r := range fake.reqs {
-		if strings.Contains(r, "services") && strings.HasSuffix(r, "watch=true") { // not a watch-list
-			t.Errorf("watched services that are not served: %s", r)
-		}
+	for _, tc := range []struct {
+		resource string
+		informer func(*Client) cache.SharedIndexInformer
+		sel      string
+	}{
+		{"services", (*Client).ServiceInformer, ""},
+		{"clustertrustbundles", (*Client).ClusterTrustBundleInformer, ""},
+		{"podcertificaterequests", func(c *Client) cache.SharedIndexInformer { return c.PodCertificateRequestInformer("node1") }, "spec.nodeName=node1"},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			fake := &fakeAPIServer{}
+			srv := httptest.NewTLSServer(fake)
+			defer srv.Close()
+			c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inf := tc.informer(c)
+			// Bounded: without the 404 handling the informer never syncs.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			done := make(chan struct{})
+			go func() { defer close(done); inf.RunWithContext(ctx) }()
+			defer func() { cancel(); <-done }()
+			if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+				t.Fatalf("not synced in 10 s: a 404 on the %s list must count as an empty list", tc.resource)
+			}
+			if n := len(inf.GetStore().List()); n != 0 {
+				t.Errorf("%d %s, want none", n, tc.resource)
+			}
+			fake.mu.Lock()
+			defer fake.mu.Unlock()
+			listed := false
+			for _, r := range fake.reqs {
+				listed = listed || strings.Contains(r, "/"+tc.resource+"?"+tc.sel+" ")
+				if strings.Contains(r, tc.resource) && strings.HasSuffix(r, "watch=true") { // not a watch-list
+					t.Errorf("watched %s that are not served: %s", tc.resource, r)
+				}
+			}
+			if !listed {
+				t.Errorf("%s never requested: %q", tc.resource, fake.reqs)
+			}
+		})
 	}
 }
