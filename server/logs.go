@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,10 +18,16 @@ import (
 	"github.com/skiffnode/skiff/internal/podlogs"
 )
 
-// logQuery is the parsed query of /containerLogs.
+// logQuery is the parsed query of /containerLogs (v1.PodLogOptions).
 type logQuery struct {
 	follow, previous, timestamps bool
 	tailLines                    int // -1: all
+	// since: lines before it are skipped (zero: none).
+	since time.Time
+	// limitBytes ends the output (0: no limit).
+	limitBytes int64
+	// stream is podlogs.Stdout, podlogs.Stderr or "" (All).
+	stream string
 }
 
 // httpError is an error with the HTTP status to answer it with.
@@ -43,7 +51,7 @@ func errorf(code int, format string, args ...any) *httpError {
 // that run of the container is no longer running, when the client goes
 // away, or when the server shuts down.
 func (s *Server) handleContainerLogs(w http.ResponseWriter, r *http.Request) {
-	q, err := parseLogQuery(r.URL.Query())
+	q, err := parseLogQuery(r.URL.Query(), s.clock.Now())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -66,7 +74,10 @@ func writeError(w http.ResponseWriter, err error) {
 	http.Error(w, he.msg, he.code)
 }
 
-func parseLogQuery(v url.Values) (logQuery, error) {
+// parseLogQuery parses the v1.PodLogOptions of a query and checks them
+// as the API server's ValidatePodLogOptions does (stream selection on, as
+// PodLogsQuerySplitStreams is in 1.37); sinceSeconds counts back from now.
+func parseLogQuery(v url.Values, now time.Time) (logQuery, error) {
 	q := logQuery{tailLines: -1}
 	for name, dst := range map[string]*bool{"follow": &q.follow, "previous": &q.previous, "timestamps": &q.timestamps} {
 		if s := v.Get(name); s != "" {
@@ -77,15 +88,56 @@ func parseLogQuery(v url.Values) (logQuery, error) {
 			*dst = b
 		}
 	}
-	if s := v.Get("tailLines"); s != "" {
-		n, err := strconv.Atoi(s)
+	positive := func(name string, min int64) (int64, bool, error) {
+		s := v.Get(name)
+		if s == "" {
+			return 0, false, nil
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return q, errorf(http.StatusBadRequest, "invalid tailLines %q: must be an integer", s)
+			return 0, false, errorf(http.StatusBadRequest, "invalid %s %q: must be an integer", name, s)
 		}
-		if n < 0 {
-			return q, errorf(http.StatusUnprocessableEntity, "tailLines must be a non-negative number, got %d", n)
+		if n < min {
+			if min == 0 {
+				return 0, false, errorf(http.StatusUnprocessableEntity, "%s must be a non-negative number, got %d", name, n)
+			}
+			return 0, false, errorf(http.StatusUnprocessableEntity, "%s must be greater than 0, got %d", name, n)
 		}
-		q.tailLines = n
+		return n, true, nil
+	}
+	tail, hasTail, err := positive("tailLines", 0)
+	if err != nil {
+		return q, err
+	}
+	if hasTail {
+		q.tailLines = int(tail)
+	}
+	if q.limitBytes, _, err = positive("limitBytes", 1); err != nil {
+		return q, err
+	}
+	secs, hasSecs, err := positive("sinceSeconds", 1)
+	if err != nil {
+		return q, err
+	}
+	if st := v.Get("sinceTime"); st != "" {
+		if hasSecs {
+			return q, errorf(http.StatusUnprocessableEntity, "at most one of `sinceTime` or `sinceSeconds` may be specified")
+		}
+		if q.since, err = time.Parse(time.RFC3339, st); err != nil {
+			return q, errorf(http.StatusBadRequest, "invalid sinceTime %q: must be RFC 3339", st)
+		}
+	} else if hasSecs {
+		q.since = now.Add(-time.Duration(secs) * time.Second)
+	}
+	switch st := v.Get("stream"); st {
+	case "", string(v1.LogStreamAll):
+	case string(v1.LogStreamStdout), string(v1.LogStreamStderr):
+		if hasTail {
+			return q, errorf(http.StatusUnprocessableEntity, "`tailLines` and specific `stream` are mutually exclusive for now")
+		}
+		q.stream = strings.ToLower(st)
+	default:
+		return q, errorf(http.StatusUnprocessableEntity, "stream: Unsupported value: %q: supported values: \"All\", \"Stderr\", \"Stdout\"", st)
 	}
 	return q, nil
 }
@@ -113,6 +165,9 @@ func (s *Server) logTarget(ns, name, container string, q logQuery) (string, podl
 		Follow:       q.follow,
 		TailLines:    q.tailLines,
 		Timestamps:   q.timestamps,
+		Stream:       q.stream,
+		Since:        q.since,
+		LimitBytes:   q.limitBytes,
 		PollInterval: s.pollInterval,
 	}
 	if q.follow {

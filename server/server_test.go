@@ -148,6 +148,19 @@ func TestContainerLogs(t *testing.T) {
 		{"negative tailLines", "/containerLogs/default/web/app?tailLines=-1", 422,
 			"tailLines must be a non-negative number, got -1\n"},
 		{"bad bool", "/containerLogs/default/web/app?follow=maybe", 400, "invalid follow \"maybe\": must be true or false\n"},
+		{"limitBytes", "/containerLogs/default/web/app?limitBytes=1", 200, "s"},
+		{"sinceTime", "/containerLogs/default/web/app?sinceTime=2024-05-01T10:01:01Z", 200, "still going\n"},
+		{"sinceSeconds (all lines older)", "/containerLogs/default/web/app?sinceSeconds=1", 200, ""},
+		{"sinceSeconds (all lines newer)", "/containerLogs/default/web/app?sinceSeconds=999999999", 200, "second run\nstill going\n"},
+		{"stream", "/containerLogs/default/web/app?stream=Stderr", 200, ""},
+		{"limitBytes 0", "/containerLogs/default/web/app?limitBytes=0", 422, "limitBytes must be greater than 0, got 0\n"},
+		{"both sinces", "/containerLogs/default/web/app?sinceSeconds=1&sinceTime=2024-05-01T10:01:01Z", 422,
+			"at most one of `sinceTime` or `sinceSeconds` may be specified\n"},
+		{"bad sinceTime", "/containerLogs/default/web/app?sinceTime=yesterday", 400, "invalid sinceTime \"yesterday\": must be RFC 3339\n"},
+		{"stream and tail", "/containerLogs/default/web/app?stream=Stdout&tailLines=1", 422,
+			"`tailLines` and specific `stream` are mutually exclusive for now\n"},
+		{"bad stream", "/containerLogs/default/web/app?stream=both", 422,
+			"stream: Unsupported value: \"both\": supported values: \"All\", \"Stderr\", \"Stdout\"\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,6 +39,13 @@ type ReadOptions struct {
 	Timestamps bool
 	// Stream is Stdout, Stderr or "" for both.
 	Stream string
+	// Since, unless zero, skips the lines written before it (each
+	// physical line by its own time, as the kubelet's ReadLogs).
+	Since time.Time
+	// LimitBytes, if positive, ends the output after that many bytes
+	// (timestamps included), possibly within a line; Copy then returns
+	// nil, also while following.
+	LimitBytes int64
 	// Running, if set, is asked while following each time Copy has caught
 	// up with the file; once it reports false Copy reads what is left and
 	// returns nil. It is how a caller stops following a container that has
@@ -68,6 +75,42 @@ type ReadOptions struct {
 // Errors opening the file wrap the os error (errors.Is(err, fs.ErrNotExist)).
 // Copy is safe to call concurrently on the same file.
 func Copy(ctx context.Context, w io.Writer, path string, opts ReadOptions) error {
+	if opts.LimitBytes > 0 {
+		w = &limitedWriter{w: w, n: opts.LimitBytes}
+	}
+	err := copyLog(ctx, w, path, opts)
+	if errors.Is(err, errLimit) {
+		return nil
+	}
+	return err
+}
+
+// errLimit ends a Copy whose LimitBytes were written.
+var errLimit = errors.New("log byte limit reached")
+
+// limitedWriter writes at most n more bytes, then fails with errLimit.
+type limitedWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errLimit
+	}
+	short := int64(len(p)) > l.n
+	if short {
+		p = p[:l.n]
+	}
+	n, err := l.w.Write(p)
+	l.n -= int64(n)
+	if err == nil && short {
+		err = errLimit
+	}
+	return n, err
+}
+
+func copyLog(ctx context.Context, w io.Writer, path string, opts ReadOptions) error {
 	if opts.Stream != "" && opts.Stream != Stdout && opts.Stream != Stderr {
 		return fmt.Errorf("unknown log stream %q", opts.Stream)
 	}
@@ -156,7 +199,7 @@ func (c *copier) readAvailable(final bool) error {
 // handle processes one physical line. It does not retain line.
 func (c *copier) handle(line []byte) {
 	e, err := ParseLine(line)
-	if err != nil || (c.opts.Stream != "" && e.Stream != c.opts.Stream) {
+	if err != nil || (c.opts.Stream != "" && e.Stream != c.opts.Stream) || (!c.opts.Since.IsZero() && e.Time.Before(c.opts.Since)) {
 		return
 	}
 	p := c.pending[e.Stream]

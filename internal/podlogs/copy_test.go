@@ -39,6 +39,14 @@ func TestCopy(t *testing.T) {
 				"2024-05-01T10:00:02Z \n2024-05-01T10:00:04Z last\n"},
 		{name: "unterminated final partial line", fixture: "unterminated.log", opts: all,
 			want: "done\nno newline yet"},
+		{name: "since skips older lines", fixture: "mixed.log",
+			opts: ReadOptions{TailLines: -1, Since: time.Date(2024, 5, 1, 10, 0, 2, 0, time.UTC)}, want: "\nsecond error\nlast\n"},
+		{name: "limit bytes cuts within a line", fixture: "mixed.log", opts: ReadOptions{TailLines: -1, LimitBytes: 8},
+			want: "hello\noo"},
+		{name: "limit bytes after tail, timestamps count", fixture: "mixed.log",
+			opts: ReadOptions{TailLines: 1, Timestamps: true, LimitBytes: 21}, want: "2024-05-01T10:00:04Z "},
+		{name: "limit larger than the log", fixture: "mixed.log", opts: ReadOptions{TailLines: -1, LimitBytes: 1 << 20},
+			want: "hello\noops\npartial line\n\nsecond error\nlast\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,4 +229,19 @@ func TestCopyFollowRotation(t *testing.T) {
 	if err := waitErr(t, errc); !errors.Is(err, context.Canceled) {
 		t.Errorf("Copy after cancel = %v, want context.Canceled", err)
 	}
+}
+
+// TestCopyFollowEndsAtLimit: a followed log ends (nil) once LimitBytes
+// were written, as `kubectl logs -f --limit-bytes` does.
+func TestCopyFollowEndsAtLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	appendFile(t, path, "2024-05-01T10:00:00Z stdout F one\n")
+	out := newNotifyBuffer()
+	errc := startCopy(context.Background(), out, path, ReadOptions{TailLines: -1, Follow: true, LimitBytes: 6, PollInterval: time.Millisecond})
+	out.waitFor(t, "one\n")
+	appendFile(t, path, "2024-05-01T10:00:01Z stdout F two\n")
+	if err := waitErr(t, errc); err != nil {
+		t.Errorf("Copy at the limit = %v, want nil", err)
+	}
+	out.waitFor(t, "one\ntw")
 }
