@@ -169,8 +169,16 @@ func (w *podWorker) addVolumeMounts(ctx context.Context, c *v1.Container, spec *
 // env, subPath created inside the volume, read-only if the mount or the
 // volume type says so, propagation translated. An image volume (its image
 // ID in imageVols) is the runtime's to mount, always read-only, its
-// subPath a directory of the image.
-func containerMounts(c *v1.Container, vols map[string]PodVolume, imageVols map[string]string, env []runtime.KeyValue, o mountOptions) ([]runtime.Mount, error) {
+// subPath a directory of the image. Every error is the container's
+// configuration error (CreateContainerConfigError), as the kubelet's
+// makeMounts errors are.
+func containerMounts(c *v1.Container, vols map[string]PodVolume, imageVols map[string]string, env []runtime.KeyValue, o mountOptions) (_ []runtime.Mount, err error) {
+	defer func() {
+		var ce *configError
+		if err != nil && !errors.As(err, &ce) {
+			err = &configError{err}
+		}
+	}()
 	var envMap map[string]string
 	out := make([]runtime.Mount, 0, len(c.VolumeMounts))
 	for _, vm := range c.VolumeMounts {

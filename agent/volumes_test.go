@@ -267,6 +267,15 @@ func TestContainerMounts_G1(t *testing.T) {
 	if _, err := containerMounts(missing, vols, nil, env, mountOptions{}); err == nil || !strings.Contains(err.Error(), "missing value for UNSET") {
 		t.Errorf("unset variable: %v", err)
 	}
+	// An expansion to an absolute path fails the container's
+	// configuration, as the kubelet's makeMounts (the conformance test
+	// "should fail substituting values in a volume subpath with absolute
+	// path" waits for CreateContainerConfigError).
+	abs := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/x", SubPathExpr: "$(ABS)"}}}
+	_, err = containerMounts(abs, vols, nil, append(env, runtime.KeyValue{Key: "ABS", Value: "/tmp"}), mountOptions{})
+	if err == nil || !strings.Contains(err.Error(), "error SubPath `/tmp` must not be an absolute path") || startFailureReason(err) != reasonCreateContainerConfigError {
+		t.Errorf("absolute subPathExpr: %v (%s), want CreateContainerConfigError", err, startFailureReason(err))
+	}
 }
 
 // TestAgentEvictsOverSizeLimit_G14: a pod whose disk emptyDir exceeds its
