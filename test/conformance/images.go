@@ -25,8 +25,8 @@ import (
 // under registry.k8s.io, and tag). Each is rebuilt here from local
 // binaries: the busybox archive of `make images` (Debian's busybox-static)
 // as the base layer, plus agnhost, skiff-pause or nnp built from the
-// pinned Kubernetes sources. Images not listed (nginx, httpd, ...) are
-// missing: their tests fail pulling, and the summary says so.
+// pinned Kubernetes sources. Images not listed (sample-apiserver, etcd,
+// ...) are missing: their tests fail pulling, and the summary says so.
 const (
 	agnhostRepo = "e2e-test-images/agnhost:2.66.1"
 	// agnhostPrev (AgnhostPrev): the StatefulSet, Deployment and
@@ -42,6 +42,9 @@ const (
 	// glibc-dns-testing: busybox (Debian's busybox-static is built with
 	// glibc); the hostnameOverride tests run sh, hostname and hostname -f.
 	glibcDNSRepo = "e2e-test-images/glibc-dns-testing:2.1.1"
+	// nginx: busybox's httpd serving /usr/share/nginx/html on :80, as
+	// the tests use it (a web server on 80, or only its name).
+	nginxRepo = "e2e-test-images/nginx:1.27.0-2"
 )
 
 // imageInputs are the local files the images are made of.
@@ -73,6 +76,10 @@ const (
 		"user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh\n"
 	agnhostGroup = "root:x:0:\nnobody:x:65534:\nuser-defined-in-image:x:1000:\n" +
 		"group-defined-in-image:x:50000:user-defined-in-image\n"
+	// agnhostOSRelease: upstream agnhost and the images built on it
+	// (kitten, nautilus) are alpine; the image volume tests read
+	// /etc/os-release of kitten and look for "Alpine Linux".
+	agnhostOSRelease = "NAME=\"Alpine Linux\"\nID=alpine\nPRETTY_NAME=\"Alpine Linux (skiff's conformance harness: Debian's busybox-static base)\"\n"
 )
 
 // buildAndPush builds every image and pushes it to reg under its upstream
@@ -154,6 +161,7 @@ func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registr
 		{Path: "etc/passwd", Mode: 0o644, Data: []byte(agnhostPasswd)},
 		{Path: "etc/group", Mode: 0o644, Data: []byte(agnhostGroup)},
 		{Path: "home/user-defined-in-image", Mode: 0o755},
+		{Path: "etc/os-release", Mode: 0o644, Data: []byte(agnhostOSRelease)},
 	}...), func(c *v1.Config) { c.Entrypoint, c.Cmd = []string{"/agnhost"}, []string{"pause"} })
 	if err != nil {
 		return nil, err
@@ -189,9 +197,15 @@ func buildAndPush(ctx context.Context, in imageInputs, reg *testregistry.Registr
 	if err != nil {
 		return nil, err
 	}
+	nginx, err := extend(busybox, []imagebuild.File{
+		{Path: "usr/share/nginx/html/index.html", Mode: 0o644, Data: []byte("<h1>Welcome to nginx!</h1>\n")},
+	}, func(c *v1.Config) { c.Cmd = []string{"httpd", "-f", "-p", "80", "-h", "/usr/share/nginx/html"} })
+	if err != nil {
+		return nil, err
+	}
 	images := []repoImage{
 		{agnhostRepo, agnhost}, {agnhostPrevRepo, agnhostPrev}, {busyboxRepo, busybox}, {pauseRepo, pause}, {nonrootRepo, nonroot},
-		{nonewprivsRepo, nonewprivs}, {kittenRepo, kitten}, {nautilusRepo, nautilus}, {glibcDNSRepo, glibcDNS},
+		{nonewprivsRepo, nonewprivs}, {kittenRepo, kitten}, {nautilusRepo, nautilus}, {glibcDNSRepo, glibcDNS}, {nginxRepo, nginx},
 	}
 	if in.kubeProxy != "" {
 		addons, err := addonImages(ctx, in, busybox)

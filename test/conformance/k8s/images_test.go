@@ -27,7 +27,7 @@ func TestHarnessImagesMatchUpstream(t *testing.T) {
 	for name, id := range map[string]imageutils.ImageID{
 		"agnhost": imageutils.Agnhost, "agnhostPrev": imageutils.AgnhostPrev, "busybox": imageutils.BusyBox, "pause": imageutils.Pause,
 		"nonroot": imageutils.NonRoot, "nonewprivs": imageutils.Nonewprivs, "kitten": imageutils.Kitten, "nautilus": imageutils.Nautilus,
-		"glibcDNS": imageutils.GlibcDnsTesting,
+		"glibcDNS": imageutils.GlibcDnsTesting, "nginx": imageutils.Nginx,
 	} {
 		if want := imageutils.GetE2EImage(id); got[name] != want {
 			t.Errorf("%s: the driver builds %q, e2e.test pulls %q (test/conformance/images.go)", name, got[name], want)
