@@ -148,7 +148,7 @@ func insufficient(name v1.ResourceName, requested, used, capacity int64) *podFai
 // touched.
 func (a *Agent) admitLocked(w *podWorker) {
 	admitted := a.admittedLocked(w.uid)
-	// The kubelet's order: sysctls, the OS, resources, AppArmor, the
+	// The kubelet's order: sysctls, the OS, resources, host ports, AppArmor, the
 	// declared node features, then the others (node shutdown); skiff's
 	// own allow-list of API pod fields comes before the features.
 	f := a.deps.security.sysctlFailure(w.initial)
@@ -157,6 +157,9 @@ func (a *Agent) admitLocked(w *podWorker) {
 	}
 	if f == nil {
 		f = admissionFailure(w.resize.allocatedPod(), admitted, a.cfg.Allocatable)
+	}
+	if f == nil {
+		f = hostPortsFailure(w.initial, admitted)
 	}
 	if f == nil {
 		f = a.deps.security.appArmorFailure(w.initial)
