@@ -51,18 +51,14 @@ var errNotIssued = errors.New("credential bundle is not issued yet")
 // so that the volume manager rewrites the files. Safe for concurrent use.
 type PodCertificates struct {
 	api      PodCertAPI
-	informer cache.SharedIndexInformer
+	informer *lazyInformer
 	nodeName string
 	// node is the registered Node (nil before), for its UID.
 	node  func() *v1.Node
 	clock clock.WithTicker
 	log   *slog.Logger
 	// jitter returns a random duration in [0, podCertJitter).
-	jitter   func() time.Duration
-	syncWait time.Duration
-
-	start   chan struct{}
-	once    sync.Once
+	jitter  func() time.Duration
 	changes chan struct{}
 
 	mu    sync.Mutex
@@ -98,10 +94,9 @@ func NewPodCertificates(api PodCertAPI, inf cache.SharedIndexInformer, nodeName 
 		c = clock.RealClock{}
 	}
 	m := &PodCertificates{
-		api: api, informer: inf, nodeName: nodeName, node: node, clock: c, log: log,
-		jitter:   func() time.Duration { return rand.N(podCertJitter) },
-		syncWait: trustBundleSyncWait, start: make(chan struct{}), changes: make(chan struct{}, 1),
-		creds: map[credKey]*podCred{},
+		api: api, informer: newLazyInformer(inf, "PodCertificateRequest"), nodeName: nodeName, node: node, clock: c, log: log,
+		jitter:  func() time.Duration { return rand.N(podCertJitter) },
+		changes: make(chan struct{}, 1), creds: map[credKey]*podCred{},
 	}
 	answered := func(o any) {
 		if pcr, ok := o.(*certsv1.PodCertificateRequest); ok && len(pcr.Status.Conditions) > 0 {
@@ -131,10 +126,8 @@ func (m *PodCertificates) Changes() <-chan struct{} { return m.changes }
 // Run runs the informer from the first read, and looks for due refreshes
 // every minute, until ctx is done. Blocking.
 func (m *PodCertificates) Run(ctx context.Context) {
-	select {
-	case <-ctx.Done():
+	if !m.informer.waitStart(ctx) {
 		return
-	case <-m.start:
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { m.informer.RunWithContext(ctx) })
@@ -182,29 +175,13 @@ func (m *PodCertificates) SetPods(pods []*v1.Pod) {
 	}
 }
 
-// synced starts the informer if it is not running and waits, at most
-// syncWait, for its first listing.
-func (m *PodCertificates) synced() error {
-	m.once.Do(func() { close(m.start) })
-	if m.informer.HasSynced() {
-		return nil
-	}
-	timeout := make(chan struct{})
-	timer := time.AfterFunc(m.syncWait, func() { close(timeout) })
-	defer timer.Stop()
-	if !cache.WaitForCacheSync(timeout, m.informer.HasSynced) {
-		return errors.New("PodCertificateRequest informer has not yet synced")
-	}
-	return nil
-}
-
 // Bundle returns the private key (PEM, PKCS#8) and certificate chain (PEM,
 // the signer's order) of source index of pod's volume, making a request
 // when there is none or a refresh is due. Until the first issuance it
 // returns the kubelet's "not issued yet" error; a denied or failed
 // request's error is returned from then on. Blocks on API calls.
 func (m *PodCertificates) Bundle(pod *v1.Pod, volume string, index int, src *v1.PodCertificateProjection) (key, chain []byte, err error) {
-	if err := m.synced(); err != nil {
+	if err := m.informer.synced(); err != nil {
 		return nil, nil, err
 	}
 	k := credKey{pod.UID, volume, index}

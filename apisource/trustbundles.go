@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"time"
 
 	certsv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,18 +17,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// trustBundleSyncWait bounds how long the first read waits for the
-// informer's first listing (the kubelet's lazy ClusterTrustBundle manager
-// waits as long).
-const trustBundleSyncWait = 10 * time.Second
-
 // maxLabelSelectorLength is the kubelet's bound on a projected source's
 // label selector (in its string form).
 const maxLabelSelectorLength = 100 * 1024
-
-// errTrustBundlesNotSynced is the kubelet's error before the informer
-// listed the ClusterTrustBundles once; the volume's set-up is retried.
-var errTrustBundlesNotSynced = errors.New("ClusterTrustBundle informer has not yet synced")
 
 // TrustBundles gives projected clusterTrustBundle sources their trust
 // anchors (volumes.TrustBundleSource), as the kubelet's ClusterTrustBundle
@@ -40,21 +29,18 @@ var errTrustBundlesNotSynced = errors.New("ClusterTrustBundle informer has not y
 // on every informer event, so that the volume manager rewrites the
 // files. Create with NewTrustBundles and Run it. Safe for concurrent use.
 type TrustBundles struct {
-	informer cache.SharedIndexInformer
-	syncWait time.Duration
+	informer *lazyInformer
 	// seed orders the anchors of a file: the same order in this process
 	// (a refresh rewrites nothing unchanged), another after a restart, as
 	// the kubelet's shuffle.
 	seed    [32]byte
-	start   chan struct{}
-	once    sync.Once
 	changes chan struct{}
 }
 
 // NewTrustBundles returns the trust anchors of inf's ClusterTrustBundles
 // (apiclient's ClusterTrustBundleInformer).
 func NewTrustBundles(inf cache.SharedIndexInformer) (*TrustBundles, error) {
-	t := &TrustBundles{informer: inf, syncWait: trustBundleSyncWait, start: make(chan struct{}), changes: make(chan struct{}, 1)}
+	t := &TrustBundles{informer: newLazyInformer(inf, "ClusterTrustBundle"), changes: make(chan struct{}, 1)}
 	_, _ = rand.Read(t.seed[:])
 	signal := func() {
 		select {
@@ -73,39 +59,20 @@ func NewTrustBundles(inf cache.SharedIndexInformer) (*TrustBundles, error) {
 
 // Run runs the informer from the first read until ctx is done. Blocking.
 func (t *TrustBundles) Run(ctx context.Context) {
-	select {
-	case <-ctx.Done():
-		return
-	case <-t.start:
+	if t.informer.waitStart(ctx) {
+		t.informer.RunWithContext(ctx)
 	}
-	t.informer.RunWithContext(ctx)
 }
 
 // Changes is signalled (coalesced) when a ClusterTrustBundle was added,
 // changed or deleted.
 func (t *TrustBundles) Changes() <-chan struct{} { return t.changes }
 
-// synced starts the informer if it is not running and waits, at most
-// syncWait, for its first listing.
-func (t *TrustBundles) synced() error {
-	t.once.Do(func() { close(t.start) })
-	if t.informer.HasSynced() {
-		return nil
-	}
-	timeout := make(chan struct{})
-	timer := time.AfterFunc(t.syncWait, func() { close(timeout) })
-	defer timer.Stop()
-	if !cache.WaitForCacheSync(timeout, t.informer.HasSynced) {
-		return errTrustBundlesNotSynced
-	}
-	return nil
-}
-
 // ByName returns the anchors of the ClusterTrustBundle name; a missing
 // one gives none if allowMissing, else an error. Blocks only for the
 // first listing.
 func (t *TrustBundles) ByName(name string, allowMissing bool) ([]byte, error) {
-	if err := t.synced(); err != nil {
+	if err := t.informer.synced(); err != nil {
 		return nil, err
 	}
 	o, ok, err := t.informer.GetStore().GetByKey(name)
@@ -127,7 +94,7 @@ func (t *TrustBundles) ByName(name string, allowMissing bool) ([]byte, error) {
 // gives none if allowMissing, else an error. Blocks only for the first
 // listing.
 func (t *TrustBundles) BySigner(signerName string, sel *metav1.LabelSelector, allowMissing bool) ([]byte, error) {
-	if err := t.synced(); err != nil {
+	if err := t.informer.synced(); err != nil {
 		return nil, err
 	}
 	selector, err := metav1.LabelSelectorAsSelector(sel)
