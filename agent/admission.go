@@ -159,7 +159,7 @@ func (a *Agent) admitLocked(w *podWorker) {
 		f = admissionFailure(w.resize.allocatedPod(), admitted, a.cfg.Allocatable)
 	}
 	if f == nil {
-		f = hostPortsFailure(w.initial, admitted)
+		f = hostPortsFailure(w.initial, listedPods(a.desired(), admitted))
 	}
 	if f == nil {
 		f = a.deps.security.appArmorFailure(w.initial)

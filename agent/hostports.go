@@ -2,6 +2,7 @@ package agent
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // hostPortsFailure rejects pod when one of its host ports is taken by an
@@ -25,6 +26,21 @@ func hostPortsFailure(pod *v1.Pod, admitted []*v1.Pod) *podFailure {
 		}
 	}
 	return nil
+}
+
+// listedPods are the pods of admitted a source still lists (the
+// kubelet's pod manager holds those): an edited static pod's old version,
+// which no source lists any more, holds no host port against the new one,
+// as in the kubelet, where the old one is removed before the new one is
+// admitted. A pod being deleted through the API still holds its ports.
+func listedPods(want map[types.UID]*v1.Pod, admitted []*v1.Pod) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range admitted {
+		if _, ok := want[p.UID]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // hostPort is a host IP, protocol and port a pod binds, with the

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -55,7 +54,8 @@ func TestHostPortsFailure(t *testing.T) {
 // TestAdmissionRejectsHostPortConflict: a pod asking for a host port a
 // running pod binds fails with NodePorts and gets no sandbox (the
 // StatefulSet conformance test "Should recreate evicted statefulset"
-// relies on it); once the first pod is gone the port is free again.
+// relies on it); a new version of the first pod is not rejected by the old
+// one's ports.
 func TestAdmissionRejectsHostPortConflict(t *testing.T) {
 	rt := newFakeRuntime()
 	h := startAgentResources(t, rt, nil, nil)
@@ -71,12 +71,14 @@ func TestAdmissionRejectsHostPortConflict(t *testing.T) {
 	if p := h.pod("uid2"); p.Status.Reason != "NodePorts" {
 		t.Errorf("status reason %q message %q, want NodePorts", p.Status.Reason, p.Status.Message)
 	}
-	h.src.ch <- []*v1.Pod{}
-	h.eventually("first pod's sandbox removed", func() bool { return slices.Contains(rt.Calls(), "RemoveSandbox sb0001") })
-	third := second.DeepCopy()
-	third.Name, third.UID = "third", "uid3"
+	// A new version of the first pod (an edited static pod: same name,
+	// another UID) replaces it: the old one, no longer listed, holds no
+	// port against it, so it is admitted and runs once the old one
+	// stopped.
+	third := first.DeepCopy()
+	third.UID = "uid3"
 	h.src.ch <- []*v1.Pod{third}
-	h.eventually("third pod Running once the first is gone", func() bool { return h.phase("uid3") == v1.PodRunning || h.phase("uid3") == v1.PodFailed })
+	h.eventually("the first pod's new version Running", func() bool { return h.phase("uid3") == v1.PodRunning || h.phase("uid3") == v1.PodFailed })
 	if p := h.pod("uid3"); p.Status.Phase != v1.PodRunning {
 		t.Errorf("third pod: %s %s %s", p.Status.Phase, p.Status.Reason, p.Status.Message)
 	}
