@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	libcg "github.com/opencontainers/cgroups"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -129,7 +130,7 @@ func (a *Agent) readStats(now time.Time) *statsapi.Summary {
 	if a.cfg.NodeUsage != nil {
 		if u, err := a.cfg.NodeUsage(); err == nil {
 			keep[nodeStatsKey] = true
-			sum.Node.CPU, sum.Node.Memory = a.cpuStats(nodeStatsKey, u, now), memoryStats(u, now)
+			sum.Node.CPU, sum.Node.Memory, sum.Node.IO = a.cpuStats(nodeStatsKey, u, now), memoryStats(u, now), ioStats(u, now)
 		} else {
 			a.log.Debug("reading the node's usage", "err", err)
 		}
@@ -149,6 +150,7 @@ func (a *Agent) readStats(now time.Time) *statsapi.Summary {
 			PodRef: statsapi.PodReference{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID)},
 			CPU:    a.cpuStats(string(pod.UID), u, now),
 			Memory: memoryStats(u, now),
+			IO:     ioStats(u, now),
 		}
 		if pod.Status.StartTime != nil {
 			ps.StartTime = *pod.Status.StartTime
@@ -175,7 +177,7 @@ func (a *Agent) containerStats(cg PodCgroups, pod *v1.Pod, now time.Time, keep m
 		keep[id] = true
 		out = append(out, statsapi.ContainerStats{
 			Name: cs.Name, StartTime: cs.State.Running.StartedAt,
-			CPU: a.cpuStats(id, u, now), Memory: memoryStats(u, now),
+			CPU: a.cpuStats(id, u, now), Memory: memoryStats(u, now), IO: ioStats(u, now),
 		})
 	}
 	return out
@@ -187,10 +189,33 @@ func (a *Agent) cpuStats(key string, u *cgroups.Usage, now time.Time) *statsapi.
 		Time:                 metav1.NewTime(now),
 		UsageCoreNanoSeconds: &total,
 		UsageNanoCores:       a.samples.rate(key, cpuSample{at: now, usage: total}),
+		PSI:                  psiStats(u.Pressure.CPU),
 	}
 }
 
 func memoryStats(u *cgroups.Usage, now time.Time) *statsapi.MemoryStats {
 	usage, ws, rss := u.MemoryUsageBytes, u.WorkingSetBytes, u.RSSBytes
-	return &statsapi.MemoryStats{Time: metav1.NewTime(now), UsageBytes: &usage, WorkingSetBytes: &ws, RSSBytes: &rss}
+	return &statsapi.MemoryStats{Time: metav1.NewTime(now), UsageBytes: &usage, WorkingSetBytes: &ws, RSSBytes: &rss,
+		PSI: psiStats(u.Pressure.Memory)}
+}
+
+// ioStats is the summary's io section: only its PSI (KubeletPSI), nil
+// without one.
+func ioStats(u *cgroups.Usage, now time.Time) *statsapi.IOStats {
+	if u.Pressure.IO == nil {
+		return nil
+	}
+	return &statsapi.IOStats{Time: metav1.NewTime(now), PSI: psiStats(u.Pressure.IO)}
+}
+
+// psiStats converts the kernel's PSI as the kubelet does (totals kept in
+// the kernel's microseconds); nil stays nil (cgroup v1, or no PSI).
+func psiStats(p *libcg.PSIStats) *statsapi.PSIStats {
+	if p == nil {
+		return nil
+	}
+	data := func(d libcg.PSIData) statsapi.PSIData {
+		return statsapi.PSIData{Total: d.Total, Avg10: d.Avg10, Avg60: d.Avg60, Avg300: d.Avg300}
+	}
+	return &statsapi.PSIStats{Full: data(p.Full), Some: data(p.Some)}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	libcg "github.com/opencontainers/cgroups"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -302,7 +303,8 @@ func TestStatsNodeUsage(t *testing.T) {
 		if fail {
 			return nil, errors.New("no /proc")
 		}
-		return &cgroups.Usage{CPUUsageNanoSeconds: cpu, MemoryUsageBytes: 800, WorkingSetBytes: 700}, nil
+		return &cgroups.Usage{CPUUsageNanoSeconds: cpu, MemoryUsageBytes: 800, WorkingSetBytes: 700,
+			Pressure: cgroups.Pressure{CPU: &libcg.PSIStats{Some: libcg.PSIData{Avg10: 1.5, Total: 9}}, IO: &libcg.PSIStats{Full: libcg.PSIData{Total: 4}}}}, nil
 	}
 	a, err := New(cfg)
 	if err != nil {
@@ -322,6 +324,11 @@ func TestStatsNodeUsage(t *testing.T) {
 	}
 	if n.Memory == nil || *n.Memory.WorkingSetBytes != 700 || *n.Memory.UsageBytes != 800 {
 		t.Errorf("node memory %+v, want usage 800 working set 700", n.Memory)
+	}
+	// PSI (KubeletPSI) as read: cpu and io here, none for memory.
+	if n.CPU.PSI == nil || n.CPU.PSI.Some.Avg10 != 1.5 || n.CPU.PSI.Some.Total != 9 || n.Memory.PSI != nil ||
+		n.IO == nil || n.IO.PSI == nil || n.IO.PSI.Full.Total != 4 {
+		t.Errorf("node PSI: cpu %+v memory %+v io %+v", n.CPU.PSI, n.Memory.PSI, n.IO)
 	}
 	fail = true
 	if sum := readSummary(t, a); sum.Node.CPU != nil || sum.Node.Memory != nil {

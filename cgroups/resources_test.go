@@ -118,10 +118,10 @@ func TestUsageFrom(t *testing.T) {
 	st.MemoryStats.Stats["total_rss"] = 60
 	st.MemoryStats.Stats["inactive_file"] = 10
 	st.MemoryStats.Stats["anon"] = 70
-	if got, want := *usageFrom(st, V1), (Usage{5e9, 100, 70, 60}); got != want {
+	if got, want := *usageFrom(st, V1), (Usage{CPUUsageNanoSeconds: 5e9, MemoryUsageBytes: 100, WorkingSetBytes: 70, RSSBytes: 60}); got != want {
 		t.Errorf("v1 usage = %+v, want %+v", got, want)
 	}
-	if got, want := *usageFrom(st, V2), (Usage{5e9, 100, 90, 70}); got != want {
+	if got, want := *usageFrom(st, V2), (Usage{CPUUsageNanoSeconds: 5e9, MemoryUsageBytes: 100, WorkingSetBytes: 90, RSSBytes: 70}); got != want {
 		t.Errorf("v2 usage = %+v, want %+v", got, want)
 	}
 	st.MemoryStats.Stats["inactive_file"] = 500
@@ -157,7 +157,7 @@ func TestUsageReadsV1Files(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Usage{5e9, 100, 70, 60}); *u != want {
+	if want := (Usage{CPUUsageNanoSeconds: 5e9, MemoryUsageBytes: 100, WorkingSetBytes: 70, RSSBytes: 60}); *u != want {
 		t.Errorf("usage = %+v, want %+v", *u, want)
 	}
 	if _, err := m.usage("gone"); err == nil || !strings.Contains(err.Error(), "stats of cgroup gone") {

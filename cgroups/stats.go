@@ -25,6 +25,8 @@ type Usage struct {
 	WorkingSetBytes uint64
 	// RSSBytes is anonymous memory (v1 total_rss, v2 anon).
 	RSSBytes uint64
+	// Pressure is the cgroup's PSI (v2 only; none on v1, as the kubelet).
+	Pressure Pressure
 }
 
 // containerRel is the path of a container's cgroup below the mountpoints:
@@ -74,7 +76,8 @@ func (m *Manager) ContainerOOMKills(pod *v1.Pod, containerID string) (uint64, er
 }
 
 // usage reads cpu and memory accounting of the cgroup at rel: only the
-// three files the summary needs (cpu usage, memory usage, memory.stat),
+// files the summary needs (cpu usage, memory usage, memory.stat, and on
+// v2 the three pressure files),
 // not the library's full GetStats (per-cpu usage, kmem, swap, hugetlb ...),
 // which was most of skiff's steady-state CPU when 110 pods were sampled
 // every 10 s (they are now read only on demand).
@@ -103,7 +106,11 @@ func (m *Manager) usage(rel string) (*Usage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stats of cgroup %s: %w", rel, err)
 	}
-	return usageFrom(st, m.mode), nil
+	u := usageFrom(st, m.mode)
+	if m.mode == V2 {
+		u.Pressure = readPressure(m.dirOfRel(rel, ""), ".pressure")
+	}
+	return u, nil
 }
 
 // readMemoryStat parses dir/memory.stat ("key value" lines) into into.

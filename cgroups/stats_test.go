@@ -28,7 +28,7 @@ func writeCgroupFiles(t *testing.T, dir string, files map[string]string) {
 // TestUsageReadsEachVersion (issue 30: paths nothing proved): a pod's
 // cpu and memory accounting from fake cgroup files, v2 (cpu.stat
 // usage_usec in microseconds, memory.current, memory.stat anon and
-// inactive_file) and v1 (cpuacct.usage in nanoseconds,
+// inactive_file, and the pressure files) and v1 (cpuacct.usage in nanoseconds,
 // memory.usage_in_bytes, total_rss and total_inactive_file), in the units
 // and with the working set the kubelet reports.
 func TestUsageReadsEachVersion(t *testing.T) {
@@ -44,10 +44,19 @@ func TestUsageReadsEachVersion(t *testing.T) {
 			"cpu.stat":       "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n",
 			"memory.current": "10485760\n",
 			"memory.stat":    "anon 4194304\nfile 5242880\ninactive_file 3145728\n",
+			"cpu.pressure":   "some avg10=2.00 avg60=1.00 avg300=0.50 total=42\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
 		})
 		got, err := m.PodUsage(pod)
-		if err != nil || *got != want {
-			t.Errorf("PodUsage = %+v, %v; want %+v", got, err, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// v2 only: the cgroup's PSI (KubeletPSI), where the kernel has it.
+		if p := got.Pressure; p.CPU == nil || p.CPU.Some.Total != 42 || p.CPU.Some.Avg10 != 2 || p.Memory != nil || p.IO != nil {
+			t.Errorf("pressure %+v, want cpu's only", p)
+		}
+		got.Pressure = Pressure{}
+		if *got != want {
+			t.Errorf("PodUsage = %+v; want %+v", got, want)
 		}
 	})
 	t.Run("v1", func(t *testing.T) {

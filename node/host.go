@@ -69,12 +69,19 @@ func parallelExecProbes(flagValue int) int {
 	return flagValue
 }
 
-// readNodeUsage reads the machine's cpu and memory use from /proc for the
-// summary's node stats (agent.Config.NodeUsage).
-func readNodeUsage() (*cgroups.Usage, error) {
-	u, err := nodestatus.ReadUsage(os.DirFS("/"))
-	if err != nil {
-		return nil, fmt.Errorf("node usage: %w", err)
+// nodeUsage reads the machine's cpu and memory use from /proc for the
+// summary's node stats (agent.Config.NodeUsage) and, on cgroup v2
+// (withPressure), its PSI, as the kubelet reports the root cgroup's.
+func nodeUsage(withPressure bool) func() (*cgroups.Usage, error) {
+	return func() (*cgroups.Usage, error) {
+		u, err := nodestatus.ReadUsage(os.DirFS("/"))
+		if err != nil {
+			return nil, fmt.Errorf("node usage: %w", err)
+		}
+		out := &cgroups.Usage{CPUUsageNanoSeconds: u.CPUUsageNanoSeconds, MemoryUsageBytes: u.MemoryUsageBytes, WorkingSetBytes: u.WorkingSetBytes}
+		if withPressure {
+			out.Pressure = cgroups.MachinePressure()
+		}
+		return out, nil
 	}
-	return &cgroups.Usage{CPUUsageNanoSeconds: u.CPUUsageNanoSeconds, MemoryUsageBytes: u.MemoryUsageBytes, WorkingSetBytes: u.WorkingSetBytes}, nil
 }

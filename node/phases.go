@@ -249,7 +249,7 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 		Prober:            prober,
 		ProbeChanges:      changes,
 		Cgroups:           podCgroups,
-		NodeUsage:         readNodeUsage,
+		NodeUsage:         nodeUsage(rt.cgroups != nil && rt.cgroups.Mode() == cgroups.V2),
 		Allocatable:       n.allocatable,
 		Objects:           stor.objs,
 		Services:          services,

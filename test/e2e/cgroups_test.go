@@ -333,6 +333,12 @@ func TestCgroupLimitsQoSAndCleanup_D4_D6_D13_A36(t *testing.T) {
 	if err != nil || code != 200 || !strings.Contains(body, `"name":"`+PodName("guaranteed")+`"`) || !strings.Contains(body, `"workingSetBytes"`) {
 		t.Errorf("GET /stats/summary = %d %v %.400s", code, err, body)
 	}
+	// PSI (KubeletPSI): the cgroups' pressure on v2 when the kernel has
+	// it; none on v1, where cgroups have no pressure files.
+	_, statErr := os.Stat("/proc/pressure/cpu")
+	if wantPSI := c.mode == cgroups.V2 && statErr == nil; strings.Contains(body, `"psi"`) != wantPSI {
+		t.Errorf("GET /stats/summary: psi present %v, want %v (mode %s): %.400s", !wantPSI, wantPSI, c.mode, body)
+	}
 	if out, err := e.Skiff(t, "top", "pods"); err != nil || !strings.Contains(out, "MEMORY(bytes)") || !strings.Contains(out, PodName("burstable")) {
 		t.Errorf("skiff top pods: %v\n%s", err, out)
 	}
