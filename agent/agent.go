@@ -263,7 +263,15 @@ func (a *Agent) reconcile(ctx context.Context) {
 	for uid := range want {
 		uids = append(uids, uid)
 	}
-	sort.Slice(uids, func(i, j int) bool { return want[uids[i]].Name < want[uids[j]].Name })
+	// Pods that already run (after an agent restart) are admitted first,
+	// so that one that arrived meanwhile cannot take their host ports or
+	// resources; then by name.
+	sort.Slice(uids, func(i, j int) bool {
+		if ri, rj := a.running[uids[i]], a.running[uids[j]]; ri != rj {
+			return ri
+		}
+		return want[uids[i]].Name < want[uids[j]].Name
+	})
 	for _, uid := range uids {
 		if _, ok := a.workers[uid]; ok {
 			continue

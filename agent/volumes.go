@@ -109,6 +109,9 @@ func (w *podWorker) setUpVolumes(ctx context.Context) (ok bool, retry time.Durat
 	if r.failures > 0 && now.Before(r.next) && w.objectsGen() == r.objectsGen {
 		return false, r.next.Sub(now)
 	}
+	// The generation before the attempt: a change signalled while SetUp
+	// runs (an answer to a request SetUp made) retries at once.
+	gen := w.objectsGen()
 	err := errNoVolumeManager
 	if w.d.volumes != nil {
 		_, err = w.d.volumes.SetUp(ctx, w.pod)
@@ -131,7 +134,7 @@ func (w *podWorker) setUpVolumes(ctx context.Context) (ok bool, retry time.Durat
 	delay = min(delay, volumeRetryMax)
 	r.failures++
 	r.next = now.Add(delay)
-	r.objectsGen = w.objectsGen()
+	r.objectsGen = gen
 	return false, delay
 }
 

@@ -39,17 +39,19 @@ func (l *lazyInformer) waitStart(ctx context.Context) bool {
 	}
 }
 
-// synced starts the informer if it is not running and waits, at most
-// syncWait, for its first listing; the error is the kubelet's.
+// synced starts the informer if it is not running; the call that starts
+// it waits, at most syncWait, for its first listing (as the kubelet's
+// lazy manager), later ones fail at once while it has not listed. The
+// error is the kubelet's.
 func (l *lazyInformer) synced() error {
-	l.once.Do(func() { close(l.start) })
-	if l.HasSynced() {
-		return nil
-	}
-	timeout := make(chan struct{})
-	timer := time.AfterFunc(l.syncWait, func() { close(timeout) })
-	defer timer.Stop()
-	if !cache.WaitForCacheSync(timeout, l.HasSynced) {
+	l.once.Do(func() {
+		close(l.start)
+		timeout := make(chan struct{})
+		timer := time.AfterFunc(l.syncWait, func() { close(timeout) })
+		defer timer.Stop()
+		cache.WaitForCacheSync(timeout, l.HasSynced)
+	})
+	if !l.HasSynced() {
 		return fmt.Errorf("%s informer has not yet synced", l.what)
 	}
 	return nil

@@ -147,12 +147,18 @@ func (m *PodCertificates) Run(ctx context.Context) {
 }
 
 // refreshDue reports whether an issued credential without an outstanding
-// request reached its refresh time.
+// request reached its refresh time, or an outstanding request its abandon
+// time (the controller manager deletes unanswered requests): the next
+// read makes a new one.
 func (m *PodCertificates) refreshDue(now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.creds {
-		if c.err == nil && c.key != nil && c.pcr == "" && !now.Before(c.beginRefreshAt) {
+		switch {
+		case c.err != nil:
+		case c.pcr != "" && now.After(c.abandonAt):
+			return true
+		case c.key != nil && c.pcr == "" && !now.Before(c.beginRefreshAt):
 			return true
 		}
 	}

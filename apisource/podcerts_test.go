@@ -189,10 +189,52 @@ func TestPodCertificatesAbandon(t *testing.T) {
 	if len(api.created) != 1 {
 		t.Fatalf("%d requests before the abandon time, want 1", len(api.created))
 	}
+	if m.refreshDue(clk.Now()) {
+		t.Error("a refresh is due before the abandon time")
+	}
 	clk.Step(2 * time.Second)
+	// The minute's check signals it, so that a volume refresh asks again.
+	if !m.refreshDue(clk.Now()) {
+		t.Error("no refresh due after the abandon time")
+	}
 	_, _, _ = m.Bundle(pod, "creds", 0, src)
 	if len(api.created) != 2 {
 		t.Errorf("%d requests after the abandon time, want 2", len(api.created))
+	}
+}
+
+// TestLazyInformerWaitsOnce: the first read starts the informer and waits
+// for its listing (bounded); later reads of an informer that has not
+// listed fail at once with the kubelet's error.
+func TestLazyInformerWaitsOnce(t *testing.T) {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+			<-ctx.Done() // never lists
+			return nil, ctx.Err()
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	}
+	l := newLazyInformer(cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, listOnly{}), &certsv1.PodCertificateRequest{}, 0, cache.Indexers{}), "PodCertificateRequest")
+	l.syncWait = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if l.waitStart(ctx) {
+			l.RunWithContext(ctx)
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	start := time.Now()
+	if err := l.synced(); err == nil || err.Error() != "PodCertificateRequest informer has not yet synced" {
+		t.Fatalf("first read: %v", err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond {
+		t.Errorf("the first read returned after %v, before the wait", d)
+	}
+	l.syncWait = time.Hour // a second wait would hang the test
+	if err := l.synced(); err == nil {
+		t.Fatal("second read: no error")
 	}
 }
 

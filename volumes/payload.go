@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	v1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/skiffnode/skiff/internal/objects"
 )
@@ -118,16 +119,24 @@ func secretPayload(get objects.Getter, ns, name string, items []v1.KeyToPath, de
 
 // projectedPayload merges the sources of projected volume name in order,
 // as the kubelet's projected plugin does (a later source's path wins).
+// Every source is read even after one failed, so that each pod
+// certificate is requested at once; the errors are returned together, as
+// the kubelet's aggregate (one error: its own text).
 func (m *Manager) projectedPayload(pod *v1.Pod, name string, src *v1.ProjectedVolumeSource) (map[string]file, error) {
 	def := modeOr(src.DefaultMode, defaultFileMode)
 	cred := credentialFile(pod, def)
 	out := map[string]file{}
+	var errs []error
 	for i, s := range src.Sources {
 		part, err := m.sourcePayload(pod, name, i, &s, def, cred)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		maps.Copy(out, part)
+	}
+	if len(errs) > 0 {
+		return nil, utilerrors.NewAggregate(errs)
 	}
 	return out, nil
 }

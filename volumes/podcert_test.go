@@ -58,6 +58,13 @@ func TestProjectedPodCertificate(t *testing.T) {
 	if _, err := m.projectedPayload(pod, "creds", src); err == nil || err.Error() != "credential bundle is not issued yet" {
 		t.Errorf("pending: err = %v", err)
 	}
+	// Two sources pending: both are asked (each request is made at once,
+	// not after the other's issuance), the errors returned together.
+	two := &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{src.Sources[1], src.Sources[1]}}
+	certs.calls = nil
+	if _, err := m.projectedPayload(pod, "creds", two); err == nil || len(certs.calls) != 2 {
+		t.Errorf("two pending sources: err %v, calls %q; want both asked", err, certs.calls)
+	}
 	m.cfg.PodCertificates = nil
 	if _, err := m.projectedPayload(pod, "creds", src); err == nil || err.Error() != "unimplemented" {
 		t.Errorf("no API server: err = %v", err)
