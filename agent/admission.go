@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/skiffnode/skiff/cgroups"
+	"github.com/skiffnode/skiff/internal/nodefeatures"
 	"github.com/skiffnode/skiff/podspec"
 )
 
@@ -168,7 +169,7 @@ func (a *Agent) admitLocked(w *podWorker) {
 		f = unsupportedFieldsFailure(w.initial, a.running[w.uid])
 	}
 	if f == nil {
-		f = declaredFeaturesFailure(w.initial)
+		f = declaredFeaturesFailure(w.initial, a.cfg.DeclaredFeatures)
 	}
 	if f == nil {
 		f = a.admitByOthers(w.initial)
@@ -181,16 +182,40 @@ func (a *Agent) admitLocked(w *podWorker) {
 	w.event("", v1.EventTypeWarning, f.Reason, strings.TrimPrefix(f.Message, "Pod was rejected: "))
 }
 
-// declaredFeaturesFailure rejects a pod that needs a node feature skiff
-// does not declare in node.status.declaredFeatures, as the kubelet's
-// declaredFeaturesAdmitHandler: a RestartAllContainers restart rule
-// (RestartAllContainersOnContainerExits). nil: none needed. Pure.
-func declaredFeaturesFailure(pod *v1.Pod) *podFailure {
-	if !restartAllRules(pod) {
-		return nil
+// declaredFeaturesFailure rejects a pod that needs a node feature the
+// node does not declare in node.status.declaredFeatures, as the kubelet's
+// declaredFeaturesAdmitHandler (a RestartAllContainers restart rule needs
+// RestartAllContainersOnContainerExits, say). nil: none needed. Pure.
+func declaredFeaturesFailure(pod *v1.Pod, declared *nodefeatures.Set) *podFailure {
+	missing, err := declared.MissingForPod(pod)
+	switch {
+	case err != nil:
+		return &podFailure{Reason: "PodFeatureUnsupported", Message: "Pod was rejected: Failed to infer pod's feature requirements: " + err.Error()}
+	case len(missing) > 0:
+		return &podFailure{Reason: "PodFeatureUnsupported",
+			Message: "Pod was rejected: Pod requires node features that are not available: " + strings.Join(missing, ", ")}
 	}
-	return &podFailure{Reason: "PodFeatureUnsupported",
-		Message: "Pod was rejected: Pod requires node features that are not available: RestartAllContainersOnContainerExits"}
+	return nil
+}
+
+// checkUpdateFeatures records, as the kubelet does, a warning event on a
+// pod whose update (old to updated) needs node features the node does not
+// declare; the update is applied all the same (the API server's
+// NodeDeclaredFeatureValidator refuses such updates before they get here).
+func (a *Agent) checkUpdateFeatures(old, updated *v1.Pod) {
+	if old == nil {
+		return
+	}
+	missing, err := a.cfg.DeclaredFeatures.MissingForUpdate(old, updated)
+	if err != nil {
+		a.log.Error("pod update's node features", "pod", updated.Namespace+"/"+updated.Name, "err", err)
+		return
+	}
+	if len(missing) > 0 {
+		list := strings.Join(missing, ", ")
+		a.log.Error("pod requires node features that are not available", "pod", updated.Namespace+"/"+updated.Name, "missingFeatures", list)
+		a.deps.events.PodEvent(updated, v1.EventTypeWarning, EventFailedNodeDeclaredFeaturesCheck, "Pod requires node features that are not available: "+list)
+	}
 }
 
 // unsupportedFieldsFailure rejects an API pod that sets fields skiff does

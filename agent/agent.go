@@ -27,6 +27,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/images"
+	"github.com/skiffnode/skiff/internal/k8sversion"
+	"github.com/skiffnode/skiff/internal/nodefeatures"
 	"github.com/skiffnode/skiff/internal/startgate"
 )
 
@@ -90,6 +92,11 @@ func New(cfg Config) (*Agent, error) {
 	security, err := newSecurityPolicy(cfg.Security)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.DeclaredFeatures == nil {
+		if cfg.DeclaredFeatures, err = nodefeatures.New(k8sversion.KubeletVersion, nodefeatures.Implemented()); err != nil {
+			return nil, err
+		}
 	}
 	var ownPuller *images.Puller
 	if cfg.Puller == nil {
@@ -254,6 +261,7 @@ func (a *Agent) reconcile(ctx context.Context) {
 			w.kill(p.DeletionGracePeriodSeconds)
 		}
 		if p != w.given && !w.orphan {
+			a.checkUpdateFeatures(w.given, p)
 			w.given = p
 			a.resizeLocked(w, p)
 			w.update(p)

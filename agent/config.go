@@ -11,6 +11,7 @@ import (
 
 	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/internal/events"
+	"github.com/skiffnode/skiff/internal/nodefeatures"
 	"github.com/skiffnode/skiff/internal/objects"
 	"github.com/skiffnode/skiff/internal/podlogs"
 	"github.com/skiffnode/skiff/internal/startgate"
@@ -142,6 +143,12 @@ type Config struct {
 	UserNamespaces UserNamespaces
 	// MaxContainerRestartPeriod caps the restart back-off (0: 300s).
 	MaxContainerRestartPeriod time.Duration
+	// DeclaredFeatures are the node's declared features (the node status
+	// publishes the same): a pod that needs another is rejected
+	// (PodFeatureUnsupported), an update that needs another gets a
+	// FailedNodeDeclaredFeaturesCheck event. nil: nodefeatures.Implemented()
+	// at k8sversion.KubeletVersion.
+	DeclaredFeatures *nodefeatures.Set
 	// OOMGroupKill: every container gets memory.oom.group=1, so that an
 	// OOM kill takes the whole container, as the kubelet on cgroup v2 with
 	// singleProcessOOMKill false (its default there). Only for cgroup v2.

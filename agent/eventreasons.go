@@ -27,6 +27,9 @@ const (
 	// EventMissingClusterDNS: a pod of a cluster-DNS policy got the
 	// node's resolv.conf (no --cluster-dns); on the node and the pod.
 	EventMissingClusterDNS = "MissingClusterDNS"
+	// EventFailedNodeDeclaredFeaturesCheck: a pod update needs node
+	// features the node does not declare.
+	EventFailedNodeDeclaredFeaturesCheck = "FailedNodeDeclaredFeaturesCheck"
 )
 
 // EventRecorder records and keeps the events of the node and its pods

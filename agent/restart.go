@@ -68,17 +68,3 @@ func restartsAfterProbeKill(c *v1.Container, pod *v1.Pod) bool {
 	}
 	return shouldRestart(pod.Spec.RestartPolicy, 1)
 }
-
-// restartAllRules reports whether any container of pod has a restart rule
-// with action RestartAllContainers (RestartAllContainersOnContainerExits,
-// a node feature skiff does not declare).
-func restartAllRules(pod *v1.Pod) bool {
-	for _, c := range allContainers(pod) {
-		for _, r := range c.RestartPolicyRules {
-			if r.Action == v1.ContainerRestartRuleActionRestartAllContainers {
-				return true
-			}
-		}
-	}
-	return false
-}

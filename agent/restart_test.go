@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiffnode/skiff/internal/nodefeatures"
 )
 
 func rule(action v1.ContainerRestartRuleAction, op v1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) v1.ContainerRestartRule {
@@ -130,13 +132,17 @@ func TestProbeKillRestartsByContainerPolicy(t *testing.T) {
 // TestDeclaredFeaturesFailure: a RestartAllContainers rule needs a node
 // feature skiff does not declare: the kubelet's PodFeatureUnsupported.
 func TestDeclaredFeaturesFailure(t *testing.T) {
+	declared, err := nodefeatures.New("v1.37.2", nodefeatures.Implemented())
+	if err != nil {
+		t.Fatal(err)
+	}
 	pod := testPod(v1.RestartPolicyNever, nil, "a")
-	if f := declaredFeaturesFailure(pod); f != nil {
+	if f := declaredFeaturesFailure(pod, declared); f != nil {
 		t.Fatalf("plain pod refused: %+v", f)
 	}
 	pod.Spec.Containers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyNever)
 	pod.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{rule(v1.ContainerRestartRuleActionRestartAllContainers, v1.ContainerRestartRuleOnExitCodesOpIn, 3)}
-	f := declaredFeaturesFailure(pod)
+	f := declaredFeaturesFailure(pod, declared)
 	if f == nil || f.Reason != "PodFeatureUnsupported" || f.Message != "Pod was rejected: Pod requires node features that are not available: RestartAllContainersOnContainerExits" {
 		t.Errorf("failure %+v", f)
 	}

@@ -207,9 +207,9 @@ func nodeIPsFlag(flag string, detected []string) ([]net.IP, error) {
 // nodeFacts gathers the node status facts: the Hostname address
 // (hostname: the node name, as the kubelet's --hostname-override), capacity
 // (the machine's, with the root dir's file system as ephemeral-storage),
-// allocatable, nodeInfo, the runtime's images; the node is NotReady while
-// the runtime does not answer.
-func nodeFacts(rt runtime.Runtime, hostname, rootDir string, capacity, allocatable v1.ResourceList, ips []net.IP, kubeletPort int32, log *slog.Logger) func(context.Context) (nodestatus.Facts, nodestatus.Health) {
+// allocatable, nodeInfo, the runtime's images, the declared features; the
+// node is NotReady while the runtime does not answer.
+func nodeFacts(rt runtime.Runtime, hostname, rootDir string, capacity, allocatable v1.ResourceList, ips []net.IP, kubeletPort int32, declared []string, log *slog.Logger) func(context.Context) (nodestatus.Facts, nodestatus.Health) {
 	info, err := nodestatus.SystemInfo(os.DirFS("/"))
 	if err != nil {
 		log.Warn("node system info", "err", err)
@@ -222,7 +222,7 @@ func nodeFacts(rt runtime.Runtime, hostname, rootDir string, capacity, allocatab
 	var features *v1.NodeFeatures
 	return func(ctx context.Context) (nodestatus.Facts, nodestatus.Health) {
 		f := nodestatus.Facts{Hostname: hostname, InternalIPs: ips, Info: info,
-			Capacity: capacity.DeepCopy(), Allocatable: allocatable.DeepCopy(), KubeletPort: kubeletPort}
+			Capacity: capacity.DeepCopy(), Allocatable: allocatable.DeepCopy(), KubeletPort: kubeletPort, DeclaredFeatures: declared}
 		var st unix.Statfs_t
 		if err := unix.Statfs(rootDir, &st); err == nil {
 			q := resource.NewQuantity(int64(st.Blocks)*st.Bsize, resource.BinarySI)

@@ -20,6 +20,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiffnode/skiff/cgroups"
+	"github.com/skiffnode/skiff/internal/k8sversion"
+	"github.com/skiffnode/skiff/internal/nodefeatures"
 	"github.com/skiffnode/skiff/internal/systemd"
 )
 
@@ -39,6 +41,9 @@ type Node struct {
 	// allocatable and kubepods are the node's resources for pods.
 	allocatable v1.ResourceList
 	kubepods    *cgroups.PodResources
+	// declared are the node's declared features (the agent's admission
+	// and the node status).
+	declared *nodefeatures.Set
 
 	// Built by the phases, in order.
 	rt   *runtimePhase
@@ -91,6 +96,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, retErr err
 		return nil, err
 	}
 	if n.allocatable, n.kubepods, err = nodeResources(&n.cfg.Resources); err != nil {
+		return nil, err
+	}
+	if n.declared, err = nodefeatures.New(k8sversion.KubeletVersion, nodefeatures.Implemented()); err != nil {
 		return nil, err
 	}
 	if err := checkCgroupVersion(cgroups.UnifiedMountpoint, cfg.Resources.FailCgroupV1, log); err != nil {

@@ -79,7 +79,7 @@ func (n *Node) newAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	facts := withShutdownStatus(nodeFacts(n.rt.rt, n.name, o.RootDir, capacity, n.allocatable, ips, int32(o.KubeletAPI.Port), n.log), shutdown)
+	facts := withShutdownStatus(nodeFacts(n.rt.rt, n.name, o.RootDir, capacity, n.allocatable, ips, int32(o.KubeletAPI.Port), n.declared.Declared(), n.log), shutdown)
 	p.source, err = o.API.newAPISource(n.name, p.pods, facts, p.events, n.log)
 	return err
 }
@@ -251,6 +251,7 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 		Cgroups:           podCgroups,
 		NodeUsage:         nodeUsage(rt.cgroups != nil && rt.cgroups.Mode() == cgroups.V2),
 		Allocatable:       n.allocatable,
+		DeclaredFeatures:  n.declared,
 		Objects:           stor.objs,
 		Services:          services,
 		Volumes:           agentVolumes{stor.vols},

@@ -84,6 +84,9 @@ type Facts struct {
 	// Features are the runtime-wide features; nil where the runtime
 	// reports none.
 	Features *v1.NodeFeatures
+	// DeclaredFeatures are the node's declared features
+	// (nodefeatures.Set.Declared), sorted.
+	DeclaredFeatures []string
 }
 
 // Image is one runtime image as the status lists it.
@@ -95,8 +98,8 @@ type Image struct {
 // SetStatus writes f into node's status (everything but the conditions):
 // the addresses (InternalIPs, then Hostname, as the kubelet with
 // --node-ip), capacity, allocatable (see mergeResources), nodeInfo,
-// daemon endpoint, images, runtime handlers and features. Pure but for
-// node.
+// daemon endpoint, images, runtime handlers, features and declared
+// features. Pure but for node.
 func SetStatus(node *v1.Node, f Facts) {
 	st := &node.Status
 	st.Addresses = st.Addresses[:0]
@@ -115,6 +118,7 @@ func SetStatus(node *v1.Node, f Facts) {
 	st.Images = statusImages(f.Images)
 	st.RuntimeHandlers = slices.Clone(f.RuntimeHandlers)
 	st.Features = f.Features.DeepCopy()
+	st.DeclaredFeatures = slices.Clone(f.DeclaredFeatures)
 }
 
 // mergeResources is the kubelet's MachineInfo setter for the resources:
@@ -175,7 +179,10 @@ func statusImages(imgs []Image) []v1.ContainerImage {
 
 // HasChanged reports whether status differs from the last one sent in
 // anything but the conditions' heartbeat times (the kubelet's
-// nodeStatusHasChanged). Pure.
+// nodeStatusHasChanged), nor in declared features where the sent status,
+// as the API server returned it, has none: an API server older than 1.35
+// drops the field, and would otherwise get the status at every check.
+// Pure.
 func HasChanged(sent, status *v1.NodeStatus) bool {
 	if sent == nil || status == nil {
 		return sent != status
@@ -185,6 +192,9 @@ func HasChanged(sent, status *v1.NodeStatus) bool {
 	}
 	a, b := sent.DeepCopy(), status.DeepCopy()
 	a.Conditions, b.Conditions = nil, nil
+	if a.DeclaredFeatures == nil {
+		b.DeclaredFeatures = nil
+	}
 	return !apiequality.Semantic.DeepEqual(a, b)
 }
 

@@ -102,6 +102,12 @@ func TestSetStatus_H5_H7_H8(t *testing.T) {
 	if n.Status.Features.SupplementalGroupsPolicy == nil {
 		t.Error("SetStatus shares the caller's features")
 	}
+	f.DeclaredFeatures = []string{"InPlacePodVerticalScalingInitContainers"}
+	SetStatus(n, f)
+	f.DeclaredFeatures[0] = "changed"
+	if fmt.Sprint(n.Status.DeclaredFeatures) != "[InPlacePodVerticalScalingInitContainers]" {
+		t.Errorf("declared features %v", n.Status.DeclaredFeatures)
+	}
 }
 
 // TestSetStatusKeepsOthersExtendedResources: an extended resource another
@@ -148,6 +154,10 @@ func TestNeedsReport_H10(t *testing.T) {
 	SetConditions(pressure, Health{DiskPressure: true}, t0.Add(10*time.Second), nil)
 	image := beat.DeepCopy()
 	image.Status.Images = []v1.ContainerImage{{Names: []string{"new:1"}}}
+	declared := beat.DeepCopy()
+	declared.Status.DeclaredFeatures = []string{"InPlacePodVerticalScalingInitContainers"}
+	sentDeclared := sent.DeepCopy()
+	sentDeclared.Status.DeclaredFeatures = []string{"Another"}
 	tests := []struct {
 		name   string
 		status *v1.NodeStatus
@@ -160,12 +170,18 @@ func TestNeedsReport_H10(t *testing.T) {
 		{"condition changed", &pressure.Status, 10 * time.Second, true},
 		{"images changed", &image.Status, 10 * time.Second, true},
 		{"nothing sent yet", &beat.Status, 0, true},
+		// An API server older than 1.35 drops declaredFeatures.
+		{"declared features the server dropped", &declared.Status, 10 * time.Second, false},
+		{"declared features changed", &declared.Status, 10 * time.Second, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			prev := &sent.Status
-			if tc.name == "nothing sent yet" {
+			switch tc.name {
+			case "nothing sent yet":
 				prev = nil
+			case "declared features changed":
+				prev = &sentDeclared.Status
 			}
 			if got := NeedsReport(prev, tc.status, t0, t0.Add(tc.at), 0); got != tc.want {
 				t.Errorf("NeedsReport = %t, want %t", got, tc.want)

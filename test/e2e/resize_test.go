@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,6 +120,51 @@ func TestInPlacePodResize(t *testing.T) {
 	default:
 		t.Fatalf("resize beyond allocatable: %v", err)
 	}
+}
+
+// TestInitContainerResize: skiff declares InPlacePodVerticalScalingInitContainers
+// in node.status.declaredFeatures (NodeDeclaredFeatures), so the API
+// server's NodeDeclaredFeatureValidator lets a running non-sidecar init
+// container be resized through pods/resize; skiff changes its cgroup in
+// place, without a restart, and shows the new resources in its status.
+func TestInitContainerResize(t *testing.T) {
+	cg := newCgroupEnv(t)
+	e := NewEnv(t)
+	c := startCluster(t, e)
+	cs := c.Client()
+	ctx := context.Background()
+	e.StartAgent(t, cg.args(apiAgentArgs(c)...))
+	t.Cleanup(func() { deleteAPIPods(t, cs) })
+	node := waitNodeReady(t, cs)
+	if !slices.Contains(node.Status.DeclaredFeatures, "InPlacePodVerticalScalingInitContainers") {
+		t.Fatalf("node declaredFeatures %v, want InPlacePodVerticalScalingInitContainers", node.Status.DeclaredFeatures)
+	}
+
+	p := apiPod("init-resize", 1, "sleep 100000")
+	p.Spec.InitContainers = []v1.Container{{Name: "init", Image: busyboxImage, Command: []string{"sleep", "100000"},
+		Resources: requirements("100m", "32Mi", "200m", "64Mi")}}
+	if _, err := cs.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := waitAPIPod(t, cs, "init-resize", "init container running", func(p *v1.Pod) bool {
+		s := containerStatus(p, "init")
+		return s != nil && s.State.Running != nil
+	})
+	patch := `{"spec":{"initContainers":[{"name":"init","resources":{"requests":{"cpu":"150m","memory":"48Mi"},"limits":{"cpu":"300m","memory":"96Mi"}}}]}}`
+	if _, err := cs.CoreV1().Pods(namespace).Patch(ctx, "init-resize", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize"); err != nil {
+		t.Fatalf("resize of the init container: %v", err)
+	}
+	after := waitAPIPod(t, cs, "init-resize", "init container resized in place", func(p *v1.Pod) bool {
+		s := containerStatus(p, "init")
+		return s != nil && s.Resources != nil && s.Resources.Limits.Memory().Value() == 96*mi &&
+			s.AllocatedResources.Cpu().MilliValue() == 150 && p.Status.ObservedGeneration == p.Generation && noResizeConditions(p)
+	})
+	b, a := containerStatus(before, "init"), containerStatus(after, "init")
+	if a.ContainerID != b.ContainerID || a.RestartCount != 0 || a.State.Running == nil {
+		t.Errorf("init: %s (restarts %d), want %s resized without a restart", a.ContainerID, a.RestartCount, b.ContainerID)
+	}
+	cg.checkLimits(t, "resized init container", podRel(after)+"/"+runtimeID(a.ContainerID),
+		limits{quota: "30000", period: "100000", shares: "153", memory: strconv.Itoa(96 * mi), byRunc: true})
 }
 
 func requirements(reqCPU, reqMem, limCPU, limMem string) v1.ResourceRequirements {
