@@ -142,6 +142,7 @@ func New(cfg Config) (*Agent, error) {
 		rro:          cfg.RuntimeFeatures.RecursiveReadOnlyMounts,
 		oomGroupKill: cfg.OOMGroupKill,
 		restartMax:   cfg.MaxContainerRestartPeriod,
+		cpuPeriod:    uint64(cfg.CPUCFSQuotaPeriod.Microseconds()),
 		metricsPort:  cfg.Metrics,
 	}
 	if cfg.ContainerGC != nil {

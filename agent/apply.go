@@ -249,7 +249,7 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err != nil {
 		return "", err
 	}
-	spec, err := containerSpec(w.pod, c, attempt, image, env, init)
+	spec, err := containerSpec(w.pod, c, attempt, image, env, init, w.d.cpuPeriod)
 	if err != nil {
 		return "", fmt.Errorf("container %q: %w", c.Name, err)
 	}

@@ -141,6 +141,9 @@ type Config struct {
 	// UserNamespaces gives pods with spec.hostUsers: false their user
 	// namespaces (a *userns.Manager); nil: such pods fail to start.
 	UserNamespaces UserNamespaces
+	// CPUCFSQuotaPeriod is the CFS period of the containers' cpu limits
+	// (the kubelet's cpuCFSQuotaPeriod; 0: 100ms).
+	CPUCFSQuotaPeriod time.Duration
 	// MaxContainerRestartPeriod caps the restart back-off (0: 300s).
 	MaxContainerRestartPeriod time.Duration
 	// DeclaredFeatures are the node's declared features (the node status

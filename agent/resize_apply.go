@@ -67,7 +67,7 @@ func planResize(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, x planE
 			restarts = append(restarts, unhealthyKill{Container: cs, Message: resizeRestartMessage(c.Name), Restart: true})
 			continue
 		}
-		call := !reflect.DeepEqual(limitsOf(old), limitsOf(c.Resources))
+		call := !reflect.DeepEqual(limitsOf(old, x.CPUPeriod), limitsOf(c.Resources, x.CPUPeriod))
 		resizes = append(resizes, containerResize{Container: cs, Old: old, Want: c.Resources, Call: call})
 	}
 	return resizes, restarts
@@ -95,9 +95,10 @@ func resizePolicy(c *v1.Container, name v1.ResourceName) v1.ResourceResizeRestar
 	return v1.NotRequired
 }
 
-// limitsOf is what the runtime applies of r.
-func limitsOf(r v1.ResourceRequirements) *runtime.Resources {
-	return containerResources(&v1.Container{Resources: r})
+// limitsOf is what the runtime applies of r, with a CFS quota per
+// cpuPeriod (µs; 0: cgroups.QuotaPeriod).
+func limitsOf(r v1.ResourceRequirements, cpuPeriod uint64) *runtime.Resources {
+	return containerResources(&v1.Container{Resources: r}, cpuPeriod)
 }
 
 // actuated returns what running container cs runs with: what the worker
@@ -185,7 +186,7 @@ func (w *podWorker) resizeContainers(ctx context.Context, rs []containerResize) 
 		}
 	}
 	for _, r := range calls {
-		res := limitsOf(r.Want)
+		res := limitsOf(r.Want, w.d.cpuPeriod)
 		if w.d.oomGroupKill {
 			res.Unified = map[string]string{"memory.oom.group": "1"}
 		}
@@ -211,7 +212,7 @@ func (w *podWorker) checkMemoryDecrease(calls []containerResize) error {
 	}
 	var errs []string
 	for _, r := range calls {
-		want, old := limitsOf(r.Want).MemoryLimit, limitsOf(r.Old).MemoryLimit
+		want, old := limitsOf(r.Want, w.d.cpuPeriod).MemoryLimit, limitsOf(r.Old, w.d.cpuPeriod).MemoryLimit
 		if want == 0 || (old != 0 && want >= old) {
 			continue
 		}

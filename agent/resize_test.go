@@ -204,7 +204,7 @@ func TestGrownPod(t *testing.T) {
 	if _, ok := b.Limits[v1.ResourceCPU]; ok || b.Limits.Memory().String() != "32Mi" {
 		t.Errorf("b grown to %+v, want no cpu limit (it had none)", b)
 	}
-	if got := cgroups.ForPod(g, 0); got.CPUQuota != 0 || got.Memory != 160<<20 {
+	if got := cgroups.ForPod(g, 0, 0); got.CPUQuota != 0 || got.Memory != 160<<20 {
 		t.Errorf("grown pod cgroup %+v, want no quota and 160Mi", got)
 	}
 	if pod.Spec.Containers[0].Resources.Limits.Memory().String() != "64Mi" {
@@ -308,10 +308,10 @@ func TestAgentResizesInPlace(t *testing.T) {
 		t.Fatalf("pod cgroup sized %d times, want at creation, grown, then resized", n)
 	}
 	grown, final := ensured[len(ensured)-2], ensured[len(ensured)-1]
-	if got := cgroups.ForPod(grown, 0); got.Memory != 256<<20 || got.CPUQuota != 40000 {
+	if got := cgroups.ForPod(grown, 0, 0); got.Memory != 256<<20 || got.CPUQuota != 40000 {
 		t.Errorf("grown pod cgroup %+v", got)
 	}
-	if got := cgroups.ForPod(final, 0); got.Memory != 256<<20 || got.CPUShares != 307 {
+	if got := cgroups.ForPod(final, 0, 0); got.Memory != 256<<20 || got.CPUShares != 307 {
 		t.Errorf("final pod cgroup %+v", got)
 	}
 }

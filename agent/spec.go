@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/internal/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 )
@@ -78,7 +79,7 @@ func anyPrivileged(pod *v1.Pod) bool {
 // containerSpec builds the runtime's container spec for c, whose resolved
 // environment is env (see containerEnv); $(VAR) in command and args is
 // expanded with it.
-func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, env []runtime.KeyValue, init bool) (*runtime.ContainerSpec, error) {
+func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, env []runtime.KeyValue, init bool, cpuPeriod uint64) (*runtime.ContainerSpec, error) {
 	command, args := expandCommandAndArgs(c, env)
 	spec := &runtime.ContainerSpec{
 		Name:       c.Name,
@@ -99,7 +100,7 @@ func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, e
 		Stdin:     c.Stdin,
 		StdinOnce: c.StdinOnce,
 		TTY:       c.TTY,
-		Resources: containerResources(c),
+		Resources: containerResources(c, cpuPeriod),
 	}
 	if sc := c.SecurityContext; sc != nil {
 		spec.Privileged = sc.Privileged != nil && *sc.Privileged
@@ -117,12 +118,16 @@ func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, e
 }
 
 // containerResources converts requests/limits as the kubelet does for
-// cgroupfs: cpu shares from requests, CFS quota from limits.
-func containerResources(c *v1.Container) *runtime.Resources {
+// cgroupfs: cpu shares from requests, a CFS quota per cpuPeriod (µs, the
+// kubelet's cpuCFSQuotaPeriod; 0: cgroups.QuotaPeriod) from limits.
+func containerResources(c *v1.Container, cpuPeriod uint64) *runtime.Resources {
 	r := &runtime.Resources{CPUShares: cpuShares(c.Resources.Requests.Cpu())}
 	if lim, ok := c.Resources.Limits[v1.ResourceCPU]; ok && !lim.IsZero() {
-		r.CPUPeriod = 100000
-		r.CPUQuota = max(lim.MilliValue()*r.CPUPeriod/1000, 1000)
+		if cpuPeriod == 0 {
+			cpuPeriod = cgroups.QuotaPeriod
+		}
+		r.CPUPeriod = int64(cpuPeriod)
+		r.CPUQuota = cgroups.MilliCPUToQuota(lim.MilliValue(), cpuPeriod)
 	}
 	if lim, ok := c.Resources.Limits[v1.ResourceMemory]; ok && !lim.IsZero() {
 		r.MemoryLimit = lim.Value()

@@ -62,6 +62,8 @@ type workerDeps struct {
 	oomGroupKill bool
 	// restartMax: Config.MaxContainerRestartPeriod.
 	restartMax time.Duration
+	// cpuPeriod: Config.CPUCFSQuotaPeriod in µs (0: cgroups.QuotaPeriod).
+	cpuPeriod uint64
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Safe for

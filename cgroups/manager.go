@@ -28,6 +28,9 @@ type Config struct {
 	Root string
 	// PodMaxPids is pids.max of every pod cgroup (<= 0: unlimited).
 	PodMaxPids int64
+	// CPUPeriod is the CFS period of the pod cgroups' cpu quotas (µs, the
+	// kubelet's cpuCFSQuotaPeriod; 0: QuotaPeriod).
+	CPUPeriod uint64
 	// Kubepods limits the kubepods cgroup (node allocatable); nil sets
 	// nothing there.
 	Kubepods *PodResources
@@ -232,7 +235,7 @@ func (m *Manager) UpdateQoS(_ context.Context, pods []*v1.Pod) error {
 // EnsurePod creates the pod's cgroup under its QoS parent and writes its
 // limits (ForPod). Call before the sandbox is created. Idempotent.
 func (m *Manager) EnsurePod(_ context.Context, pod *v1.Pod) error {
-	res := ForPod(pod, m.cfg.PodMaxPids)
+	res := ForPod(pod, m.cfg.PodMaxPids, m.cfg.CPUPeriod)
 	if err := m.ensure(m.PodName(pod.UID, qos.Class(pod)), &res); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

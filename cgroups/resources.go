@@ -77,8 +77,9 @@ func EffectiveRequests(pod *v1.Pod) v1.ResourceList {
 // (BestEffort: MinShares); a cpu quota only when every container has a cpu
 // limit, a memory limit only when every container (init containers too) has
 // a memory limit (both from the effective limits, overhead included);
-// pids.max from podMaxPids (<= 0: unset). Pure.
-func ForPod(pod *v1.Pod, podMaxPids int64) PodResources {
+// pids.max from podMaxPids (<= 0: unset). The quota is per cpuPeriod (µs,
+// the kubelet's cpuCFSQuotaPeriod; 0: QuotaPeriod). Pure.
+func ForPod(pod *v1.Pod, podMaxPids int64, cpuPeriod uint64) PodResources {
 	cpuLimited, memLimited := true, true
 	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
@@ -102,8 +103,11 @@ func ForPod(pod *v1.Pod, podMaxPids int64) PodResources {
 	}
 	out.CPUShares = MilliCPUToShares(reqs.Cpu().MilliValue())
 	if cpuLimited || class == v1.PodQOSGuaranteed {
-		out.CPUPeriod = QuotaPeriod
-		out.CPUQuota = MilliCPUToQuota(limits.Cpu().MilliValue(), QuotaPeriod)
+		if cpuPeriod == 0 {
+			cpuPeriod = QuotaPeriod
+		}
+		out.CPUPeriod = cpuPeriod
+		out.CPUQuota = MilliCPUToQuota(limits.Cpu().MilliValue(), cpuPeriod)
 	}
 	if memLimited || class == v1.PodQOSGuaranteed {
 		out.Memory = limits.Memory().Value()

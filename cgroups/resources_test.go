@@ -88,10 +88,25 @@ func TestForPod_A36_D4_D5(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ForPod(tt.pod, tt.maxPids); got != tt.want {
+			if got := ForPod(tt.pod, tt.maxPids, 0); got != tt.want {
 				t.Errorf("ForPod = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestForPodCPUPeriod: the pod's quota is per the kubelet's
+// cpuCFSQuotaPeriod (CustomCPUCFSQuotaPeriod), at least MinQuota.
+func TestForPodCPUPeriod(t *testing.T) {
+	pod := podOf(nil, ctr("a", "500m", "64Mi", "500m", "64Mi"))
+	for _, tt := range []struct {
+		period uint64
+		quota  int64
+	}{{50000, 25000}, {1000000, 500000}, {1000, 1000}} {
+		got := ForPod(pod, 0, tt.period)
+		if got.CPUQuota != tt.quota || got.CPUPeriod != tt.period {
+			t.Errorf("period %d: quota %d period %d, want quota %d", tt.period, got.CPUQuota, got.CPUPeriod, tt.quota)
+		}
 	}
 }
 

@@ -67,6 +67,9 @@ func (c *Config) Validate() error {
 	if p := c.MaxContainerRestartPeriod; p < time.Second || p > 300*time.Second {
 		return fmt.Errorf("--max-container-restart-period %s: must be between 1s and 300s (crashLoopBackOff.maxContainerRestartPeriod)", p)
 	}
+	if p := c.Resources.CPUCFSQuotaPeriod; p != 0 && (p < time.Millisecond || p > time.Second) {
+		return fmt.Errorf("--cpu-cfs-quota-period %s: must be between 1ms and 1s, inclusive (cpuCFSQuotaPeriod)", p)
+	}
 	if err := c.Pull.config().Validate(); err != nil {
 		return err
 	}

@@ -270,5 +270,6 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 		OOMGroupKill:      oomGroupKill(mode, o.Resources.SingleProcessOOMKill),
 
 		MaxContainerRestartPeriod: o.MaxContainerRestartPeriod,
+		CPUCFSQuotaPeriod:         o.Resources.CPUCFSQuotaPeriod,
 	})
 }

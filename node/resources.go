@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,6 +26,9 @@ type ResourcesConfig struct {
 	EvictionHard   string
 	MaxPods        int64
 	PodMaxPids     int64
+	// CPUCFSQuotaPeriod is the CFS period of cpu limits, of containers and
+	// pod cgroups (the kubelet's cpuCFSQuotaPeriod, 1ms to 1s; 0: 100ms).
+	CPUCFSQuotaPeriod time.Duration
 	// SingleProcessOOMKill: on cgroup v2, an OOM kill takes one process of
 	// a container, not the whole container (the kubelet's
 	// singleProcessOOMKill; cgroup v1 always kills one).
@@ -157,6 +161,7 @@ func setupCgroups(ctx context.Context, o *ResourcesConfig, kubepods *cgroups.Pod
 	}
 	m, err := cgroups.New(cgroups.Config{
 		Driver: driver, Root: o.CgroupRoot, PodMaxPids: o.PodMaxPids, Kubepods: kubepods, Logger: log,
+		CPUPeriod: uint64(o.CPUCFSQuotaPeriod.Microseconds()),
 	})
 	if err != nil {
 		return nil, err

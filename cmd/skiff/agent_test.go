@@ -71,6 +71,20 @@ func TestAgentRefusesBadMaxContainerRestartPeriod(t *testing.T) {
 	}
 }
 
+// A CFS period outside the kubelet's 1ms..1s is refused before anything
+// starts, with the flag named.
+func TestAgentRefusesBadCPUCFSQuotaPeriod(t *testing.T) {
+	for _, v := range []string{"500us", "2s"} {
+		cmd := newAgentCmd()
+		cmd.SetArgs([]string{"--cpu-cfs-quota-period=" + v, "--root-dir", t.TempDir()})
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		err := cmd.ExecuteContext(t.Context())
+		if err == nil || !strings.Contains(err.Error(), "--cpu-cfs-quota-period") || !strings.Contains(err.Error(), "between 1ms and 1s") {
+			t.Errorf("%s: err = %v, want one naming --cpu-cfs-quota-period and its range", v, err)
+		}
+	}
+}
+
 // TestAgentRefusesBadClusterDNS: a --cluster-dns entry that is not an IP
 // address is refused before anything starts, naming the flag and value.
 func TestAgentRefusesBadClusterDNS(t *testing.T) {

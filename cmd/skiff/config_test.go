@@ -85,6 +85,7 @@ func TestConfigFileSetsEachField(t *testing.T) {
 		{"evictionHard", "evictionHard: {memory.available: 200Mi, nodefs.available: 10%}", "eviction-hard", "memory.available<200Mi"},
 		{"maxPods", "maxPods: 20", "max-pods", "20"},
 		{"podPidsLimit", "podPidsLimit: 1024", "pod-max-pids", "1024"},
+		{"cpuCFSQuotaPeriod", "cpuCFSQuotaPeriod: 50ms", "cpu-cfs-quota-period", "50ms"},
 		{"singleProcessOOMKill", "singleProcessOOMKill: true", "single-process-oom-kill", "true"},
 		{"failCgroupV1", "failCgroupV1: true", "fail-cgroupv1", "true"},
 		{"seccompDefault", "seccompDefault: true", "seccomp-default", "true"},

@@ -358,6 +358,22 @@ func TestCgroupLimitsQoSAndCleanup_D4_D6_D13_A36(t *testing.T) {
 	}
 }
 
+// TestCgroupCPUCFSQuotaPeriod: --cpu-cfs-quota-period (the kubelet's
+// cpuCFSQuotaPeriod, CustomCPUCFSQuotaPeriod) sets the CFS period of the
+// pod cgroup and of the container, with the quota per that period.
+func TestCgroupCPUCFSQuotaPeriod(t *testing.T) {
+	c := newCgroupEnv(t)
+	e := NewEnv(t)
+	e.StartAgent(t, c.args("--cpu-cfs-quota-period=50ms"))
+	e.WriteManifest(t, "g.yaml", resourcesPod("period", nil,
+		"app|"+busyboxImage+"|"+sleepForever+"|"+res("", "cpu=500m,memory=64Mi")))
+	g := e.WaitForPod(t, PodName("period"), runningAndReady, podStartTimeout)
+	mem := strconv.Itoa(64 * mi)
+	c.checkLimits(t, "pod", podRel(g), limits{quota: "25000", period: "50000", shares: "512", memory: mem})
+	ctr := e.PodContainer(t, PodName("period"), "app")
+	c.checkLimits(t, "container", podRel(g)+"/"+ctr.ID, limits{quota: "25000", period: "50000", shares: "512", memory: mem, byRunc: true})
+}
+
 // TestCgroupOOMKilled_D14: a container that exceeds its memory limit is
 // killed by the kernel, reported Terminated OOMKilled with exit code 137,
 // and restarted (restartPolicy Always).
