@@ -139,11 +139,10 @@ func New(cfg Config) (*Agent, error) {
 		volumes: cfg.Volumes, objectsChanged: &a.volumes.objectsChanged,
 		security: security,
 		puller:   cfg.Puller, credentials: cfg.Credentials, userns: cfg.UserNamespaces,
-		rro:          cfg.RuntimeFeatures.RecursiveReadOnlyMounts,
-		oomGroupKill: cfg.OOMGroupKill,
-		restartMax:   cfg.MaxContainerRestartPeriod,
-		cpuPeriod:    uint64(cfg.CPUCFSQuotaPeriod.Microseconds()),
-		metricsPort:  cfg.Metrics,
+		rro:         cfg.RuntimeFeatures.RecursiveReadOnlyMounts,
+		limits:      newContainerLimits(cfg),
+		restartMax:  cfg.MaxContainerRestartPeriod,
+		metricsPort: cfg.Metrics,
 	}
 	if cfg.ContainerGC != nil {
 		a.gc = &containerGC{

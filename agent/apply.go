@@ -249,12 +249,9 @@ func (w *podWorker) createAndStart(ctx context.Context, st *podState, c *v1.Cont
 	if err != nil {
 		return "", err
 	}
-	spec, err := containerSpec(w.pod, c, attempt, image, env, init, w.d.cpuPeriod)
+	spec, err := containerSpec(w.pod, c, attempt, image, env, init, w.d.limits)
 	if err != nil {
 		return "", fmt.Errorf("container %q: %w", c.Name, err)
-	}
-	if w.d.oomGroupKill {
-		spec.Resources.Unified = map[string]string{"memory.oom.group": "1"}
 	}
 	if spec.TargetContainerID, err = ephemeralTarget(w.pod, c.Name, st, sb.ID); err != nil {
 		return "", err

@@ -152,6 +152,16 @@ type Config struct {
 	// FailedNodeDeclaredFeaturesCheck event. nil: nodefeatures.Implemented()
 	// at k8sversion.KubeletVersion.
 	DeclaredFeatures *nodefeatures.Set
+	// MemoryThrottlingFactor (the kubelet's memoryThrottlingFactor, MemoryQoS;
+	// 0: none) gives a container whose memory request is below its limit
+	// memory.high between the two (or, without a limit, below
+	// AllocatableAbsoluteMemory). Only for cgroup v2.
+	MemoryThrottlingFactor float64
+	// AllocatableAbsoluteMemory is the node's memory less the system and
+	// kube reservations, without the eviction threshold (the kubelet's
+	// GetNodeAllocatableAbsolute): memory.high's base for a container
+	// without a memory limit (0: Allocatable's memory).
+	AllocatableAbsoluteMemory int64
 	// OOMGroupKill: every container gets memory.oom.group=1, so that an
 	// OOM kill takes the whole container, as the kubelet on cgroup v2 with
 	// singleProcessOOMKill false (its default there). Only for cgroup v2.

@@ -98,9 +98,9 @@ type planExtras struct {
 	// Actuated returns what a running container runs with (its cpu and
 	// memory), false when unknown; nil: no resize is planned.
 	Actuated func(cs *runtime.ContainerStatus) (v1.ResourceRequirements, bool)
-	// CPUPeriod is the CFS period of the containers' cpu quotas (µs; 0:
-	// cgroups.QuotaPeriod).
-	CPUPeriod uint64
+	// Limits turns container resources into the runtime's (whether a
+	// resize needs a runtime call).
+	Limits containerLimits
 }
 
 // podFailure is a pod-level failure that ends the pod (A.9).

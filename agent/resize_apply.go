@@ -26,8 +26,9 @@ type containerResize struct {
 	Container *runtime.ContainerStatus
 	// Old is what the container runs with, Want its allocation.
 	Old, Want v1.ResourceRequirements
-	// Call: the runtime's limits change; else only what the runtime does
-	// not apply changed (a memory request), and nothing is called.
+	// Call: what the runtime applies changes; else only what it does not
+	// apply changed (a memory request, without a memory throttling
+	// factor), and nothing is called.
 	Call bool
 }
 
@@ -67,7 +68,7 @@ func planResize(pod *v1.Pod, latest map[string]*runtime.ContainerStatus, x planE
 			restarts = append(restarts, unhealthyKill{Container: cs, Message: resizeRestartMessage(c.Name), Restart: true})
 			continue
 		}
-		call := !reflect.DeepEqual(limitsOf(old, x.CPUPeriod), limitsOf(c.Resources, x.CPUPeriod))
+		call := !reflect.DeepEqual(x.Limits.of(old), x.Limits.of(c.Resources))
 		resizes = append(resizes, containerResize{Container: cs, Old: old, Want: c.Resources, Call: call})
 	}
 	return resizes, restarts
@@ -93,12 +94,6 @@ func resizePolicy(c *v1.Container, name v1.ResourceName) v1.ResourceResizeRestar
 		}
 	}
 	return v1.NotRequired
-}
-
-// limitsOf is what the runtime applies of r, with a CFS quota per
-// cpuPeriod (µs; 0: cgroups.QuotaPeriod).
-func limitsOf(r v1.ResourceRequirements, cpuPeriod uint64) *runtime.Resources {
-	return containerResources(&v1.Container{Resources: r}, cpuPeriod)
 }
 
 // actuated returns what running container cs runs with: what the worker
@@ -186,10 +181,7 @@ func (w *podWorker) resizeContainers(ctx context.Context, rs []containerResize) 
 		}
 	}
 	for _, r := range calls {
-		res := limitsOf(r.Want, w.d.cpuPeriod)
-		if w.d.oomGroupKill {
-			res.Unified = map[string]string{"memory.oom.group": "1"}
-		}
+		res := w.d.limits.of(r.Want)
 		if err := w.d.rt.UpdateContainerResources(ctx, r.Container.ID, res); err != nil {
 			return fmt.Errorf("resize container %s: %w", r.Container.Name, err)
 		}
@@ -212,7 +204,7 @@ func (w *podWorker) checkMemoryDecrease(calls []containerResize) error {
 	}
 	var errs []string
 	for _, r := range calls {
-		want, old := limitsOf(r.Want, w.d.cpuPeriod).MemoryLimit, limitsOf(r.Old, w.d.cpuPeriod).MemoryLimit
+		want, old := w.d.limits.of(r.Want).MemoryLimit, w.d.limits.of(r.Old).MemoryLimit
 		if want == 0 || (old != 0 && want >= old) {
 			continue
 		}

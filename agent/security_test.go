@@ -191,7 +191,7 @@ func TestRunAsNonRoot_G15(t *testing.T) {
 			c := &pod.Spec.Containers[0]
 			rt := fake.New(nil)
 			rt.AddImage("img")
-			spec, err := containerSpec(pod, c, 0, "sha256:img", nil, false, 0)
+			spec, err := containerSpec(pod, c, 0, "sha256:img", nil, false, containerLimits{})
 			if err != nil {
 				t.Fatal(err)
 			}

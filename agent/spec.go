@@ -6,9 +6,7 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/internal/podlogs"
 	"github.com/skiffnode/skiff/runtime"
 )
@@ -79,7 +77,7 @@ func anyPrivileged(pod *v1.Pod) bool {
 // containerSpec builds the runtime's container spec for c, whose resolved
 // environment is env (see containerEnv); $(VAR) in command and args is
 // expanded with it.
-func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, env []runtime.KeyValue, init bool, cpuPeriod uint64) (*runtime.ContainerSpec, error) {
+func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, env []runtime.KeyValue, init bool, limits containerLimits) (*runtime.ContainerSpec, error) {
 	command, args := expandCommandAndArgs(c, env)
 	spec := &runtime.ContainerSpec{
 		Name:       c.Name,
@@ -100,7 +98,7 @@ func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, e
 		Stdin:     c.Stdin,
 		StdinOnce: c.StdinOnce,
 		TTY:       c.TTY,
-		Resources: containerResources(c, cpuPeriod),
+		Resources: limits.of(c.Resources),
 	}
 	if sc := c.SecurityContext; sc != nil {
 		spec.Privileged = sc.Privileged != nil && *sc.Privileged
@@ -115,30 +113,4 @@ func containerSpec(pod *v1.Pod, c *v1.Container, attempt uint32, image string, e
 		}
 	}
 	return spec, nil
-}
-
-// containerResources converts requests/limits as the kubelet does for
-// cgroupfs: cpu shares from requests, a CFS quota per cpuPeriod (µs, the
-// kubelet's cpuCFSQuotaPeriod; 0: cgroups.QuotaPeriod) from limits.
-func containerResources(c *v1.Container, cpuPeriod uint64) *runtime.Resources {
-	r := &runtime.Resources{CPUShares: cpuShares(c.Resources.Requests.Cpu())}
-	if lim, ok := c.Resources.Limits[v1.ResourceCPU]; ok && !lim.IsZero() {
-		if cpuPeriod == 0 {
-			cpuPeriod = cgroups.QuotaPeriod
-		}
-		r.CPUPeriod = int64(cpuPeriod)
-		r.CPUQuota = cgroups.MilliCPUToQuota(lim.MilliValue(), cpuPeriod)
-	}
-	if lim, ok := c.Resources.Limits[v1.ResourceMemory]; ok && !lim.IsZero() {
-		r.MemoryLimit = lim.Value()
-	}
-	return r
-}
-
-// cpuShares maps milli-CPUs to cgroup v1 shares (minimum 2).
-func cpuShares(req *resource.Quantity) int64 {
-	if req == nil || req.IsZero() {
-		return 2
-	}
-	return max(req.MilliValue()*1024/1000, 2)
 }

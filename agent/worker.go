@@ -276,7 +276,7 @@ func (w *podWorker) sync(ctx context.Context) time.Duration {
 		RestartAnyway: w.marks.probeKilled,
 		KillChecked:   w.marks.killChecked,
 		Actuated:      w.actuated,
-		CPUPeriod:     w.d.cpuPeriod,
+		Limits:        w.d.limits,
 	}
 	acts := computePodActions(w.pod, st, now, w.backoff, x)
 	for _, id := range acts.CheckedKills {

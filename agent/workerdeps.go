@@ -58,12 +58,11 @@ type workerDeps struct {
 	// rro: the runtime has recursive read-only mounts
 	// (Config.RuntimeFeatures).
 	rro bool
-	// oomGroupKill: Config.OOMGroupKill.
-	oomGroupKill bool
+	// limits: Config's CPUCFSQuotaPeriod, OOMGroupKill and
+	// MemoryThrottlingFactor, with the node's allocatable memory.
+	limits containerLimits
 	// restartMax: Config.MaxContainerRestartPeriod.
 	restartMax time.Duration
-	// cpuPeriod: Config.CPUCFSQuotaPeriod in µs (0: cgroups.QuotaPeriod).
-	cpuPeriod uint64
 }
 
 // workerOwner is what a pod worker tells its owner (the Agent). Safe for

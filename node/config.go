@@ -67,8 +67,11 @@ func (c *Config) Validate() error {
 	if p := c.MaxContainerRestartPeriod; p < time.Second || p > 300*time.Second {
 		return fmt.Errorf("--max-container-restart-period %s: must be between 1s and 300s (crashLoopBackOff.maxContainerRestartPeriod)", p)
 	}
-	if p := c.Resources.CPUCFSQuotaPeriod; p != 0 && (p < time.Millisecond || p > time.Second) {
-		return fmt.Errorf("--cpu-cfs-quota-period %s: must be between 1ms and 1s, inclusive (cpuCFSQuotaPeriod)", p)
+	if p := c.Resources.CPUCFSQuotaPeriod; p < time.Millisecond || p > time.Second {
+		return fmt.Errorf("--cpu-cfs-quota-period %s: must be between 1ms and 1sec, inclusive (cpuCFSQuotaPeriod)", p)
+	}
+	if f := c.Resources.MemoryThrottlingFactor; f != 0 && !(f > 0 && f <= 1) {
+		return fmt.Errorf("--memory-throttling-factor %v: must be greater than 0 and at most 1 (memoryThrottlingFactor; 0: none)", f)
 	}
 	if err := c.Pull.config().Validate(); err != nil {
 		return err

@@ -271,5 +271,7 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 
 		MaxContainerRestartPeriod: o.MaxContainerRestartPeriod,
 		CPUCFSQuotaPeriod:         o.Resources.CPUCFSQuotaPeriod,
+		MemoryThrottlingFactor:    memoryThrottlingFactor(mode, o.Resources.MemoryThrottlingFactor),
+		AllocatableAbsoluteMemory: n.kubepods.Memory,
 	})
 }

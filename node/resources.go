@@ -29,6 +29,9 @@ type ResourcesConfig struct {
 	// CPUCFSQuotaPeriod is the CFS period of cpu limits, of containers and
 	// pod cgroups (the kubelet's cpuCFSQuotaPeriod, 1ms to 1s; 0: 100ms).
 	CPUCFSQuotaPeriod time.Duration
+	// MemoryThrottlingFactor is MemoryQoS's memory.high factor on cgroup
+	// v2 (the kubelet's memoryThrottlingFactor, in (0, 1]; 0: none).
+	MemoryThrottlingFactor float64
 	// SingleProcessOOMKill: on cgroup v2, an OOM kill takes one process of
 	// a container, not the whole container (the kubelet's
 	// singleProcessOOMKill; cgroup v1 always kills one).
@@ -58,6 +61,16 @@ func checkCgroupVersion(mountpoint string, failV1 bool, log *slog.Logger) error 
 // cgroup v2 (mode) unless --single-process-oom-kill, as the kubelet.
 func oomGroupKill(mode cgroups.Mode, singleProcess bool) bool {
 	return mode == cgroups.V2 && !singleProcess
+}
+
+// memoryThrottlingFactor is the containers' memory.high factor: the
+// configured one on cgroup v2 (mode); none on v1, which has no memory.high
+// (the kubelet applies MemoryQoS on v2 only).
+func memoryThrottlingFactor(mode cgroups.Mode, factor float64) float64 {
+	if mode != cgroups.V2 {
+		return 0
+	}
+	return factor
 }
 
 // parseResourceList parses "cpu=100m,memory=100Mi" (flag names a flag

@@ -104,6 +104,7 @@ func addResourceFlags(f *pflag.FlagSet, r *node.ResourcesConfig) {
 	f.Int64Var(&r.MaxPods, "max-pods", agent.DefaultMaxPods, "number of pods this node admits")
 	f.Int64Var(&r.PodMaxPids, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
 	f.DurationVar(&r.CPUCFSQuotaPeriod, "cpu-cfs-quota-period", 100*time.Millisecond, "the CFS period of cpu limits, of containers and pod cgroups, 1ms to 1s (cpuCFSQuotaPeriod)")
+	f.Float64Var(&r.MemoryThrottlingFactor, "memory-throttling-factor", 0, "MemoryQoS on cgroup v2: a container whose memory request is below its limit gets memory.high at request + factor * (limit, or the node's memory less --system-reserved and --kube-reserved, - request); greater than 0 and at most 1 (memoryThrottlingFactor; 0: none, the kubelet's default since 1.37)")
 	f.BoolVar(&r.SingleProcessOOMKill, "single-process-oom-kill", false, "on cgroup v2, an OOM kill takes one process of a container instead of all of it (memory.oom.group); cgroup v1 always kills one")
 	f.BoolVar(&r.FailCgroupV1, "fail-cgroupv1", false, "refuse to start on a host using cgroup v1 (the kubelet's default since 1.35; skiff runs on both)")
 }

@@ -74,13 +74,27 @@ func TestAgentRefusesBadMaxContainerRestartPeriod(t *testing.T) {
 // A CFS period outside the kubelet's 1ms..1s is refused before anything
 // starts, with the flag named.
 func TestAgentRefusesBadCPUCFSQuotaPeriod(t *testing.T) {
-	for _, v := range []string{"500us", "2s"} {
+	for _, v := range []string{"0s", "500us", "2s"} {
 		cmd := newAgentCmd()
 		cmd.SetArgs([]string{"--cpu-cfs-quota-period=" + v, "--root-dir", t.TempDir()})
 		cmd.SilenceUsage, cmd.SilenceErrors = true, true
 		err := cmd.ExecuteContext(t.Context())
-		if err == nil || !strings.Contains(err.Error(), "--cpu-cfs-quota-period") || !strings.Contains(err.Error(), "between 1ms and 1s") {
+		if err == nil || !strings.Contains(err.Error(), "--cpu-cfs-quota-period") || !strings.Contains(err.Error(), "between 1ms and 1sec") {
 			t.Errorf("%s: err = %v, want one naming --cpu-cfs-quota-period and its range", v, err)
+		}
+	}
+}
+
+// A memory throttling factor outside (0, 1] (0 is unset) is refused
+// before anything starts, with the flag named.
+func TestAgentRefusesBadMemoryThrottlingFactor(t *testing.T) {
+	for _, v := range []string{"-0.5", "1.5", "NaN"} {
+		cmd := newAgentCmd()
+		cmd.SetArgs([]string{"--memory-throttling-factor=" + v, "--root-dir", t.TempDir()})
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		err := cmd.ExecuteContext(t.Context())
+		if err == nil || !strings.Contains(err.Error(), "--memory-throttling-factor") || !strings.Contains(err.Error(), "greater than 0 and at most 1") {
+			t.Errorf("%s: err = %v, want one naming --memory-throttling-factor and its range", v, err)
 		}
 	}
 }

@@ -86,6 +86,7 @@ func TestConfigFileSetsEachField(t *testing.T) {
 		{"maxPods", "maxPods: 20", "max-pods", "20"},
 		{"podPidsLimit", "podPidsLimit: 1024", "pod-max-pids", "1024"},
 		{"cpuCFSQuotaPeriod", "cpuCFSQuotaPeriod: 50ms", "cpu-cfs-quota-period", "50ms"},
+		{"memoryThrottlingFactor", "memoryThrottlingFactor: 0.8", "memory-throttling-factor", "0.8"},
 		{"singleProcessOOMKill", "singleProcessOOMKill: true", "single-process-oom-kill", "true"},
 		{"failCgroupV1", "failCgroupV1: true", "fail-cgroupv1", "true"},
 		{"seccompDefault", "seccompDefault: true", "seccomp-default", "true"},
@@ -168,6 +169,8 @@ func TestConfigFileErrors(t *testing.T) {
 		{"unsupported eviction signal", "evictionHard: {memory.available: 100Mi, nodefs.available: 20%}\n", []string{"config.yaml", `field "evictionHard"`, `"nodefs.available" is not supported by skiff`}},
 		{"bad value", "maxPods: many\n", []string{"config.yaml", "maxPods"}},
 		{"bad quantity value", "podPidsLimit: 1.5\n", []string{"config.yaml", "podPidsLimit"}},
+		{"memoryThrottlingFactor out of range", "memoryThrottlingFactor: 1.5\n", []string{"config.yaml", `field "memoryThrottlingFactor"`, "greater than 0 and at most 1"}},
+		{"memoryReservationPolicy not supported", "memoryReservationPolicy: TieredReservation\n", []string{"config.yaml", `field "memoryReservationPolicy" is not supported by skiff`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -55,8 +55,7 @@ func kubeletDefaults() *v1beta1.KubeletConfiguration {
 		EnableSystemLogHandler:           ptr.To(true),
 		EnableProfilingHandler:           ptr.To(true),
 		EnableDebugFlagsHandler:          ptr.To(true),
-		// 0.9 up to 1.36, not defaulted since; 1.37 adds memoryReservationPolicy.
-		MemoryThrottlingFactor:        ptr.To(0.9),
+		// 1.37 adds memoryReservationPolicy (MemoryQoS).
 		MemoryReservationPolicy:       v1beta1.NoneMemoryReservationPolicy,
 		LocalStorageCapacityIsolation: ptr.To(true),
 		// Defaulted only with the KubeletEnsureSecretPulledImages gate.

@@ -76,6 +76,7 @@ func fields() []field {
 		num("maxPods", "max-pods", func(c *config) *int32 { return &c.MaxPods }),
 		numPtr("podPidsLimit", "pod-max-pids", func(c *config) **int64 { return &c.PodPidsLimit }),
 		durationPtr("cpuCFSQuotaPeriod", "cpu-cfs-quota-period", func(c *config) **metav1.Duration { return &c.CPUCFSQuotaPeriod }),
+		memoryThrottlingFactorField(),
 		boolPtr("singleProcessOOMKill", "single-process-oom-kill", func(c *config) **bool { return &c.SingleProcessOOMKill }),
 		boolPtr("failCgroupV1", "fail-cgroupv1", func(c *config) **bool { return &c.FailCgroupV1 }),
 		boolPtr("seccompDefault", "seccomp-default", func(c *config) **bool { return &c.SeccompDefault }),

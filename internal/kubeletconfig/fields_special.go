@@ -211,3 +211,32 @@ func byPodPriorityField() field {
 		},
 	}
 }
+
+// memoryThrottlingFactorField binds memoryThrottlingFactor (MemoryQoS,
+// not defaulted since 1.37) to --memory-throttling-factor, whose 0 means
+// unset: a value must be greater than 0 and at most 1, as the kubelet
+// validates it.
+func memoryThrottlingFactorField() field {
+	const path = "memoryThrottlingFactor"
+	return field{
+		flag: "memory-throttling-factor", paths: []string{path},
+		toFlag: func(c *config) (string, bool, error) {
+			p := c.MemoryThrottlingFactor
+			if p == nil {
+				return "", false, nil
+			}
+			if !(*p > 0 && *p <= 1) {
+				return "", false, fmt.Errorf("field %q: %v must be greater than 0 and at most 1", path, *p)
+			}
+			return strconv.FormatFloat(*p, 'g', -1, 64), true, nil
+		},
+		fromFlag: func(c *config, v pflag.Value) error {
+			f, err := strconv.ParseFloat(v.String(), 64)
+			c.MemoryThrottlingFactor = nil
+			if err == nil && f != 0 {
+				c.MemoryThrottlingFactor = &f
+			}
+			return err
+		},
+	}
+}

@@ -374,6 +374,35 @@ func TestCgroupCPUCFSQuotaPeriod(t *testing.T) {
 	c.checkLimits(t, "container", podRel(g)+"/"+ctr.ID, limits{quota: "25000", period: "50000", shares: "512", memory: mem, byRunc: true})
 }
 
+// TestCgroupMemoryQoS: with --memory-throttling-factor (MemoryQoS), a
+// Burstable container on cgroup v2 gets memory.high between its memory
+// request and limit, by the kubelet's formula; a Guaranteed one none. On
+// cgroup v1, which has no memory.high, the flag changes nothing.
+func TestCgroupMemoryQoS(t *testing.T) {
+	c := newCgroupEnv(t)
+	e := NewEnv(t)
+	e.StartAgent(t, c.args("--memory-throttling-factor=0.9"))
+	e.WriteManifest(t, "b.yaml", resourcesPod("throttled", nil,
+		"app|"+busyboxImage+"|"+sleepForever+"|"+res("memory=64Mi", "memory=128Mi")))
+	e.WriteManifest(t, "g.yaml", resourcesPod("guaranteed", nil,
+		"app|"+busyboxImage+"|"+sleepForever+"|"+res("", "cpu=100m,memory=64Mi")))
+	b := e.WaitForPod(t, PodName("throttled"), runningAndReady, podStartTimeout)
+	g := e.WaitForPod(t, PodName("guaranteed"), runningAndReady, podStartTimeout)
+	if c.mode != cgroups.V2 {
+		t.Skip("cgroup v1 has no memory.high")
+	}
+	page, req, lim := int64(os.Getpagesize()), int64(64*mi), int64(128*mi)
+	want := strconv.FormatInt((req+(lim-req)*9/10)/page*page, 10)
+	bc := e.PodContainer(t, PodName("throttled"), "app")
+	if got := c.read(t, "", podRel(b)+"/"+bc.ID, "memory.high"); got != want {
+		t.Errorf("burstable container memory.high = %s, want %s", got, want)
+	}
+	gc := e.PodContainer(t, PodName("guaranteed"), "app")
+	if got := c.read(t, "", podRel(g)+"/"+gc.ID, "memory.high"); got != "max" {
+		t.Errorf("guaranteed container memory.high = %s, want max", got)
+	}
+}
+
 // TestCgroupOOMKilled_D14: a container that exceeds its memory limit is
 // killed by the kernel, reported Terminated OOMKilled with exit code 137,
 // and restarted (restartPolicy Always).
