@@ -57,44 +57,29 @@ func TestAgentRefusesNegativeMaxParallelStarts(t *testing.T) {
 	}
 }
 
-// A restart back-off cap outside the kubelet's 1s..300s is refused before
-// anything starts, with the flag named.
-func TestAgentRefusesBadMaxContainerRestartPeriod(t *testing.T) {
-	for _, v := range []string{"500ms", "301s"} {
-		cmd := newAgentCmd()
-		cmd.SetArgs([]string{"--max-container-restart-period=" + v, "--root-dir", t.TempDir()})
-		cmd.SilenceUsage, cmd.SilenceErrors = true, true
-		err := cmd.ExecuteContext(t.Context())
-		if err == nil || !strings.Contains(err.Error(), "--max-container-restart-period") || !strings.Contains(err.Error(), "between 1s and 300s") {
-			t.Errorf("%s: err = %v, want one naming --max-container-restart-period and its range", v, err)
-		}
+// A flag outside the kubelet's range for its field is refused before
+// anything starts, with the flag and the range named: the restart back-off
+// cap (1s..300s), the CFS period (1ms..1sec) and the memory throttling
+// factor ((0, 1]; 0 is unset).
+func TestAgentRefusesOutOfRangeFlags(t *testing.T) {
+	tests := []struct {
+		flag   string
+		values []string
+		want   string
+	}{
+		{"max-container-restart-period", []string{"500ms", "301s"}, "between 1s and 300s"},
+		{"cpu-cfs-quota-period", []string{"0s", "500us", "2s"}, "between 1ms and 1sec"},
+		{"memory-throttling-factor", []string{"-0.5", "1.5", "NaN"}, "greater than 0 and at most 1"},
 	}
-}
-
-// A CFS period outside the kubelet's 1ms..1s is refused before anything
-// starts, with the flag named.
-func TestAgentRefusesBadCPUCFSQuotaPeriod(t *testing.T) {
-	for _, v := range []string{"0s", "500us", "2s"} {
-		cmd := newAgentCmd()
-		cmd.SetArgs([]string{"--cpu-cfs-quota-period=" + v, "--root-dir", t.TempDir()})
-		cmd.SilenceUsage, cmd.SilenceErrors = true, true
-		err := cmd.ExecuteContext(t.Context())
-		if err == nil || !strings.Contains(err.Error(), "--cpu-cfs-quota-period") || !strings.Contains(err.Error(), "between 1ms and 1sec") {
-			t.Errorf("%s: err = %v, want one naming --cpu-cfs-quota-period and its range", v, err)
-		}
-	}
-}
-
-// A memory throttling factor outside (0, 1] (0 is unset) is refused
-// before anything starts, with the flag named.
-func TestAgentRefusesBadMemoryThrottlingFactor(t *testing.T) {
-	for _, v := range []string{"-0.5", "1.5", "NaN"} {
-		cmd := newAgentCmd()
-		cmd.SetArgs([]string{"--memory-throttling-factor=" + v, "--root-dir", t.TempDir()})
-		cmd.SilenceUsage, cmd.SilenceErrors = true, true
-		err := cmd.ExecuteContext(t.Context())
-		if err == nil || !strings.Contains(err.Error(), "--memory-throttling-factor") || !strings.Contains(err.Error(), "greater than 0 and at most 1") {
-			t.Errorf("%s: err = %v, want one naming --memory-throttling-factor and its range", v, err)
+	for _, tt := range tests {
+		for _, v := range tt.values {
+			cmd := newAgentCmd()
+			cmd.SetArgs([]string{"--" + tt.flag + "=" + v, "--root-dir", t.TempDir()})
+			cmd.SilenceUsage, cmd.SilenceErrors = true, true
+			err := cmd.ExecuteContext(t.Context())
+			if err == nil || !strings.Contains(err.Error(), "--"+tt.flag) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("--%s=%s: err = %v, want one naming the flag and %q", tt.flag, v, err, tt.want)
+			}
 		}
 	}
 }

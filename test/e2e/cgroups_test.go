@@ -358,46 +358,35 @@ func TestCgroupLimitsQoSAndCleanup_D4_D6_D13_A36(t *testing.T) {
 	}
 }
 
-// TestCgroupCPUCFSQuotaPeriod: --cpu-cfs-quota-period (the kubelet's
+// TestCgroupCPUPeriodAndMemoryQoS: --cpu-cfs-quota-period (the kubelet's
 // cpuCFSQuotaPeriod, CustomCPUCFSQuotaPeriod) sets the CFS period of the
-// pod cgroup and of the container, with the quota per that period.
-func TestCgroupCPUCFSQuotaPeriod(t *testing.T) {
+// pod cgroup and of the container, with the quota per that period; with
+// --memory-throttling-factor (MemoryQoS) a Burstable container on cgroup
+// v2 gets memory.high between its memory request and limit, by the
+// kubelet's formula, and a Guaranteed one none. cgroup v1 has no
+// memory.high.
+func TestCgroupCPUPeriodAndMemoryQoS(t *testing.T) {
 	c := newCgroupEnv(t)
 	e := NewEnv(t)
-	e.StartAgent(t, c.args("--cpu-cfs-quota-period=50ms"))
-	e.WriteManifest(t, "g.yaml", resourcesPod("period", nil,
+	e.StartAgent(t, c.args("--cpu-cfs-quota-period=50ms", "--memory-throttling-factor=0.9"))
+	e.WriteManifest(t, "g.yaml", resourcesPod("guaranteed", nil,
 		"app|"+busyboxImage+"|"+sleepForever+"|"+res("", "cpu=500m,memory=64Mi")))
-	g := e.WaitForPod(t, PodName("period"), runningAndReady, podStartTimeout)
-	mem := strconv.Itoa(64 * mi)
-	c.checkLimits(t, "pod", podRel(g), limits{quota: "25000", period: "50000", shares: "512", memory: mem})
-	ctr := e.PodContainer(t, PodName("period"), "app")
-	c.checkLimits(t, "container", podRel(g)+"/"+ctr.ID, limits{quota: "25000", period: "50000", shares: "512", memory: mem, byRunc: true})
-}
-
-// TestCgroupMemoryQoS: with --memory-throttling-factor (MemoryQoS), a
-// Burstable container on cgroup v2 gets memory.high between its memory
-// request and limit, by the kubelet's formula; a Guaranteed one none. On
-// cgroup v1, which has no memory.high, the flag changes nothing.
-func TestCgroupMemoryQoS(t *testing.T) {
-	c := newCgroupEnv(t)
-	e := NewEnv(t)
-	e.StartAgent(t, c.args("--memory-throttling-factor=0.9"))
 	e.WriteManifest(t, "b.yaml", resourcesPod("throttled", nil,
 		"app|"+busyboxImage+"|"+sleepForever+"|"+res("memory=64Mi", "memory=128Mi")))
-	e.WriteManifest(t, "g.yaml", resourcesPod("guaranteed", nil,
-		"app|"+busyboxImage+"|"+sleepForever+"|"+res("", "cpu=100m,memory=64Mi")))
-	b := e.WaitForPod(t, PodName("throttled"), runningAndReady, podStartTimeout)
 	g := e.WaitForPod(t, PodName("guaranteed"), runningAndReady, podStartTimeout)
+	b := e.WaitForPod(t, PodName("throttled"), runningAndReady, podStartTimeout)
+	gc, bc := e.PodContainer(t, PodName("guaranteed"), "app"), e.PodContainer(t, PodName("throttled"), "app")
+	mem := strconv.Itoa(64 * mi)
+	c.checkLimits(t, "pod", podRel(g), limits{quota: "25000", period: "50000", shares: "512", memory: mem})
+	c.checkLimits(t, "container", podRel(g)+"/"+gc.ID, limits{quota: "25000", period: "50000", shares: "512", memory: mem, byRunc: true})
 	if c.mode != cgroups.V2 {
-		t.Skip("cgroup v1 has no memory.high")
+		return
 	}
 	page, req, lim := int64(os.Getpagesize()), int64(64*mi), int64(128*mi)
 	want := strconv.FormatInt((req+(lim-req)*9/10)/page*page, 10)
-	bc := e.PodContainer(t, PodName("throttled"), "app")
 	if got := c.read(t, "", podRel(b)+"/"+bc.ID, "memory.high"); got != want {
 		t.Errorf("burstable container memory.high = %s, want %s", got, want)
 	}
-	gc := e.PodContainer(t, PodName("guaranteed"), "app")
 	if got := c.read(t, "", podRel(g)+"/"+gc.ID, "memory.high"); got != "max" {
 		t.Errorf("guaranteed container memory.high = %s, want max", got)
 	}
