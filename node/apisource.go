@@ -14,6 +14,7 @@ import (
 
 	"github.com/skiffnode/skiff/internal/k8sversion"
 
+	"github.com/moby/sys/userns"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -215,6 +216,8 @@ func nodeFacts(rt runtime.Runtime, hostname, rootDir string, capacity, allocatab
 		log.Warn("node system info", "err", err)
 	}
 	info.KubeletVersion = k8sversion.KubeletVersion
+	// KubeletInUserNamespace: the kubelet reports it, true or false.
+	info.RunningInUserNamespace = ptr.To(userns.RunningInUserNS())
 	// The runtime's handlers and features, kept while the runtime does not
 	// answer (as the kubelet keeps its last ones); the closure runs on the
 	// status loop only.

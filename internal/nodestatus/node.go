@@ -179,10 +179,11 @@ func statusImages(imgs []Image) []v1.ContainerImage {
 
 // HasChanged reports whether status differs from the last one sent in
 // anything but the conditions' heartbeat times (the kubelet's
-// nodeStatusHasChanged), nor in declared features where the sent status,
-// as the API server returned it, has none: an API server older than 1.35
-// drops the field, and would otherwise get the status at every check.
-// Pure.
+// nodeStatusHasChanged), nor in the fields newer than the oldest API
+// server skiff joins (declaredFeatures, nodeInfo.runningInUserNamespace)
+// where the sent status, as the API server returned it, has none: a 1.34
+// API server drops them, and would otherwise get the status at every
+// check. Pure.
 func HasChanged(sent, status *v1.NodeStatus) bool {
 	if sent == nil || status == nil {
 		return sent != status
@@ -194,6 +195,9 @@ func HasChanged(sent, status *v1.NodeStatus) bool {
 	a.Conditions, b.Conditions = nil, nil
 	if a.DeclaredFeatures == nil {
 		b.DeclaredFeatures = nil
+	}
+	if a.NodeInfo.RunningInUserNamespace == nil {
+		b.NodeInfo.RunningInUserNamespace = nil
 	}
 	return !apiequality.Semantic.DeepEqual(a, b)
 }

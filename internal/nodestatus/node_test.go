@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 )
 
 // TestInitialLabelsTaints_H1_H9: the default labels, user labels over
@@ -156,6 +157,8 @@ func TestNeedsReport_H10(t *testing.T) {
 	image.Status.Images = []v1.ContainerImage{{Names: []string{"new:1"}}}
 	declared := beat.DeepCopy()
 	declared.Status.DeclaredFeatures = []string{"InPlacePodVerticalScalingInitContainers"}
+	userns := beat.DeepCopy()
+	userns.Status.NodeInfo.RunningInUserNamespace = ptr.To(false)
 	sentDeclared := sent.DeepCopy()
 	sentDeclared.Status.DeclaredFeatures = []string{"Another"}
 	tests := []struct {
@@ -173,6 +176,7 @@ func TestNeedsReport_H10(t *testing.T) {
 		// An API server older than 1.35 drops declaredFeatures.
 		{"declared features the server dropped", &declared.Status, 10 * time.Second, false},
 		{"declared features changed", &declared.Status, 10 * time.Second, true},
+		{"runningInUserNamespace the server dropped", &userns.Status, 10 * time.Second, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

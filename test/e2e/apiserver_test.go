@@ -7,11 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/moby/sys/userns"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,6 +94,20 @@ func waitAPIPod(t *testing.T, cs kubernetes.Interface, name string, what string,
 	return last
 }
 
+// serverMinor is the API server's minor version.
+func serverMinor(t *testing.T, cs kubernetes.Interface) int {
+	t.Helper()
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(v.Minor, "+"))
+	if err != nil {
+		t.Fatalf("API server minor version %q: %v", v.Minor, err)
+	}
+	return n
+}
+
 func waitAPIPodGone(t *testing.T, cs kubernetes.Interface, name string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, apiTimeout, true, func(ctx context.Context) (bool, error) {
@@ -127,6 +143,11 @@ spec:
 	node := waitNodeReady(t, cs)
 	if v := node.Status.NodeInfo.KubeletVersion; !strings.Contains(v, "skiff") {
 		t.Errorf("kubeletVersion %q", v)
+	}
+	// KubeletInUserNamespace: reported as the kubelet 1.37 does, true or
+	// false (a 1.34 API server drops the field).
+	if v, want := node.Status.NodeInfo.RunningInUserNamespace, userns.RunningInUserNS(); (v == nil && serverMinor(t, cs) >= 35) || (v != nil && *v != want) {
+		t.Errorf("runningInUserNamespace %v, want %t", v, want)
 	}
 	if node.Labels[v1.LabelHostname] != nodeName || node.Status.Capacity.Cpu().IsZero() {
 		t.Errorf("node labels %v capacity %v", node.Labels, node.Status.Capacity)
