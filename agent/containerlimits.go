@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/skiffnode/skiff/cgroups"
 	"github.com/skiffnode/skiff/runtime"
@@ -51,7 +50,7 @@ func newContainerLimits(cfg Config) containerLimits {
 
 // of returns the runtime's resources of r. Pure.
 func (l containerLimits) of(r v1.ResourceRequirements) *runtime.Resources {
-	out := &runtime.Resources{CPUShares: cpuShares(r.Requests.Cpu())}
+	out := &runtime.Resources{CPUShares: int64(cgroups.MilliCPUToShares(r.Requests.Cpu().MilliValue()))}
 	if lim, ok := r.Limits[v1.ResourceCPU]; ok && !lim.IsZero() {
 		period := l.cpuPeriod
 		if period == 0 {
@@ -90,7 +89,7 @@ func (l containerLimits) memoryHigh(r v1.ResourceRequirements) (int64, bool) {
 	if l.memoryThrottlingFactor <= 0 {
 		return 0, false
 	}
-	request, limit := quantityValue(r.Requests, v1.ResourceMemory), quantityValue(r.Limits, v1.ResourceMemory)
+	request, limit := r.Requests.Memory().Value(), r.Limits.Memory().Value()
 	if request == limit && request != 0 {
 		return 0, false
 	}
@@ -106,23 +105,8 @@ func (l containerLimits) memoryHigh(r v1.ResourceRequirements) (int64, bool) {
 		page = 4096
 	}
 	high := int64(math.Floor((float64(request)+(float64(base)-float64(request))*l.memoryThrottlingFactor)/float64(page))) * page
-	if high == 0 || high <= request {
+	if high <= request {
 		return 0, false
 	}
 	return high, true
-}
-
-func quantityValue(l v1.ResourceList, name v1.ResourceName) int64 {
-	if q, ok := l[name]; ok {
-		return q.Value()
-	}
-	return 0
-}
-
-// cpuShares maps milli-CPUs to cgroup v1 shares (minimum 2).
-func cpuShares(req *resource.Quantity) int64 {
-	if req == nil || req.IsZero() {
-		return 2
-	}
-	return max(req.MilliValue()*1024/1000, 2)
 }
