@@ -2,6 +2,8 @@ package apisource
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -48,5 +50,44 @@ func TestEventSink_A54(t *testing.T) {
 	}
 	if s.dropped != 5 || !slices.Equal(api.Calls(), calls) {
 		t.Errorf("dropped %d, want 5", s.dropped)
+	}
+}
+
+// TestEventSinkHoldsWhileOffline_Issue33: an event the API server could
+// not be reached for is held, with every event after it, and they are
+// posted in order once it answers; an event it refused is not held; at
+// eventQueueSize held events the oldest is dropped.
+func TestEventSinkHoldsWhileOffline_Issue33(t *testing.T) {
+	api := &fakeAPI{}
+	s := NewEventSink(api, discard)
+	ctx := context.Background()
+	ev := func(name string) queuedEvent {
+		return queuedEvent{ev: &v1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Reason: "Started"}}
+	}
+	down := errors.New("dial tcp: connection refused")
+	api.fail("CreateEvent", down)
+	s.sendOrHold(ctx, ev("a"))
+	s.sendOrHold(ctx, ev("b")) // behind a: not tried
+	api.fail("CreateEvent", down)
+	s.retry(ctx) // a fails again
+	if len(s.held) != 2 {
+		t.Fatalf("held %d events, want 2", len(s.held))
+	}
+	s.retry(ctx)
+	want := []string{"CreateEvent default/a Started", "CreateEvent default/a Started", "CreateEvent default/a Started", "CreateEvent default/b Started"}
+	if got := api.Calls(); !slices.Equal(got, want) || len(s.held) != 0 {
+		t.Errorf("calls %q (held %d), want %q", got, len(s.held), want)
+	}
+	api.fail("CreateEvent", apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "c", down))
+	s.sendOrHold(ctx, ev("c"))
+	if len(s.held) != 0 {
+		t.Error("an event the API server refused was held")
+	}
+	for i := range eventQueueSize + 1 {
+		api.fail("CreateEvent", down)
+		s.sendOrHold(ctx, ev(fmt.Sprint("e", i)))
+	}
+	if len(s.held) != eventQueueSize || s.held[0].ev.Name != "e1" || s.dropped != 1 {
+		t.Errorf("held %d from %s, dropped %d; want %d from e1, 1 dropped", len(s.held), s.held[0].ev.Name, s.dropped, eventQueueSize)
 	}
 }

@@ -35,6 +35,10 @@ const objectSyncWait = 10 * time.Second
 type ObjectManager struct {
 	api ObjectAPI
 	log *slog.Logger
+	// Offline, when set before use, saves every watched object, and
+	// serves an object whose watch has not listed (the API server does
+	// not answer).
+	Offline *OfflineCopy
 
 	mu      sync.Mutex
 	ctx     context.Context // Run's; nil before
@@ -88,9 +92,9 @@ func (m *ObjectManager) refLocked(r objectRef) {
 	if w == nil {
 		w = &objectWatch{inf: m.api.ObjectInformer(r.resource, r.namespace, r.name)}
 		if _, err := w.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { m.changed() },
-			UpdateFunc: func(any, any) { m.changed() },
-			DeleteFunc: func(any) { m.changed() },
+			AddFunc:    func(o any) { m.Offline.saveObject(r.resource, o); m.changed() },
+			UpdateFunc: func(_, o any) { m.Offline.saveObject(r.resource, o); m.changed() },
+			DeleteFunc: func(any) { m.Offline.deleteObject(r.resource, r.namespace, r.name); m.changed() },
 		}); err != nil {
 			m.log.Error("watching an object", "object", r, "err", err)
 		}
@@ -178,9 +182,11 @@ func (m *ObjectManager) Secret(namespace, name string) (*v1.Secret, error) {
 }
 
 // get reads a watched object from its watch's cache, waiting up to
-// objectSyncWait for a new watch's first listing; an object no API pod
-// references, or absent, is objects.ErrNotFound. The object is shared:
-// read only.
+// objectSyncWait for a new watch's first listing (with an offline copy
+// that the pods run from, not at all); an object no API pod references,
+// or absent, is objects.ErrNotFound. An object whose watch has not listed
+// comes from the offline copy, if it has it. The object is shared: read
+// only.
 func (m *ObjectManager) get(resource, namespace, name string) (any, error) {
 	m.mu.Lock()
 	w := m.watches[objectRef{resource, namespace, name}]
@@ -189,9 +195,17 @@ func (m *ObjectManager) get(resource, namespace, name string) (any, error) {
 		return nil, fmt.Errorf("%s %s/%s: %w", resource, namespace, name, objects.ErrNotFound)
 	}
 	if !w.inf.HasSynced() {
+		if m.Offline.Active() {
+			if o, err := m.offlineObject(resource, namespace, name); err == nil {
+				return o, nil
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), objectSyncWait)
 		defer cancel()
 		if !cache.WaitForCacheSync(ctx.Done(), w.inf.HasSynced) {
+			if o, err := m.offlineObject(resource, namespace, name); err == nil {
+				return o, nil
+			}
 			return nil, fmt.Errorf("%s %s/%s: not listed yet: %w", resource, namespace, name, objects.ErrNotFound)
 		}
 	}
@@ -203,6 +217,14 @@ func (m *ObjectManager) get(resource, namespace, name string) (any, error) {
 		return nil, fmt.Errorf("%s %s/%s: %w", resource, namespace, name, objects.ErrNotFound)
 	}
 	return o, nil
+}
+
+// offlineObject reads an object from the offline copy.
+func (m *ObjectManager) offlineObject(resource, namespace, name string) (any, error) {
+	if resource == "secrets" {
+		return m.Offline.Secret(namespace, name)
+	}
+	return m.Offline.ConfigMap(namespace, name)
 }
 
 // referencedObjects lists the ConfigMaps and Secrets pod reads: volumes

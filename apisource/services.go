@@ -20,6 +20,10 @@ var errServicesNotRead = errors.New("services have not yet been read at least on
 // namespace (apiclient's ServiceInformer). Safe for concurrent use.
 type ServiceEnv struct {
 	informer cache.SharedIndexInformer
+	// Offline, when set before use, saves the variables each container
+	// gets, and gives the saved ones while the Services are not listed
+	// and the pods run from the copy.
+	Offline *OfflineCopy
 }
 
 // NewServiceEnv returns the service variables of inf's Services; Run
@@ -31,9 +35,15 @@ func (s *ServiceEnv) Run(ctx context.Context) { s.informer.RunWithContext(ctx) }
 
 // ServiceEnv implements agent.ServiceEnv: the kubernetes service of the
 // default namespace and, with links, namespace's services. Non-blocking;
-// an error until the informer has listed the Services once.
+// an error until the informer has listed the Services once, but while the
+// pods run from the offline copy: then the variables the copy saved (none
+// if it has none).
 func (s *ServiceEnv) ServiceEnv(namespace string, links bool) ([]v1.EnvVar, error) {
 	if !s.informer.HasSynced() {
+		if s.Offline.Active() {
+			env, _ := s.Offline.serviceEnv(namespace, links)
+			return env, nil
+		}
 		return nil, errServicesNotRead
 	}
 	idx := s.informer.GetIndexer()
@@ -48,7 +58,9 @@ func (s *ServiceEnv) ServiceEnv(namespace string, links bool) ([]v1.EnvVar, erro
 	if o, ok, _ := idx.GetByKey(v1.NamespaceDefault + "/kubernetes"); ok {
 		all = appendServices(all, o)
 	}
-	return envvars.FromServices(envvars.Select(all, namespace, links)), nil
+	env := envvars.FromServices(envvars.Select(all, namespace, links))
+	s.Offline.saveServiceEnv(namespace, links, env)
+	return env, nil
 }
 
 func appendServices(all []*v1.Service, objs ...any) []*v1.Service {

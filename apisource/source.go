@@ -169,6 +169,12 @@ type Source struct {
 	// object manager's SetPods, so the objects the pods need are watched
 	// before their workers read them). It must not block.
 	OnPods func([]*v1.Pod)
+	// Offline, when set (--offline-pods), saves every list the agent
+	// gets; at start, when the informer has not listed within
+	// OfflineStartAfter, the agent gets the copy's pods until it has.
+	Offline *OfflineCopy
+	// OfflineAfter replaces OfflineStartAfter when positive (tests).
+	OfflineAfter time.Duration
 }
 
 // Run runs the informer until ctx is done; see agent.Source.
@@ -182,7 +188,7 @@ func (s *Source) Run(ctx context.Context, sink func([]*v1.Pod)) error {
 	defer wg.Wait()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.Informer.RunWithContext(ctx) }()
-	if !cache.WaitForCacheSync(ctx.Done(), s.Informer.HasSynced) {
+	if !s.waitListed(ctx, sink) {
 		return ctx.Err()
 	}
 	var d desired
@@ -193,6 +199,7 @@ func (s *Source) Run(ctx context.Context, sink func([]*v1.Pod)) error {
 			if s.OnPods != nil {
 				s.OnPods(list)
 			}
+			s.Offline.SavePods(list)
 			sink(list)
 			first = false
 		}
@@ -210,6 +217,41 @@ func (s *Source) Run(ctx context.Context, sink func([]*v1.Pod)) error {
 			}
 		}
 	}
+}
+
+// waitListed waits for the informer's first list; false when ctx ended
+// first. With an offline copy, the agent gets the copy's pods when the
+// list takes longer than OfflineStartAfter (the API server does not
+// answer), and runs them until the list comes.
+func (s *Source) waitListed(ctx context.Context, sink func([]*v1.Pod)) bool {
+	if s.Offline != nil {
+		after := OfflineStartAfter
+		if s.OfflineAfter > 0 {
+			after = s.OfflineAfter
+		}
+		wctx, cancel := context.WithTimeout(ctx, after)
+		listed := cache.WaitForCacheSync(wctx.Done(), s.Informer.HasSynced)
+		cancel()
+		if listed {
+			return true
+		}
+		if pods, ok := s.Offline.LoadPods(); ok && ctx.Err() == nil {
+			s.Logger.Warn("the API server does not answer: running the API pods of the offline copy", "pods", len(pods), "after", after)
+			s.Offline.setActive(true)
+			if s.OnPods != nil {
+				s.OnPods(pods)
+			}
+			sink(pods)
+		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), s.Informer.HasSynced) {
+		return false
+	}
+	if s.Offline.Active() {
+		s.Logger.Info("the API server answered: its pods replace the offline copy")
+		s.Offline.setActive(false)
+	}
+	return true
 }
 
 // desired is the list the source last gave the agent: copies of the API's

@@ -35,6 +35,9 @@ type TokenManager struct {
 	api   TokenAPI
 	clock clock.WithTicker
 	log   *slog.Logger
+	// Offline, when set before use, saves every token issued, and gives
+	// a saved one, while valid, when the API server does not answer.
+	Offline *OfflineCopy
 
 	mu     sync.Mutex
 	tokens map[tokenKey]*authnv1.TokenRequest
@@ -87,6 +90,9 @@ func (m *TokenManager) Token(pod *v1.Pod, audience string, expirationSeconds int
 			m.log.Warn("renewing a service account token; using the current one", "pod", nsName(pod.Namespace, pod.Name), "err", err)
 			return cached.Status.Token, nil
 		}
+		if cached == nil {
+			return m.offlineToken(k, pod, now, err)
+		}
 		return "", fmt.Errorf("token of service account %q: %w", sa, err)
 	}
 	if got.Spec.ExpirationSeconds == nil {
@@ -95,7 +101,28 @@ func (m *TokenManager) Token(pod *v1.Pod, audience string, expirationSeconds int
 	m.mu.Lock()
 	m.tokens[k] = got
 	m.mu.Unlock()
+	m.Offline.saveToken(k, got)
 	return got.Status.Token, nil
+}
+
+// offlineToken is the offline copy's token of k when the API server did
+// not issue one (reqErr): cached while valid; an expired one is an error
+// saying when it expired (the pod's FailedMount event).
+func (m *TokenManager) offlineToken(k tokenKey, pod *v1.Pod, now time.Time, reqErr error) (string, error) {
+	saved, ok := m.Offline.token(k)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("token of service account %q: %w", k.serviceAccount, reqErr)
+	case !now.Before(saved.Status.ExpirationTimestamp.Time):
+		return "", fmt.Errorf("token of service account %q: the offline copy's token expired at %s, and the API server does not issue a new one: %w",
+			k.serviceAccount, saved.Status.ExpirationTimestamp.UTC().Format(time.RFC3339), reqErr)
+	}
+	m.log.Warn("the API server does not issue a service account token; using the offline copy's", "pod", nsName(pod.Namespace, pod.Name),
+		"expires", saved.Status.ExpirationTimestamp.UTC().Format(time.RFC3339), "err", reqErr)
+	m.mu.Lock()
+	m.tokens[k] = saved
+	m.mu.Unlock()
+	return saved.Status.Token, nil
 }
 
 // tokenNeedsRefresh: 80 % of the requested life passed, or 24 h since

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -46,7 +47,14 @@ type APIConfig struct {
 	KubeAPIQPS         float32
 	KubeAPIBurst       int
 	KubeAPIContentType string
+	// OfflinePods keeps the offline copy under <root-dir>/offline and
+	// runs its pods when the API server does not answer at start
+	// (--offline-pods, issue 33).
+	OfflinePods bool
 }
+
+// offlineDir is the offline copy's directory under the root dir.
+const offlineDir = "offline"
 
 // The kubelet's client rate limits (kubeAPIQPS, kubeAPIBurst; 50 and 100
 // since Kubernetes 1.27). client-go's own default, 5 per second, made 110
@@ -95,7 +103,7 @@ type apiSource struct {
 // newAPISource loads --kubeconfig and builds the managers; nothing runs
 // and nothing connects yet. pods is filled in later (the agent needs the
 // status manager's callback first).
-func (o *APIConfig) newAPISource(node string, pods *lateBoundPods, facts func(context.Context) (nodestatus.Facts, nodestatus.Health), events *events.Recorder, log *slog.Logger) (*apiSource, error) {
+func (o *APIConfig) newAPISource(node, rootDir string, pods *lateBoundPods, facts func(context.Context) (nodestatus.Facts, nodestatus.Health), events *events.Recorder, log *slog.Logger) (*apiSource, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
@@ -115,10 +123,17 @@ func (o *APIConfig) newAPISource(node string, pods *lateBoundPods, facts func(co
 			return nil, fmt.Errorf("--kubeconfig: certificate authority: %w", err)
 		}
 	}
+	var offline *apisource.OfflineCopy
+	if o.OfflinePods {
+		if offline, err = apisource.NewOfflineCopy(filepath.Join(rootDir, offlineDir), log); err != nil {
+			return nil, fmt.Errorf("--offline-pods: %w", err)
+		}
+	}
 	index := apisource.NewIndex()
 	s.objects = apisource.NewObjectManager(client, log)
 	s.tokens = apisource.NewTokenManager(client, nil, log)
 	s.services = apisource.NewServiceEnv(client.ServiceInformer())
+	s.objects.Offline, s.tokens.Offline, s.services.Offline = offline, offline, offline
 	if s.trustBundles, err = apisource.NewTrustBundles(client.ClusterTrustBundleInformer()); err != nil {
 		return nil, err
 	}
@@ -139,7 +154,7 @@ func (o *APIConfig) newAPISource(node string, pods *lateBoundPods, facts func(co
 	if s.podCerts, err = apisource.NewPodCertificates(client, client.PodCertificateRequestInformer(node), node, s.node.Node, nil, log); err != nil {
 		return nil, err
 	}
-	s.source = &apisource.Source{Informer: client.PodInformer(node), Index: index, Logger: log, OnPods: func(pods []*v1.Pod) {
+	s.source = &apisource.Source{Informer: client.PodInformer(node), Index: index, Logger: log, Offline: offline, OnPods: func(pods []*v1.Pod) {
 		s.objects.SetPods(pods)
 		s.podCerts.SetPods(pods)
 	}}
@@ -182,6 +197,21 @@ func (l *lateBoundPods) Pod(uid types.UID) (*v1.Pod, bool) { return l.a.Pod(uid)
 func (l *lateBoundPods) Terminated(uid types.UID) bool     { return l.a.Terminated(uid) }
 func (l *lateBoundPods) FinalPod(uid types.UID) (*v1.Pod, bool) {
 	return l.a.FinalPod(uid)
+}
+
+// removeOfflineCopy removes the offline copy a node with --offline-pods
+// left under rootDir, when the flag is off: the Secrets it holds are not
+// kept on a node that no longer wants them on disk.
+func removeOfflineCopy(rootDir string, log *slog.Logger) error {
+	dir := filepath.Join(rootDir, offlineDir)
+	if _, err := os.Stat(dir); err != nil {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing the offline copy (--offline-pods is off): %w", err)
+	}
+	log.Info("removed the offline copy: --offline-pods is off", "dir", dir)
+	return nil
 }
 
 // nodeIPsFlag parses --node-ip (empty: detected).

@@ -56,6 +56,9 @@ func (c *Config) joinsAPIServer() bool {
 // and completes the derived values (the shutdown grace periods by
 // priority). Run calls it; calling it again is harmless.
 func (c *Config) Validate() error {
+	if c.API.OfflinePods && !c.joinsAPIServer() {
+		return errors.New("--offline-pods: needs an API server (--kubeconfig or --control-plane); static pods run without one anyway")
+	}
 	if c.MaxParallelStarts < 0 {
 		return fmt.Errorf("--max-parallel-starts %d: want 0 (adaptive, the default) or a positive upper bound", c.MaxParallelStarts)
 	}

@@ -59,6 +59,11 @@ func (n *Node) newAPI(ctx context.Context) error {
 	}
 	p.shutdown = shutdown
 	o := &n.cfg
+	if !o.API.OfflinePods {
+		if err := removeOfflineCopy(o.RootDir, n.log); err != nil {
+			return err
+		}
+	}
 	if o.API.Kubeconfig == "" {
 		return nil
 	}
@@ -80,7 +85,7 @@ func (n *Node) newAPI(ctx context.Context) error {
 		return err
 	}
 	facts := withShutdownStatus(nodeFacts(n.rt.rt, n.name, o.RootDir, capacity, n.allocatable, ips, int32(o.KubeletAPI.Port), n.declared.Declared(), n.log), shutdown)
-	p.source, err = o.API.newAPISource(n.name, p.pods, facts, p.events, n.log)
+	p.source, err = o.API.newAPISource(n.name, o.RootDir, p.pods, facts, p.events, n.log)
 	return err
 }
 

@@ -70,6 +70,7 @@ func TestAgentRefusesOutOfRangeFlags(t *testing.T) {
 		{"max-container-restart-period", []string{"500ms", "301s"}, "between 1s and 300s"},
 		{"cpu-cfs-quota-period", []string{"0s", "500us", "2s"}, "between 1ms and 1sec"},
 		{"memory-throttling-factor", []string{"-0.5", "1.5", "NaN"}, "greater than 0 and at most 1"},
+		{"offline-pods", []string{"true"}, "needs an API server"},
 	}
 	for _, tt := range tests {
 		for _, v := range tt.values {

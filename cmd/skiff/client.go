@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/skiffnode/skiff/apisource"
 	"github.com/skiffnode/skiff/internal/cliview"
 	"github.com/skiffnode/skiff/server"
 )
@@ -54,7 +55,13 @@ func newPodsCmd() *cobra.Command {
 					fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
 					return nil
 				}
-				return cliview.PrintPods(cmd.OutOrStdout(), list.Items, output == "wide", time.Now())
+				if err := cliview.PrintPods(cmd.OutOrStdout(), list.Items, output == "wide", time.Now()); err != nil {
+					return err
+				}
+				if n := offlinePods(list.Items); n != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "Running from the offline copy (the API server did not answer at start): %s\n", n)
+				}
+				return nil
 			case "json", "yaml":
 				return cliview.PrintObject(cmd.OutOrStdout(), list, output)
 			default:
@@ -65,6 +72,18 @@ func newPodsCmd() *cobra.Command {
 	co.addFlags(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json or yaml")
 	return cmd
+}
+
+// offlinePods names the pods that run from the offline copy
+// (--offline-pods), "namespace/name, ..."; "" if none.
+func offlinePods(pods []v1.Pod) string {
+	var names []string
+	for _, p := range pods {
+		if _, ok := p.Annotations[apisource.OfflineCopyAnnotation]; ok {
+			names = append(names, p.Namespace+"/"+p.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func newLogsCmd() *cobra.Command {

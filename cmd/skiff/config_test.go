@@ -70,6 +70,7 @@ func TestConfigFileSetsEachField(t *testing.T) {
 		{"kubeAPIQPS", "kubeAPIQPS: 25", "kube-api-qps", "25"},
 		{"kubeAPIBurst", "kubeAPIBurst: 30", "kube-api-burst", "30"},
 		{"contentType", "contentType: application/vnd.kubernetes.protobuf", "kube-api-content-type", "application/vnd.kubernetes.protobuf"},
+		{"offlinePods", "offlinePods: true", "offline-pods", "true"},
 		{"logging.verbosity", "logging: {verbosity: 4}", "v", "4"},
 		{"podCIDR", "podCIDR: 10.99.0.0/16", "pod-cidr", "10.99.0.0/16"},
 		{"resolvConf", `resolvConf: ""`, "resolv-conf", ""},

@@ -63,6 +63,7 @@ func addAPIFlags(f *pflag.FlagSet, o *node.APIConfig) {
 	f.Float32Var(&o.KubeAPIQPS, "kube-api-qps", node.DefaultKubeAPIQPS, "queries per second to the API server (client-side rate limit)")
 	f.IntVar(&o.KubeAPIBurst, "kube-api-burst", node.DefaultKubeAPIBurst, "burst of queries to the API server above --kube-api-qps")
 	f.StringVar(&o.KubeAPIContentType, "kube-api-content-type", apiclient.ContentTypeJSON, "content type of requests to the API server: application/json or application/vnd.kubernetes.protobuf (the kubelet's default; about 1 MB more RSS here)")
+	f.BoolVar(&o.OfflinePods, "offline-pods", false, "keep a copy of the API pods bound to this node and of what they read (ConfigMaps, Secrets, service account tokens) under <root-dir>/offline, and run them from it when the API server does not answer at start (after a reboot without the control plane); off: the copy is removed")
 	f.Int32Var(&o.LeaseDuration, "node-lease-duration-seconds", nodestatus.DefaultLeaseDurationSeconds, "duration of the node's lease; it is renewed every quarter of it")
 }
 

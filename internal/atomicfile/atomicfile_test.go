@@ -9,7 +9,16 @@ import (
 	"testing"
 )
 
+// TestWrite: Write and WriteSync replace a file's content whole, with the
+// mode given whatever the umask, leave no temporary file, and fail into a
+// missing directory.
 func TestWrite(t *testing.T) {
+	for name, write := range map[string]func(string, []byte, os.FileMode) error{"Write": Write, "WriteSync": WriteSync} {
+		t.Run(name, func(t *testing.T) { testWrite(t, write) })
+	}
+}
+
+func testWrite(t *testing.T, Write func(string, []byte, os.FileMode) error) {
 	old := syscall.Umask(0o077)
 	defer syscall.Umask(old)
 	dir := t.TempDir()

@@ -14,7 +14,22 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-type config = v1beta1.KubeletConfiguration
+type config = Configuration
+
+// Configuration is a KubeletConfiguration with skiff's own fields, which
+// the kubelet does not have (each is also a flag of skiff agent only).
+type Configuration struct {
+	v1beta1.KubeletConfiguration `json:",inline"`
+	// OfflinePods is --offline-pods: keep the offline copy of the API
+	// pods and run them from it when the API server does not answer at
+	// start.
+	OfflinePods bool `json:"offlinePods,omitempty"`
+}
+
+// DeepCopy copies c.
+func (c *Configuration) DeepCopy() *Configuration {
+	return &Configuration{KubeletConfiguration: *c.KubeletConfiguration.DeepCopy(), OfflinePods: c.OfflinePods}
+}
 
 // field binds KubeletConfiguration fields to the agent flag that sets
 // them; the kubelet binds the same flag to the same field.
@@ -58,6 +73,7 @@ func fields() []field {
 		kubeAPIQPSField(),
 		num("kubeAPIBurst", "kube-api-burst", func(c *config) *int32 { return &c.KubeAPIBurst }),
 		str("contentType", "kube-api-content-type", func(c *config) *string { return &c.ContentType }),
+		boolVal("offlinePods", "offline-pods", func(c *config) *bool { return &c.OfflinePods }),
 		verbosityField(),
 		str("podCIDR", "pod-cidr", func(c *config) *string { return &c.PodCIDR }),
 		strPtr("resolvConf", "resolv-conf", func(c *config) **string { return &c.ResolverConfig }),

@@ -42,7 +42,7 @@ type File struct {
 	Path string
 	// Config is the file as written: the kubelet's defaulting is not
 	// applied, so a field left out is its zero value (or nil).
-	Config *v1beta1.KubeletConfiguration
+	Config *Configuration
 }
 
 // Load reads and checks the configuration file at path.
@@ -61,7 +61,7 @@ func Parse(path string, data []byte) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	cfg := &v1beta1.KubeletConfiguration{}
+	cfg := &Configuration{}
 	strict, err := sigsjson.UnmarshalStrict(j, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -73,7 +73,7 @@ func Parse(path string, data []byte) (*File, error) {
 	if cfg.APIVersion != APIVersion || cfg.Kind != Kind {
 		errs = append(errs, fmt.Errorf("%s: apiVersion %q, kind %q: want apiVersion %s, kind %s", path, cfg.APIVersion, cfg.Kind, APIVersion, Kind))
 	}
-	for _, e := range unsupported(cfg) {
+	for _, e := range unsupported(&cfg.KubeletConfiguration) {
 		errs = append(errs, fmt.Errorf("%s: %w", path, e))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -148,7 +148,7 @@ func notSupportedDetail(got, def reflect.Value) string {
 
 // Marshal renders cfg as a configuration file with the fields skiff
 // supports only.
-func Marshal(cfg *v1beta1.KubeletConfiguration) ([]byte, error) {
+func Marshal(cfg *Configuration) ([]byte, error) {
 	c := cfg.DeepCopy()
 	c.APIVersion, c.Kind = APIVersion, Kind
 	j, err := json.Marshal(c)

@@ -20,6 +20,7 @@ func TestParseUnsupportedFields(t *testing.T) {
 		want       []string // paths reported, in order
 	}{
 		{"none", "maxPods: 20\ncpuManagerPolicy: none\n", nil},
+		{"skiff's own field", "offlinePods: true\n", nil},
 		{"top level", "cpuManagerPolicy: static\nmaxOpenFiles: 10\n", []string{"cpuManagerPolicy", "maxOpenFiles"}},
 		{"nested", "authorization: {webhook: {cacheAuthorizedTTL: 1s}}\n", []string{"authorization.webhook.cacheAuthorizedTTL"}},
 		{"inline struct", "logging: {options: {text: {splitStream: true}}}\n", []string{"logging.options.text.splitStream"}},
@@ -55,7 +56,7 @@ func TestParseUnsupportedFields(t *testing.T) {
 // Marshal writes the fields skiff supports and nothing else, apiVersion
 // and kind first; Parse reads it back to the same fields.
 func TestMarshalSupportedFieldsOnly(t *testing.T) {
-	c := &v1beta1.KubeletConfiguration{
+	c := &Configuration{OfflinePods: true, KubeletConfiguration: v1beta1.KubeletConfiguration{
 		MaxPods:             30,
 		CPUManagerPolicy:    "static",
 		SyncFrequency:       metav1.Duration{Duration: time.Minute},
@@ -66,7 +67,7 @@ func TestMarshalSupportedFieldsOnly(t *testing.T) {
 			X509:    v1beta1.KubeletX509Authentication{ClientCAFile: "/ca.crt"},
 			Webhook: v1beta1.KubeletWebhookAuthentication{CacheTTL: metav1.Duration{Duration: time.Minute}},
 		},
-	}
+	}}
 	out, err := Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +84,7 @@ logging:
 maxPods: 30
 nodeStatusReportFrequency: 0s
 nodeStatusUpdateFrequency: 0s
+offlinePods: true
 runtimeRequestTimeout: 0s
 shutdownGracePeriod: 30s
 shutdownGracePeriodCriticalPods: 0s
@@ -94,7 +96,7 @@ shutdownGracePeriodCriticalPods: 0s
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Config.MaxPods != 30 || *f.Config.CgroupsPerQOS || f.Config.Authentication.X509.ClientCAFile != "/ca.crt" || f.Config.ShutdownGracePeriod.Duration != 30*time.Second {
+	if f.Config.MaxPods != 30 || !f.Config.OfflinePods || *f.Config.CgroupsPerQOS || f.Config.Authentication.X509.ClientCAFile != "/ca.crt" || f.Config.ShutdownGracePeriod.Duration != 30*time.Second {
 		t.Errorf("read back: %+v", f.Config)
 	}
 }

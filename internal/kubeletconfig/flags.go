@@ -41,8 +41,8 @@ func (f *File) Apply(fs *pflag.FlagSet) error {
 
 // FromFlags is the configuration the flags of fs amount to: the
 // effective configuration once Apply ran.
-func FromFlags(fs *pflag.FlagSet) (*v1beta1.KubeletConfiguration, error) {
-	c := &v1beta1.KubeletConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}}
+func FromFlags(fs *pflag.FlagSet) (*Configuration, error) {
+	c := &Configuration{KubeletConfiguration: v1beta1.KubeletConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}}}
 	for _, b := range fields() {
 		fl := fs.Lookup(b.flag)
 		if fl == nil {
@@ -60,7 +60,7 @@ func FromFlags(fs *pflag.FlagSet) (*v1beta1.KubeletConfiguration, error) {
 // cpu=1,memory=1Gi is memory=1Gi,cpu=1): that a written configuration
 // means what the flags meant. It names the first flag whose value cannot
 // be written (e.g. one whose zero value a file reads as "the default").
-func Check(cfg *v1beta1.KubeletConfiguration, fs, fresh *pflag.FlagSet) error {
+func Check(cfg *Configuration, fs, fresh *pflag.FlagSet) error {
 	f := &File{Path: "the written configuration", Config: cfg}
 	if err := f.Apply(fresh); err != nil {
 		return err
@@ -80,7 +80,7 @@ func Check(cfg *v1beta1.KubeletConfiguration, fs, fresh *pflag.FlagSet) error {
 
 // fieldJSON is the configuration b's flag in fs gives, as JSON.
 func fieldJSON(b field, fs *pflag.FlagSet) (string, error) {
-	var c v1beta1.KubeletConfiguration
+	var c Configuration
 	if err := b.fromFlag(&c, fs.Lookup(b.flag).Value); err != nil {
 		return "", fmt.Errorf("--%s: %w", b.flag, err)
 	}
