@@ -297,7 +297,7 @@ SKIFF_VM_CACHE ?= $(HOME)/.cache/skiff
 
 ## test-systemd: tests in a QEMU VM whose PID 1 is systemd (test/vm RunSystemd; root, the first run builds the cached Debian 12 root)
 test-systemd: setup build images
-	SKIFF_VM_SYSTEMD=1 SKIFF_VM_CACHE=$(SKIFF_VM_CACHE) SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) \
+	cp=$$($(MAKE) -s controlplane) && SKIFF_VM_SYSTEMD=1 SKIFF_VM_CACHE=$(SKIFF_VM_CACHE) SKIFF_BIN=$(CURDIR)/$(BIN) SKIFF_IMAGES=$(CURDIR)/$(IMAGES_DIR) SKIFF_CONTROLPLANE="$$cp" \
 		$(GO) test -v -count=1 -timeout 40m -run '$(SYSTEMD_TESTS)' ./test/vm
 
 ## test-fresh: from a fresh minimal Debian 12 (debootstrap chroot, cached in _output/fresh) to a Running example pod (root)

@@ -321,6 +321,9 @@ func TestOfflineObjectsAndTokens_Issue33(t *testing.T) {
 		t.Errorf("token offline = %q, %v; want the saved one", got, err)
 	}
 	clk.Step(2 * time.Hour)
+	if !tm.check(clk.Now()) {
+		t.Error("the expired token was dropped without a signal: its volume would keep it, with no event")
+	}
 	tm = NewTokenManager(api, clk, discard)
 	tm.Offline = c
 	_, err = tm.Token(pod, "", 3600)

@@ -151,7 +151,7 @@ func (m *TokenManager) Changes() <-chan struct{} {
 }
 
 // Run checks the cached tokens every minute until ctx is done: it drops
-// expired ones and signals Changes when one is due. Blocking.
+// expired ones and signals Changes when one is due or expired. Blocking.
 func (m *TokenManager) Run(ctx context.Context) {
 	t := m.clock.NewTicker(tokenCheckInterval)
 	defer t.Stop()
@@ -174,7 +174,9 @@ func (m *TokenManager) Run(ctx context.Context) {
 	}
 }
 
-// check drops expired tokens and reports whether one needs renewing.
+// check drops expired tokens and reports whether one needs renewing or
+// expired (its volume is to be written again: a new token, or the
+// FailedMount event saying why there is none).
 func (m *TokenManager) check(now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -182,6 +184,7 @@ func (m *TokenManager) check(now time.Time) bool {
 	for k, tr := range m.tokens {
 		if !now.Before(tr.Status.ExpirationTimestamp.Time) {
 			delete(m.tokens, k)
+			due = true
 			continue
 		}
 		due = due || tokenNeedsRefresh(tr, now)

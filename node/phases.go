@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -127,6 +128,9 @@ func (n *Node) newStorage(context.Context) error {
 	p.creds = creds
 	p.vols, err = volumes.New(volumes.Config{
 		PodsDir: filepath.Join(n.cfg.RootDir, "pods"), Objects: p.objs, Tokens: tokens, TrustBundles: bundles, PodCertificates: podCerts, Allocatable: n.allocatable, Logger: n.log,
+		RefreshFailed: func(pod *v1.Pod, err *volumes.SetUpError) {
+			n.api.events.PodEvent(pod, v1.EventTypeWarning, agent.EventFailedMount, err.Error())
+		},
 	})
 	if err != nil {
 		return err

@@ -62,6 +62,10 @@ type Config struct {
 	PodCertificates PodCertificateSource
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
+	// RefreshFailed, when set, is told of each volume of a running pod
+	// that a refresh could not rewrite (an object gone, a token the API
+	// server no longer issues): the kubelet's FailedMount event.
+	RefreshFailed func(pod *v1.Pod, err *SetUpError)
 	// Now stamps the data directories; nil: time.Now.
 	Now func() time.Time
 }
@@ -437,6 +441,9 @@ func (m *Manager) refreshLocked(e *podEntry) error {
 		}
 		changed, err := m.writeVolume(e.pod, v, m.volumeDir(e.pod.UID, plugin, v.Name))
 		if err != nil {
+			if m.cfg.RefreshFailed != nil {
+				m.cfg.RefreshFailed(e.pod, &SetUpError{Volume: v.Name, Err: err})
+			}
 			errs = append(errs, fmt.Errorf("pod %s/%s volume %q: %w", e.pod.Namespace, e.pod.Name, v.Name, err))
 		} else if changed {
 			m.log.Info("volume updated", "pod", e.pod.Namespace+"/"+e.pod.Name, "volume", v.Name)

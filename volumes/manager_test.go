@@ -230,10 +230,17 @@ func TestConfigMapVolumeAndRefresh_G13(t *testing.T) {
 	if dataOf(all) == before || readLinked(t, all, "a") != "9" {
 		t.Errorf("after an edit: ..data %s -> %s, a = %q; want a new version with a = 9", before, dataOf(all), readLinked(t, all, "a"))
 	}
-	// A deleted (non-optional) ConfigMap keeps the last content.
+	// A deleted (non-optional) ConfigMap keeps the last content, and
+	// RefreshFailed hears of each volume that failed (the FailedMount
+	// event).
+	var failed []string
+	m.cfg.RefreshFailed = func(p *v1.Pod, err *SetUpError) { failed = append(failed, p.Name+"/"+err.Volume) }
 	store.Replace(nil, nil)
 	if err := m.Refresh(context.Background()); err == nil {
 		t.Error("Refresh with the ConfigMap gone: no error")
+	}
+	if len(failed) == 0 || !strings.HasPrefix(failed[0], pod.Name+"/") {
+		t.Errorf("RefreshFailed calls %q, want the pod's volumes", failed)
 	}
 	if readLinked(t, all, "a") != "9" {
 		t.Error("the last content was dropped")

@@ -175,20 +175,42 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 // and starts it again on the same port, returning once it is ready again.
 // The other components keep running and reconnect on their own.
 func (c *Cluster) RestartAPIServer(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopped {
-		return errors.New("cluster: restart of a stopped cluster")
-	}
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
 	began := time.Now()
-	c.apiserver.stop(syscall.SIGTERM, stopGrace)
-	if err := c.startAPIServer(ctx); err != nil {
+	if err := c.StopAPIServer(); err != nil {
+		return err
+	}
+	if err := c.StartAPIServer(ctx); err != nil {
 		return fmt.Errorf("cluster: restart: %w", err)
 	}
 	c.logf("cluster: kube-apiserver restarted in %v", time.Since(began).Round(time.Millisecond))
 	return nil
+}
+
+// StopAPIServer stops the API server with SIGTERM (SIGKILL after 15 s):
+// its clients see it gone (a node losing its control plane) while etcd,
+// the controller manager and the scheduler keep running.
+// StartAPIServer starts it again.
+func (c *Cluster) StopAPIServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("cluster: stopping the API server of a stopped cluster")
+	}
+	c.apiserver.stop(syscall.SIGTERM, stopGrace)
+	return nil
+}
+
+// StartAPIServer starts the API server StopAPIServer stopped, on the same
+// port, and returns once it is ready.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("cluster: starting the API server of a stopped cluster")
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	return c.startAPIServer(ctx)
 }
 
 // Stop kills every component (SIGKILL to each process group, newest first)

@@ -42,6 +42,10 @@ type Machine struct {
 	CPU string
 	// Append holds extra kernel command-line arguments.
 	Append []string
+	// UserNet gives the guest a virtio NIC on qemu's user-mode network
+	// (10.0.2.0/24): the guest reaches the host's loopback services at
+	// 10.0.2.2 (e.g. an API server on 127.0.0.1), and nothing else.
+	UserNet bool
 	// Timeout bounds the whole run; qemu is killed when it passes.
 	Timeout time.Duration
 	// BootTimeout, when set, kills the guest if it has not printed its
@@ -202,6 +206,9 @@ func (m Machine) args() []string {
 	}
 	if len(m.Disks) > 0 {
 		args = append(args, "-device", "nvme,id=nvme0,serial=skiffvm")
+	}
+	if m.UserNet {
+		args = append(args, "-netdev", "user,id=net0", "-device", "virtio-net-pci,netdev=net0")
 	}
 	for i, d := range m.Disks {
 		drive := fmt.Sprintf("file=%s,if=none,id=disk%d,format=raw,cache=unsafe", qemuEscape(d.File), i)

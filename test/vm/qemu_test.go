@@ -232,3 +232,16 @@ func TestMachineRun(t *testing.T) {
 		})
 	}
 }
+
+// TestMachineArgsUserNet: UserNet adds a virtio NIC on qemu's user-mode
+// network; without it the guest has no NIC (-nodefaults).
+func TestMachineArgsUserNet(t *testing.T) {
+	m := Machine{Kernel: "k", Accel: "tcg", CPU: "max", MemoryMiB: 1, CPUs: 1}
+	if got := strings.Join(m.args(), " "); strings.Contains(got, "-netdev") || !strings.Contains(got, "-nodefaults") {
+		t.Errorf("without UserNet: %s", got)
+	}
+	m.UserNet = true
+	if got := strings.Join(m.args(), " "); !strings.Contains(got, "-netdev user,id=net0 -device virtio-net-pci,netdev=net0") {
+		t.Errorf("with UserNet: %s", got)
+	}
+}
