@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/shim/etcd/internal/embed"
 )
@@ -29,6 +32,13 @@ type Options struct {
 	// snapshot (etcd 3.6 snapshots to memory every 100 entries), for slow
 	// followers. Default DefaultSnapshotCatchUpEntries.
 	SnapshotCatchUpEntries uint64
+	// DefragInterval: how often the member's backend is checked and, when
+	// mostly free, defragmented (see needsDefrag). Default
+	// DefaultDefragInterval; negative: never.
+	DefragInterval time.Duration
+
+	// clock drives the maintenance loop; the real one unless a test sets it.
+	clock clock.WithTicker
 }
 
 // DefaultSnapshotCatchUpEntries is the shim's raft log length in memory.
@@ -41,23 +51,72 @@ const DefaultSnapshotCatchUpEntries = 500
 // electionMs is the member's election timeout.
 const electionMs = 500
 
-// Server is a started embedded etcd.
+// Server is a started embedded etcd and its maintenance loop.
 type Server struct {
 	e         *embed.Etcd
 	clientURL string
+
+	// stop ends the maintenance loop (nil without one); wg waits for it.
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 }
 
 // ClientURL is the URL the apiserver's storage connects to.
 func (s *Server) ClientURL() string { return s.clientURL }
 
-// Close stops the member.
-func (s *Server) Close() { s.e.Close() }
+// Close stops the maintenance loop, waits for a defragmentation under
+// way, then stops the member.
+func (s *Server) Close() {
+	if s.stop != nil {
+		s.stop()
+	}
+	s.wg.Wait()
+	s.e.Close()
+}
 
 // Err reports the member's fatal errors.
 func (s *Server) Err() <-chan error { return s.e.Err() }
 
-// Start starts the member and waits until it serves, or ctx ends.
+// Start starts the member and waits until it serves, or ctx ends. The
+// maintenance loop (Options.DefragInterval) runs until Close.
 func Start(ctx context.Context, o Options) (*Server, error) {
+	cfg, err := newConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	setWALSegmentSize()
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded etcd: %w", err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	case <-time.After(time.Minute):
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd not ready after a minute")
+	case <-ctx.Done():
+		e.Close()
+		return nil, ctx.Err()
+	}
+	s := &Server{e: e, clientURL: "http://" + e.Clients[0].Addr().String()}
+	if o.DefragInterval >= 0 {
+		interval, clk := o.DefragInterval, o.clock
+		if interval == 0 {
+			interval = DefaultDefragInterval
+		}
+		if clk == nil {
+			clk = clock.RealClock{}
+		}
+		s.startMaintenance(ctx, clk, interval)
+	}
+	return s, nil
+}
+
+// newConfig is the member's configuration from o.
+func newConfig(o Options) (*embed.Config, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = "skiff"
 	cfg.Dir = o.Dir
@@ -71,7 +130,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		// leave that client retrying port 0 forever.
 		port, err := freePort()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("etcd client port: %w", err)
 		}
 		client = fmt.Sprintf("http://127.0.0.1:%d", port)
 	}
@@ -107,24 +166,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		cfg.SnapshotCatchUpEntries = DefaultSnapshotCatchUpEntries
 	}
 	// kube-apiserver compacts every 5 minutes itself (its storage
-	// CompactionInterval); etcd's own compaction stays off, as kubeadm's.
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("start embedded etcd: %w", err)
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		e.Close()
-		return nil, fmt.Errorf("embedded etcd: %w", err)
-	case <-time.After(time.Minute):
-		e.Close()
-		return nil, fmt.Errorf("embedded etcd not ready after a minute")
-	case <-ctx.Done():
-		e.Close()
-		return nil, ctx.Err()
-	}
-	return &Server{e: e, clientURL: "http://" + e.Clients[0].Addr().String()}, nil
+	// CompactionInterval, shim/server keeps the default); etcd's own
+	// compaction stays off, as kubeadm's. WAL and snapshot files: etcd's
+	// 5 each (MaxWalFiles, MaxSnapFiles), WAL files of walSegmentBytes.
+	return cfg, nil
 }
 
 // freePort returns a loopback TCP port free at the time of the call.

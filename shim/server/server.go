@@ -300,6 +300,9 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle,
 // kube-apiserver's (/registry/<resource>/<namespace>/<name>, protobuf), so
 // an external etcd holds what a kube-apiserver would read.
 func applyStorage(cfg *genericapiserver.Config, servers []string) error {
+	// The default CompactionInterval (5 minutes) is what keeps etcd's
+	// history bounded: the embedded etcd compacts nothing itself
+	// (shim/etcd, docs/decisions/0105-shim-etcd-bounded.md).
 	backend := storagebackend.NewDefaultConfig("/registry", nil)
 	backend.Transport.ServerList = servers
 	etcdOpts := options.NewEtcdOptions(backend)
