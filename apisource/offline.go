@@ -234,14 +234,30 @@ func (c *OfflineCopy) Secret(namespace, name string) (*v1.Secret, error) {
 	return o, nil
 }
 
-// saveToken saves the token the API server issued for k.
-func (c *OfflineCopy) saveToken(k tokenKey, tr *authnv1.TokenRequest) {
+// saveToken saves the token the API server issued for k at now, unless
+// the saved one stays valid long enough (see tokenWorthSaving): tokens
+// rotate every ~48 minutes, and most (the kube-api-access volume's, which
+// the API server extends to a year) would otherwise be written to disk
+// each time for nothing.
+func (c *OfflineCopy) saveToken(k tokenKey, tr *authnv1.TokenRequest, now time.Time) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	saved := &authnv1.TokenRequest{}
+	if c.read(filepath.Join(offlineTokens, tokenFile(k)), saved) && !tokenWorthSaving(saved, tr, now) {
+		return
+	}
 	c.writeLocked(filepath.Join(offlineTokens, tokenFile(k)), tr)
+}
+
+// tokenWorthSaving reports whether a new token replaces the saved one: when
+// the saved one has less than half the new one's remaining validity left.
+// Pure.
+func tokenWorthSaving(saved, issued *authnv1.TokenRequest, now time.Time) bool {
+	left := saved.Status.ExpirationTimestamp.Sub(now)
+	return left < issued.Status.ExpirationTimestamp.Sub(now)/2
 }
 
 // token returns the saved token of k, expired or not.

@@ -84,7 +84,7 @@ func TestOfflineCopySavesAndPrunes_Issue33(t *testing.T) {
 	c.saveObject("configmaps", &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}, Data: map[string]string{"k": "v"}})
 	c.saveObject("secrets", &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}, Data: map[string][]byte{"pw": []byte("x")}})
 	k := tokenKey{"ns", "default", "", 3600, "u1"}
-	c.saveToken(k, &authnv1.TokenRequest{Status: authnv1.TokenRequestStatus{Token: "t1"}})
+	c.saveToken(k, &authnv1.TokenRequest{Status: authnv1.TokenRequestStatus{Token: "t1"}}, time.Now())
 	c.saveServiceEnv("ns", true, []v1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: "10.96.0.1"}})
 
 	got := files(t, dir)
@@ -193,6 +193,34 @@ func mapsEqual(a, b map[string]time.Time) bool {
 		}
 	}
 	return true
+}
+
+// TestTokenWorthSaving: a rotated token is written to the copy only when
+// the saved one has less than half the new one's validity left: a token
+// extended to a year is saved about twice a year, a 1 h one at each
+// rotation (48 min: 12 min left of the saved one).
+func TestTokenWorthSaving(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	tok := func(left time.Duration) *authnv1.TokenRequest {
+		return &authnv1.TokenRequest{Status: authnv1.TokenRequestStatus{ExpirationTimestamp: metav1.NewTime(now.Add(left))}}
+	}
+	year := 365 * 24 * time.Hour
+	tests := []struct {
+		name          string
+		saved, issued time.Duration
+		want          bool
+	}{
+		{"extended: saved 48 min ago", year - 48*time.Minute, year, false},
+		{"extended: saved half a year ago", year/2 - time.Hour, year, true},
+		{"one hour: at rotation", 12 * time.Minute, time.Hour, true},
+		{"one hour: just saved", 59 * time.Minute, time.Hour, false},
+		{"saved expired", -time.Minute, time.Hour, true},
+	}
+	for _, tt := range tests {
+		if got := tokenWorthSaving(tok(tt.saved), tok(tt.issued), now); got != tt.want {
+			t.Errorf("%s: %t, want %t", tt.name, got, tt.want)
+		}
+	}
 }
 
 // neverListed is an informer whose list always fails (an API server that

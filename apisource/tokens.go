@@ -101,7 +101,7 @@ func (m *TokenManager) Token(pod *v1.Pod, audience string, expirationSeconds int
 	m.mu.Lock()
 	m.tokens[k] = got
 	m.mu.Unlock()
-	m.Offline.saveToken(k, got)
+	m.Offline.saveToken(k, got, now)
 	return got.Status.Token, nil
 }
 

@@ -88,7 +88,11 @@ func startManaged(ctx context.Context, o *Config, log *slog.Logger) (m *containe
 		return nil, nil, "", err
 	}
 	cniDir := filepath.Join(o.RootDir, "cni", "net.d")
-	if _, err := network.WriteBridgeConflist(cniDir, network.BridgeConfig{PodCIDR: o.PodCIDR}); err != nil {
+	ipamDir, err := network.StateDirs(filepath.Join(o.RootDir, "cni"), network.DefaultNetworkName, log)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("CNI state: %w", err)
+	}
+	if _, err := network.WriteBridgeConflist(cniDir, network.BridgeConfig{PodCIDR: o.PodCIDR, IPAMDataDir: ipamDir}); err != nil {
 		return nil, nil, "", fmt.Errorf("CNI config: %w", err)
 	}
 	regHosts, regAuths := o.Registry.containerdRegistry()

@@ -101,7 +101,8 @@ func TestParseVersion(t *testing.T) {
 }
 
 // TestChildEnv: the bundle directory goes first on containerd's PATH, so
-// containerd starts the bundle's runc shim rather than one on PATH; the
+// containerd starts the bundle's runc shim rather than one on PATH; TMPDIR
+// is the managed runtime's own (not /tmp, which may be read-only); the
 // rest of skiff's environment passes unchanged.
 func TestChildEnv(t *testing.T) {
 	tests := []struct {
@@ -110,13 +111,14 @@ func TestChildEnv(t *testing.T) {
 		env    []string
 		want   []string
 	}{
-		{"no bundle: skiff's environment", "", []string{"PATH=/usr/bin", "A=1"}, nil},
-		{"bundle first", "/opt/skiff", []string{"A=1", "PATH=/usr/bin:/bin", "B=2"}, []string{"A=1", "B=2", "PATH=/opt/skiff:/usr/bin:/bin"}},
-		{"no PATH: the default after it", "/b", []string{"A=1"}, []string{"A=1", "PATH=/b:" + defaultPath}},
-		{"empty PATH", "/b", []string{"PATH="}, []string{"PATH=/b"}},
+		{"no bundle: skiff's environment", "", []string{"PATH=/usr/bin", "A=1", "TMPDIR=/tmp"}, []string{"A=1", "PATH=/usr/bin", "TMPDIR=/t"}},
+		{"no bundle, no PATH", "", []string{"A=1"}, []string{"A=1", "TMPDIR=/t"}},
+		{"bundle first", "/opt/skiff", []string{"A=1", "PATH=/usr/bin:/bin", "B=2"}, []string{"A=1", "B=2", "PATH=/opt/skiff:/usr/bin:/bin", "TMPDIR=/t"}},
+		{"no PATH: the default after it", "/b", []string{"A=1"}, []string{"A=1", "PATH=/b:" + defaultPath, "TMPDIR=/t"}},
+		{"empty PATH", "/b", []string{"PATH="}, []string{"PATH=/b", "TMPDIR=/t"}},
 	}
 	for _, tt := range tests {
-		if got := childEnv(tt.binDir, tt.env); !slices.Equal(got, tt.want) {
+		if got := childEnv(tt.binDir, "/t", tt.env); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}

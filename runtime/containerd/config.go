@@ -89,7 +89,7 @@ type RegistryAuth struct {
 
 // paths are the files of one managed containerd.
 type paths struct {
-	dir, config, root, state, socket, pidFile, opt, certsD string
+	dir, config, root, state, tmp, socket, pidFile, opt, certsD string
 }
 
 func pathsFor(rootDir string) paths {
@@ -99,6 +99,7 @@ func pathsFor(rootDir string) paths {
 		config:  filepath.Join(dir, "config.toml"),
 		root:    filepath.Join(dir, "root"),
 		state:   filepath.Join(dir, "state"),
+		tmp:     filepath.Join(dir, "tmp"),
 		socket:  filepath.Join(dir, "containerd.sock"),
 		pidFile: filepath.Join(dir, "containerd.pid"),
 		opt:     filepath.Join(dir, "opt"),

@@ -68,7 +68,7 @@ func Start(ctx context.Context, cfg Config) (*Managed, error) {
 	p := pathsFor(cfg.RootDir)
 	m := &Managed{cfg: cfg, paths: p, logger: cfg.Logger.With("component", "containerd")}
 	m.d = supervisor.NewDaemon(m.spec())
-	for _, dir := range []string{p.dir, p.root, p.state, cfg.CNIConfDir} {
+	for _, dir := range []string{p.dir, p.root, p.state, p.tmp, cfg.CNIConfDir} {
 		if err := os.MkdirAll(dir, 0o711); err != nil {
 			return nil, fmt.Errorf("create containerd directories: %w", err)
 		}
@@ -110,7 +110,7 @@ func writeConfigFiles(cfg Config, p paths) error {
 func (m *Managed) spec() supervisor.Spec {
 	return supervisor.Spec{
 		Name: "containerd", Note: "running containers are not affected",
-		Binary: m.cfg.Binary, Args: []string{"--config", m.paths.config}, Env: childEnv(m.cfg.BinDir, os.Environ()),
+		Binary: m.cfg.Binary, Args: []string{"--config", m.paths.config}, Env: childEnv(m.cfg.BinDir, m.paths.tmp, os.Environ()),
 		LogFile: m.cfg.LogFile, PidFile: m.paths.pidFile, Marker: m.paths.config,
 		StartedAttrs: []any{"config", m.paths.config, "version", m.cfg.Version},
 		Prepare:      m.removeStaleSocket,
@@ -140,26 +140,34 @@ func traversable(dir string, log *slog.Logger) error {
 // defaultPath is containerd's PATH after binDir when skiff has none.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// childEnv is containerd's environment: skiff's, with binDir (if set)
-// first on PATH, so that containerd starts binDir's runc shim (it looks on
-// PATH before its own directory).
-func childEnv(binDir string, env []string) []string {
-	if binDir == "" {
-		return nil
-	}
-	out := make([]string, 0, len(env)+1)
-	rest := defaultPath
+// childEnv is containerd's environment: skiff's, with TMPDIR set to
+// tmpDir, and binDir (if set) first on PATH, so that containerd starts
+// binDir's runc shim (it looks on PATH before its own directory). The
+// shims inherit it: their runc exec writes each process spec to a
+// temporary file (go-runc), which must work when /tmp is read-only.
+func childEnv(binDir, tmpDir string, env []string) []string {
+	out := make([]string, 0, len(env)+2)
+	rest, hasPath := defaultPath, false
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			rest = v
+			rest, hasPath = v, true
+			continue
+		}
+		if strings.HasPrefix(kv, "TMPDIR=") {
 			continue
 		}
 		out = append(out, kv)
 	}
-	if rest == "" {
-		return append(out, "PATH="+binDir)
+	switch {
+	case binDir == "" && hasPath:
+		out = append(out, "PATH="+rest)
+	case binDir == "":
+	case rest == "":
+		out = append(out, "PATH="+binDir)
+	default:
+		out = append(out, "PATH="+binDir+":"+rest)
 	}
-	return append(out, "PATH="+binDir+":"+rest)
+	return append(out, "TMPDIR="+tmpDir)
 }
 
 // Version is the managed containerd's version ("v2.4.2").

@@ -222,3 +222,40 @@ echo "pod in $slice with its limits"
 `},
 	})
 }
+
+// TestSystemdVMReadOnlyRoot (issue 33): skiff under the real unit with a
+// drop-in that makes the whole file system read-only for it and its
+// children (ProtectSystem=strict) but /var/lib/skiff, /var/log/pods and
+// /run: its managed containerd starts, a static pod with an emptyDir and a
+// readiness probe becomes Ready, and its log is written.
+func TestSystemdVMReadOnlyRoot(t *testing.T) {
+	requireSystemdVM(t)
+	adds := append(skiffGuest(t, "../../contrib/systemd/skiff.service", "testdata/vm-readonly.yaml"),
+		Add{Host: "testdata/skiff-readonly.conf", Guest: "/etc/systemd/system/skiff.service.d/readonly.conf"})
+	runSystemdVM(t, SystemdOptions{
+		Adds: adds, Timeout: 12 * time.Minute,
+		Command: []string{"sh", "-c", guestShellLib + `
+# What a read-only image has: the writable directories, and the empty
+# /var/lib/cni skiff mounts its CNI result cache over.
+mkdir -p /var/lib/skiff /var/log/pods /var/lib/cni
+systemctl start skiff.service || fail "systemctl start skiff.service"
+main=$(systemctl show -P MainPID skiff.service)
+awk '$5 == "/" { print "skiff sees / mounted " $6 }' "/proc/$main/mountinfo"
+awk '$5 == "/" && $6 ~ /^ro/ { ro = 1 } END { exit !ro }' "/proc/$main/mountinfo" || fail "/ is not read-only for skiff"
+end=$(($(date +%s) + 240))
+until timeout 10 skiff pods --root-dir /var/lib/skiff 2>/dev/null | grep -q "^vm-readonly-skiff-vm *1/1 *Running"; do
+	if [ "$(date +%s)" -gt "$end" ]; then
+		timeout 10 skiff describe pod vm-readonly-skiff-vm -n default --root-dir /var/lib/skiff 2>&1 | tail -n 30
+		cat /var/log/pods/*vm-readonly*/app/* 2>&1 | tail -n 5
+		fail "the pod is not Ready: $(timeout 10 skiff pods --root-dir /var/lib/skiff 2>&1)"
+	fi
+	sleep 2
+done
+grep -rq started /var/log/pods/*vm-readonly*/app/ || fail "no container log under /var/log/pods"
+journalctl -u skiff.service --no-pager | grep -i "read-only file system" | grep -v "CNI result cache on a read-only" && fail "skiff hit the read-only file system"
+journalctl -u skiff.service --no-pager | grep -q "CNI result cache on a read-only file system" || fail "skiff did not mount the CNI result cache"
+[ -n "$(ls /var/lib/skiff/cni/networks/skiff/)" ] || fail "no IP record under the root dir"
+echo "the pod is Ready with / read-only for skiff"
+`},
+	})
+}
