@@ -77,6 +77,7 @@ func (b *bench) api(ctx context.Context) (*report.API, error) {
 	}
 	res.Startup.Skiff, res.Running.Skiff, res.ListPods = sk.started, sk.running, sk.list
 	res.Density = &report.Density{Pods: b.cfg.densityPods, SteadyS: b.cfg.steady.Seconds(), Skiff: sk.density}
+	res.Writes = &report.APIWrites{Skiff: sk.writes}
 	if err := b.skiff.stop(); err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func (b *bench) api(ctx context.Context) (*report.API, error) {
 	}
 	err = b.withKubeletArgs(ctx, []string{"--kubeconfig=" + kubeconfig}, func(k *agent) error {
 		kb, err := b.apiAgent(ctx, cs, k, true)
-		res.Startup.Kubelet, res.Running.Kubelet, res.Density.Kubelet = kb.started, kb.running, kb.density
+		res.Startup.Kubelet, res.Running.Kubelet, res.Density.Kubelet, res.Writes.Kubelet = kb.started, kb.running, kb.density, kb.writes
 		return err
 	})
 	return res, err
@@ -113,6 +114,8 @@ type apiFigures struct {
 	// in the API; list: kubectl's LIST of pods at the density point.
 	started, running, list *report.Series
 	density                *report.Agent
+	// writes: the control plane's and the agent's over the steady window.
+	writes *report.ControlPlaneWrites
 }
 
 // apiAgent waits for a's Node to be Ready, then runs the startup series
@@ -141,7 +144,7 @@ func (b *bench) apiAgent(ctx context.Context, cs kubernetes.Interface, a *agent,
 		return f, err
 	}
 	b.log.Info("api list pods", "agent", a.name, "pods", len(pods), "median_s", f.list.Summary.Median)
-	if res.Steady, err = sampleSteady(ctx, a.pid(), b.cfg.steady); err != nil {
+	if res.Steady, f.writes, err = b.apiSteadyWindow(ctx, a); err != nil {
 		return f, fmt.Errorf("%s API density steady window: %w", a.name, err)
 	}
 	f.density = res

@@ -67,6 +67,10 @@ type config struct {
 	// shimConfigMaps: ConfigMaps the shim scenario creates beside its
 	// density pods (issue 17: 200).
 	shimConfigMaps int
+	// The writes scenario (issue 33): the density pods settle for
+	// writesSettle once all run, then a window of writesWindow with no
+	// churn and one with a pod replaced every writesChurn.
+	writesSettle, writesWindow, writesChurn time.Duration
 	// profileBase is the path prefix of the steady-window CPU profiles,
 	// <out>/<date>-<mode>; "-<runtime>-steady.pprof" is appended. "": none.
 	profileBase string
@@ -79,15 +83,18 @@ type config struct {
 var modes = map[string]config{
 	"quick": {mode: "quick", startupPods: 3, densityPods: 5, steady: 5 * time.Second, idle: 3 * time.Second, floorParallelism: []int{2, 0},
 		reactionRuns: 1, scale: []int{2, 5}, scaleSteady: 3 * time.Second, scaleFloor: true, scaleKubelet: true, pullRuns: 3,
-		probeWindow: 3 * time.Second, listRuns: 3, shimConfigMaps: 200},
+		probeWindow: 3 * time.Second, listRuns: 3, shimConfigMaps: 200,
+		writesSettle: 3 * time.Second, writesWindow: 12 * time.Second, writesChurn: 3 * time.Second},
 	"full": {mode: "full", startupPods: 20, densityPods: 110, steady: 60 * time.Second, idle: 10 * time.Second, floorParallelism: []int{4, 8, 0},
 		reactionRuns: 3, scale: []int{10, 50, 110, 250}, scaleSteady: 10 * time.Second, scaleFloorEnds: true, pullRuns: 10,
-		probeWindow: 20 * time.Second, listRuns: 10, shimConfigMaps: 200},
+		probeWindow: 20 * time.Second, listRuns: 10, shimConfigMaps: 200,
+		writesSettle: time.Minute, writesWindow: 5 * time.Minute, writesChurn: 10 * time.Second},
 }
 
 type flags struct {
 	mode, skiffBin, pauseBin, imagesDir, kubeletBin, out, root, skiffVersion, only, floorPar, runtimes, controlPlane, apiServer, render string
 	densityPods                                                                                                                         int
+	writesWindow                                                                                                                        time.Duration
 	keep, latest                                                                                                                        bool
 	skiffArgs                                                                                                                           stringList
 }
@@ -113,10 +120,11 @@ func main() {
 	flag.StringVar(&f.skiffVersion, "skiff-version", "", "skiff version for the report (default: skiff's git describe)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the root directory (logs) afterwards")
 	flag.BoolVar(&f.latest, "latest", false, "also copy the report to <out>/latest.md")
-	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,burst,reaction,scale,pull,api,shim; default all); a partial run is never latest")
+	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,burst,reaction,scale,pull,writes,api,shim; default all); a partial run is never latest")
 	flag.StringVar(&f.floorPar, "floor-parallelism", "", "override the floor's parallelisms in the density scenario: comma-separated, 0 = unbounded, \"none\" (a partial run)")
 	flag.Var(&f.skiffArgs, "skiff-arg", "an extra argument for skiff agent (repeatable; a partial run)")
 	flag.IntVar(&f.densityPods, "density-pods", 0, "override the density scenario's pod count (a partial run, never latest)")
+	flag.DurationVar(&f.writesWindow, "writes-window", 0, "override the writes scenario's window length, each of its two (a partial run, never latest)")
 	flag.StringVar(&f.render, "render", "", "write the report of an earlier run again from its <date>-<mode>.json (beside it; with -latest also latest.md) instead of running")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -150,6 +158,9 @@ func run(f flags, log *slog.Logger) (retErr error) {
 	}
 	if len(f.skiffArgs) > 0 {
 		cfg.partial = true
+	}
+	if f.writesWindow > 0 {
+		cfg.writesWindow, cfg.partial = f.writesWindow, true
 	}
 	if cfg.partial {
 		f.latest = false
@@ -225,8 +236,9 @@ func run(f flags, log *slog.Logger) (retErr error) {
 }
 
 // measure runs the scenarios of runtime run.Runtime in order, filling run:
-// startup, density and burst on every runtime, reaction, scale and pull on
-// the managed one only (time budget), API pods on the external one only.
+// startup, density, burst and writes on every runtime, reaction, scale and
+// pull on the managed one only (time budget), API pods on the external one
+// only.
 func (b *bench) measure(ctx context.Context, run *report.Run) error {
 	var err error
 	rt := run.Runtime
@@ -254,6 +266,11 @@ func (b *bench) measure(ctx context.Context, run *report.Run) error {
 		}
 	}
 	if rt != report.RuntimeManaged {
+		// The writes scenario before the API ones: they replace the
+		// static-pod skiff.
+		if err := b.measureWrites(ctx, run); err != nil {
+			return err
+		}
 		if err := b.measureAPI(ctx, run); err != nil {
 			return err
 		}
@@ -277,7 +294,7 @@ func (b *bench) measure(ctx context.Context, run *report.Run) error {
 			return fmt.Errorf("%s: pull scenario: %w", rt, err)
 		}
 	}
-	return nil
+	return b.measureWrites(ctx, run)
 }
 
 // measureAPI runs the API-pods scenario (issue 16) when it is selected
@@ -358,6 +375,7 @@ func notes(cfg config) []string {
 	n = append(n, "Runtimes: each runtime runs on its own, one after the other (managed first), with its own skiff process, CRI client and, with -kubelet, its own kubelet; the floor runs on that runtime's containerd. Reaction and scale run on the managed runtime only, to keep the run within its time budget; startup and density (and the burst scenario) run on both.",
 		"API pods (issue 16, external runtime, with -controlplane): the harness starts test/cluster's control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler of the same version as the kubelet, Node authorizer and NodeRestriction on), stops the static-pod skiff and starts skiff again with --kubeconfig (a client certificate of system:node:bench); after skiff's part it stops skiff, deletes the Node and runs the kubelet with the same kubeconfig. Pods are created with spec.nodeName set, eight create calls in flight at a time, and deleted with their grace period (5 s; the containers exit on SIGTERM).",
 		"Control plane shim (issue 17, external runtime, with -apiserver, after the API pods): skiff restarted with --control-plane (skiff-apiserver as its child on a free port); ready after start is the agent's own log, \"started skiff-apiserver\" (after its exec) to \"skiff-apiserver ready\" (its /readyz answered 200, polled every 100 ms), cold on a fresh data dir and warm on a restart of the agent; pods are created without spec.nodeName (the shim places them); create -> Running is a watch's first event with status.phase Running, as in the API pods scenario; the LIST is kubectl get pods' (Accept: a Table, limit 500) through client-go's REST client; CPU and RSS of skiff-apiserver (its pid file) and of the agent over the steady window, with the density pods running and the ConfigMaps created.",
+		fmt.Sprintf("Storage writes (issue 33; both runtimes, the kubelet on the external one): the density pods (%d) through the manifest directory, %s to settle once all run, then a %s window with no churn and a %s window in which the oldest pod's manifest is deleted and a new pod's written every %s (neither waited for). Per process /proc/<pid>/io write_bytes (pages dirtied, with reaped children's) and cancelled_write_bytes: the agent, its containerd, and that containerd's shims sampled once a second (a shim that starts in the window counts from zero, one that exits until its last sample); the block device's sectors written x 512 (/sys/dev/block/<maj:min>/stat of the bench root's filesystem: machine-wide), sync(2) at both ends of the window; files under the agent's root directory (not its manifests, not the managed containerd's directory) and its log whose modification time is inside the window. The API pods' and the shim's steady windows also read etcd's, kube-apiserver's, skiff-apiserver's (its embedded etcd) and the agent's counters.", cfg.densityPods, cfg.writesSettle, cfg.writesWindow, cfg.writesWindow, cfg.writesChurn),
 		"External runtime: the harness starts /usr/bin/containerd itself with a plain CRI config as a kubelet user has it (runc v2 with cgroupfs, restrict_oom_score_adj, a pause image built from the Go skiff-pause binary, a CNI conflist of bridge cni-ext0 10.89.0.0/16 without masquerading + portmap + loopback) and imports the images with ctr; skiff runs with --container-runtime-endpoint.")
 	if cfg.mode == "quick" {
 		n = append(n, "Quick mode: a few pods and short windows; the figures only show that the harness works.")
@@ -433,7 +451,7 @@ func writeRunPlots(dir, base string, run report.Run) (report.RunPlots, error) {
 }
 
 // scenarios are the names -only accepts, in the order they run.
-var scenarios = []string{"startup", "density", "burst", "reaction", "scale", "pull", "api", "shim"}
+var scenarios = []string{"startup", "density", "burst", "reaction", "scale", "pull", "writes", "api", "shim"}
 
 // runtimeNames are the runtimes -runtimes accepts, in the order they run.
 var runtimeNames = []string{report.RuntimeManaged, report.RuntimeExternal}

@@ -66,9 +66,10 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 	if cfg.profileBase != "" {
 		b.profilePath = cfg.profileBase + "-" + rt + "-steady.pprof"
 	}
-	b.runtimeProcs = managedProcs(skiffRoot)
+	b.runtimeProcs, b.runtimeDirs = managedProcs(skiffRoot), []string{filepath.Join(skiffRoot, "containerd")}
 	if ext != nil {
-		b.runtimeProcs = externalProcs(ext)
+		p := ext.cfg.Paths()
+		b.runtimeProcs, b.runtimeDirs = externalProcs(ext), []string{p.Root, p.State, p.Log}
 	}
 	run.RuntimeVersion, run.Containerd = describeRuntime(ctx, c, ext)
 	mErr = b.measure(ctx, &run)

@@ -52,8 +52,14 @@ type bench struct {
 	// steady window is written ("": none taken).
 	profilePath string
 	// runtimeProcs finds the runtime's containerd and shims for the node
-	// footprint (nil: not measured).
+	// footprint (nil: not measured) and the writes scenario.
 	runtimeProcs runtimeProcs
+	// dev is the block device of dir, once looked for (see device).
+	dev *deviceResult
+	// runtimeDirs are the runtime's containerd's root and state
+	// directories and its log (the writes scenario lists what was
+	// written there).
+	runtimeDirs []string
 }
 
 // kubeletSettle is how long the kubelet runs before a scenario writes its

@@ -140,8 +140,9 @@ func (b *bench) shimRoundTrips(ctx context.Context, cs kubernetes.Interface, res
 }
 
 // shimDensity creates the density pods and the ConfigMaps, times the
-// LISTs, samples the shim and the agent over the steady window and
-// deletes the pods (the ConfigMaps stay, for the warm restart).
+// LISTs, samples the shim and the agent over the steady window (their
+// CPU and RSS, and their writes: issue 33) and deletes the pods (the
+// ConfigMaps stay, for the warm restart).
 func (b *bench) shimDensity(ctx context.Context, cs kubernetes.Interface, res *report.Shim) error {
 	pods, ag, err := b.apiDensityStart(ctx, cs, b.skiff, b.cfg.densityPods, false)
 	if err != nil {
@@ -157,10 +158,12 @@ func (b *bench) shimDensity(ctx context.Context, cs kubernetes.Interface, res *r
 	if err != nil {
 		return err
 	}
+	iow := b.startIOWindow(b.skiff, namedPid{"skiff-apiserver (etcd embedded)", pid}, namedPid{"skiff", b.skiff.pid()})
 	w, err := sampleSteadyBoth(ctx, pid, b.skiff.pid(), b.cfg.steady)
 	if err != nil {
 		return fmt.Errorf("shim steady window: %w", err)
 	}
+	res.Writes = b.endIOWindow(iow)
 	res.Shim, ag.Steady = w[0], w[1]
 	res.Agent = ag
 	b.log.Info("shim steady", "shim_cpu_pct", res.Shim.CPUPercent, "shim_rss_max_mb", res.Shim.RSSMaxMB,

@@ -29,6 +29,10 @@ type API struct {
 	// RemoveAllS is delete calls sent -> every pod gone from the API (the
 	// agent's final delete with grace 0). Floor is unused.
 	Density *Density `json:"density,omitempty"`
+	// Writes: etcd's, kube-apiserver's and the agent's write counters
+	// over each agent's density steady window (issue 33); nil: not
+	// measured.
+	Writes *APIWrites `json:"writes,omitempty"`
 }
 
 // EvaluateAPI checks a against issue 16's goals: startup and density

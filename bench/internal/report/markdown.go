@@ -99,6 +99,9 @@ func writeRun(b *strings.Builder, n int, run Run, l Limits, plots RunPlots) {
 	if run.Shim != nil {
 		writeShim(b, next(), run.Runtime, run.Shim, run.API, l)
 	}
+	if hasWrites(run) {
+		writeWrites(b, next(), run, l)
+	}
 }
 
 // writeGlance compares the runtimes' headline figures side by side.

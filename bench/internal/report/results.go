@@ -59,6 +59,8 @@ type Run struct {
 	API *API `json:"api,omitempty"`
 	// Shim: skiff's own control plane (issue 17); nil: not run.
 	Shim *Shim `json:"shim,omitempty"`
+	// Writes: bytes written per hour (issue 33); nil: not run.
+	Writes *Writes `json:"writes,omitempty"`
 }
 
 // Machine describes the host.

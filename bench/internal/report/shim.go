@@ -34,6 +34,9 @@ type Shim struct {
 	SteadyS float64       `json:"steady_s"`
 	Shim    procfs.Window `json:"shim_steady"`
 	Agent   *Agent        `json:"agent,omitempty"`
+	// Writes: skiff-apiserver's (its embedded etcd's) and the agent's
+	// write counters over the same window (issue 33); nil: not measured.
+	Writes *ControlPlaneWrites `json:"writes,omitempty"`
 }
 
 // EvaluateShim checks s against issue 17's goals: the shim's RSS and CPU

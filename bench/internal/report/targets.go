@@ -73,11 +73,17 @@ type Limits struct {
 	// ShimAPIServerRatio: its LIST and round trip / kube-apiserver's
 	// (faster than it).
 	ShimRSSMB, ShimCPUPercent, ShimReadyS, ShimAPIServerRatio float64
+	// WritesMBPerHour: skiff's own steady writes (/proc/<pid>/io
+	// write_bytes) per hour at the density pods; WritesKubeletFactor: how
+	// many times below the kubelet's in the same run (issue 33: under 1
+	// MB/h, at least 10x).
+	WritesMBPerHour, WritesKubeletFactor float64
 }
 
 // IssueLimits are the targets of issue 13 (issue 5's, tightened, on both
 // runtimes), plus issue 14's startup with volumes, issue 15's pull and
-// issue 16's API pods and issue 17's control plane shim.
+// issue 16's API pods, issue 17's control plane shim and issue 33's
+// storage writes.
 var IssueLimits = Limits{
 	StartupMedianRatio:        1.05,
 	StartupVolumesMedianRatio: 1.15,
@@ -94,6 +100,8 @@ var IssueLimits = Limits{
 	ShimCPUPercent:            1,
 	ShimReadyS:                1,
 	ShimAPIServerRatio:        1,
+	WritesMBPerHour:           1,
+	WritesKubeletFactor:       10,
 }
 
 // Evaluate checks run r against l; a figure that was not measured gives
