@@ -183,6 +183,9 @@ func (c *OfflineCopy) LoadPods() ([]*v1.Pod, bool) {
 // saveObject saves a watched ConfigMap or Secret (resource "configmaps"
 // or "secrets").
 func (c *OfflineCopy) saveObject(resource string, obj any) {
+	if c == nil {
+		return
+	}
 	var ns, name string
 	switch o := obj.(type) {
 	case *v1.ConfigMap:
@@ -196,9 +199,6 @@ func (c *OfflineCopy) saveObject(resource string, obj any) {
 		o.ManagedFields = nil
 		obj = o
 	default:
-		return
-	}
-	if c == nil {
 		return
 	}
 	c.mu.Lock()

@@ -388,17 +388,9 @@ func (e *Env) forgetPods(t *testing.T, pods ...*v1.Pod) {
 // killShims kills the runtime shims of the containerd under root (not
 // the test's control plane, whose files are under root too).
 func killShims(root string) {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), "containerd-shim") && strings.Contains(string(cmdline), root) {
-			_ = unix.Kill(pid, unix.SIGKILL)
-		}
-	}
+	killProcesses(func(cmdline string) bool {
+		return strings.Contains(cmdline, "containerd-shim") && strings.Contains(cmdline, root)
+	}, false)
 }
 
 // killPodProcesses kills every process in the cgroups of pod uid (the

@@ -268,6 +268,13 @@ func (s *Suite) removeAllSandboxes() error {
 // agent killed with SIGKILL. Only processes of this run match, as root is
 // unique to it.
 func killProcessesUnder(root string) {
+	killProcesses(func(cmdline string) bool { return strings.Contains(cmdline, root) }, true)
+}
+
+// killProcesses kills, by PID, every process but this one whose command
+// line matches: with SIGTERM first (up to 10 s to exit) when gentle, else
+// with SIGKILL at once.
+func killProcesses(match func(cmdline string) bool, gentle bool) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return
@@ -279,11 +286,13 @@ func killProcessesUnder(root string) {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), root) {
+		if err != nil || !match(string(cmdline)) {
 			continue
 		}
-		_ = unix.Kill(pid, unix.SIGTERM)
-		waitGone(pid, 10*time.Second)
+		if gentle {
+			_ = unix.Kill(pid, unix.SIGTERM)
+			waitGone(pid, 10*time.Second)
+		}
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}
 }
