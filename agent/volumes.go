@@ -31,6 +31,13 @@ type VolumeManager interface {
 	// CheckSizeLimits returns a disk emptyDir of pod over its sizeLimit,
 	// or nil.
 	CheckSizeLimits(pod *v1.Pod) (*SizeLimitExceeded, error)
+	// SubPath returns the host path container mounts for the subPath
+	// sub of pod's set-up volume vol (named volume; index is the mount's
+	// index in the container's volumeMounts): checked to stay inside the
+	// volume, created when missing, and pinned, so that a container
+	// changing the volume after the check cannot redirect the mount out
+	// of it (CVE-2021-25741). Blocking.
+	SubPath(pod *v1.Pod, container string, index int, volume string, vol PodVolume, sub string) (string, error)
 }
 
 // PodVolume is a set-up volume of a pod as its containers mount it.
@@ -159,7 +166,10 @@ func (w *podWorker) addVolumeMounts(ctx context.Context, c *v1.Container, spec *
 	if err != nil {
 		return err
 	}
-	mounts, err := containerMounts(c, vols, imageVols, spec.Env, mountOptions{privileged: spec.Privileged, rro: w.d.rro})
+	subPath := func(index int, volume string, vol PodVolume, sub string) (string, error) {
+		return w.d.volumes.SubPath(w.pod, c.Name, index, volume, vol, sub)
+	}
+	mounts, err := containerMounts(c, vols, imageVols, spec.Env, mountOptions{privileged: spec.Privileged, rro: w.d.rro, subPath: subPath})
 	if err != nil {
 		return err
 	}
@@ -184,7 +194,7 @@ func containerMounts(c *v1.Container, vols map[string]PodVolume, imageVols map[s
 	}()
 	var envMap map[string]string
 	out := make([]runtime.Mount, 0, len(c.VolumeMounts))
-	for _, vm := range c.VolumeMounts {
+	for i, vm := range c.VolumeMounts {
 		vol, ok := vols[vm.Name]
 		if !ok {
 			return nil, fmt.Errorf("cannot find volume %q to mount into container %q", vm.Name, c.Name)
@@ -217,7 +227,7 @@ func containerMounts(c *v1.Container, vols map[string]PodVolume, imageVols map[s
 		}
 		if sub != "" {
 			var err error
-			if host, err = volumes.SubPath(host, sub); err != nil {
+			if host, err = o.subPathOf(i, vm.Name, vol, sub); err != nil {
 				return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
 			}
 		}
@@ -234,8 +244,21 @@ func containerMounts(c *v1.Container, vols map[string]PodVolume, imageVols map[s
 }
 
 // mountOptions are what containerMounts needs besides the mounts: the
-// container is privileged; the runtime has recursive read-only mounts.
-type mountOptions struct{ privileged, rro bool }
+// container is privileged; the runtime has recursive read-only mounts;
+// subPath is the volume manager's VolumeManager.SubPath for this pod and
+// container (nil: volumes.SubPath, unpinned, for tests).
+type mountOptions struct {
+	privileged, rro bool
+	subPath         func(index int, volume string, vol PodVolume, sub string) (string, error)
+}
+
+// subPathOf is o.subPath, or the unpinned check without one.
+func (o mountOptions) subPathOf(index int, volume string, vol PodVolume, sub string) (string, error) {
+	if o.subPath == nil {
+		return volumes.SubPath(vol.HostPath, sub)
+	}
+	return o.subPath(index, volume, vol, sub)
+}
 
 // recursiveReadOnly is the kubelet's resolveRecursiveReadOnly: whether vm
 // is mounted recursively read-only, given whether the runtime can

@@ -41,6 +41,11 @@ func (v realVolumes) SetUp(ctx context.Context, pod *v1.Pod) (map[string]PodVolu
 	return out, nil
 }
 
+// SubPath is the unpinned check: pinning mounts, which needs root.
+func (v realVolumes) SubPath(_ *v1.Pod, _ string, _ int, _ string, vol PodVolume, sub string) (string, error) {
+	return volumes.SubPath(vol.HostPath, sub)
+}
+
 func (v realVolumes) CheckSizeLimits(pod *v1.Pod) (*SizeLimitExceeded, error) {
 	sv, err := v.Manager.CheckSizeLimits(pod)
 	if err != nil || sv == nil {

@@ -119,6 +119,9 @@ type Manager struct {
 	objects   objects.Getter
 	log       *slog.Logger
 	mountInfo string // mountinfo path (tests may point elsewhere)
+	// afterSubPathCheck, when set (tests), runs in SubPathMount between
+	// the subPath's check and its open: where a racing container acts.
+	afterSubPathCheck func()
 
 	mu   sync.Mutex
 	pods map[types.UID]*podEntry
@@ -453,19 +456,19 @@ func (m *Manager) refreshLocked(e *podEntry) error {
 }
 
 // TearDown unmounts everything mounted under the pod's directory and
-// removes its volumes directory. Idempotent, and independent of memory:
+// removes its volumes directory and its pinned subPaths (volume-subpaths). Idempotent, and independent of memory:
 // it works for pods set up by an earlier agent. Call it only once the
 // pod's containers are gone. It never removes across a mount it could not
 // unmount (that could delete another file system's data).
 func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 	e := m.lock(uid)
 	defer m.drop(uid, e)
-	return m.tearDown(uid, filepath.Join(m.PodDir(uid), "volumes"))
+	return m.tearDown(uid, filepath.Join(m.PodDir(uid), "volumes"), filepath.Join(m.PodDir(uid), subPathsDirName))
 }
 
 // tearDown unmounts what is mounted under the pod's directory, then
-// removes dir if nothing is mounted under it any more.
-func (m *Manager) tearDown(uid types.UID, dir string) error {
+// removes dirs if nothing is mounted under it any more.
+func (m *Manager) tearDown(uid types.UID, dirs ...string) error {
 	podDir := m.PodDir(uid)
 	mps, err := mountsUnder(m.mountInfo, podDir)
 	if err != nil {
@@ -483,8 +486,10 @@ func (m *Manager) tearDown(uid types.UID, dir string) error {
 	} else if len(left) > 0 {
 		return fmt.Errorf("still mounted under %s: %v", podDir, left)
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove %s: %w", dir, err)
+	for _, dir := range dirs {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("remove %s: %w", dir, err)
+		}
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // SubPath returns the host path of subPath inside the volume at volPath,
@@ -52,36 +54,63 @@ func SubPath(volPath, subPath string) (string, error) {
 }
 
 // mkdirInside creates root/sub one component at a time, refusing to follow
-// a symlink out of root on the way (the kubelet's SafeMakeDir).
+// a symlink out of root on the way (the kubelet's SafeMakeDir). Each
+// component is created and opened relative to the descriptor of its
+// parent, never by path, and opened without following a symlink: a
+// container swapping a component for a symlink while this runs makes it
+// fail, and nothing is created outside root (CVE-2021-25741's class).
 func mkdirInside(root, sub string, perm fs.FileMode) error {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open volume %s: %w", root, err)
+	}
+	defer func() { _ = unix.Close(fd) }()
 	cur := root
 	for _, part := range strings.Split(filepath.Clean(sub), "/") {
 		if part == "" || part == "." {
 			continue
 		}
-		next := filepath.Join(cur, part)
+		cur = filepath.Join(cur, part)
 		created := true
-		if err := os.Mkdir(next, perm); errors.Is(err, fs.ErrExist) {
+		if err := unix.Mkdirat(fd, part, uint32(perm.Perm())); errors.Is(err, unix.EEXIST) {
 			created = false
 		} else if err != nil {
-			return fmt.Errorf("create subPath directory: %w", err)
+			return fmt.Errorf("create subPath directory %s: %w", cur, err)
 		}
-		resolved, err := filepath.EvalSymlinks(next)
+		next, err := unix.Openat(fd, part, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return err
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+				return fmt.Errorf("subpath %q: %s is a symlink or not a directory: %w", sub, cur, err)
+			}
+			return fmt.Errorf("open subPath directory %s: %w", cur, err)
 		}
-		if resolved != root && !strings.HasPrefix(resolved, root+"/") {
-			return fmt.Errorf("subpath %q not within volume path %q", resolved, root)
-		}
+		_ = unix.Close(fd)
+		fd = next
 		if created {
-			// Only what it created: an existing directory keeps its mode.
-			if err := os.Chmod(resolved, perm); err != nil {
-				return err
+			// Only what it created: an existing directory keeps its
+			// mode. The whole mode (setgid, sticky), which Mkdirat's
+			// umask-filtered permission bits lack.
+			if err := unix.Fchmod(fd, unixMode(perm)); err != nil {
+				return fmt.Errorf("chmod subPath directory %s: %w", cur, err)
 			}
 		}
-		cur = resolved
 	}
 	return nil
+}
+
+// unixMode is m in chmod(2)'s bits: permissions, setuid, setgid, sticky.
+func unixMode(m fs.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		u |= unix.S_ISUID
+	}
+	if m&fs.ModeSetgid != 0 {
+		u |= unix.S_ISGID
+	}
+	if m&fs.ModeSticky != 0 {
+		u |= unix.S_ISVTX
+	}
+	return u
 }
 
 // ExpandSubPathExpr expands $(VAR) references in a subPathExpr from the
