@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -200,14 +201,10 @@ func capabilityNames(caps []v1.Capability) []string {
 
 // seccompProfile is c's seccomp profile: the container's, else the pod's,
 // else RuntimeDefault with SeccompDefault, else Unconfined (the
-// kubelet's getSeccompProfile).
+// kubelet's getSeccompProfile). A Localhost one without a profile never
+// gets here: checkSeccompLocalhost refuses the container first.
 func (p *securityPolicy) seccompProfile(pod *v1.Pod, c *v1.Container) *runtime.SecurityProfile {
-	var sp *v1.SeccompProfile
-	if c.SecurityContext != nil && c.SecurityContext.SeccompProfile != nil {
-		sp = c.SecurityContext.SeccompProfile
-	} else if pod.Spec.SecurityContext != nil {
-		sp = pod.Spec.SecurityContext.SeccompProfile
-	}
+	sp := effectiveSeccomp(pod, c)
 	cfg := p.config()
 	switch {
 	case sp == nil && cfg.SeccompDefault, sp != nil && sp.Type == v1.SeccompProfileTypeRuntimeDefault:
@@ -216,6 +213,31 @@ func (p *securityPolicy) seccompProfile(pod *v1.Pod, c *v1.Container) *runtime.S
 		return &runtime.SecurityProfile{Type: runtime.ProfileLocalhost, LocalhostRef: filepath.Join(cfg.SeccompProfileRoot, *sp.LocalhostProfile)}
 	}
 	return &runtime.SecurityProfile{Type: runtime.ProfileUnconfined}
+}
+
+// checkSeccompLocalhost refuses c when its effective seccomp profile is
+// Localhost without a profile, or with an empty one (which API
+// validation lets through): the kubelet's error since CVE-2023-2431
+// (kubernetes#118690), where such a container ran unconfined. Here it
+// would run unconfined (nil) or name the profile directory itself ("").
+// The error is a *configError (CreateContainerConfigError).
+func checkSeccompLocalhost(pod *v1.Pod, c *v1.Container) error {
+	sp := effectiveSeccomp(pod, c)
+	if sp != nil && sp.Type == v1.SeccompProfileTypeLocalhost && (sp.LocalhostProfile == nil || *sp.LocalhostProfile == "") {
+		return &configError{errors.New("localhostProfile must be set if seccompProfile type is Localhost.")} //nolint:staticcheck // the kubelet's message, its full stop included
+	}
+	return nil
+}
+
+// effectiveSeccomp is c's seccomp profile field, else the pod's; nil: none.
+func effectiveSeccomp(pod *v1.Pod, c *v1.Container) *v1.SeccompProfile {
+	if c.SecurityContext != nil && c.SecurityContext.SeccompProfile != nil {
+		return c.SecurityContext.SeccompProfile
+	}
+	if pod.Spec.SecurityContext != nil {
+		return pod.Spec.SecurityContext.SeccompProfile
+	}
+	return nil
 }
 
 // appArmorAnnotationPrefix is the beta annotation naming a container's
@@ -269,6 +291,9 @@ const reasonCreateContainerConfigError = "CreateContainerConfigError"
 // runAsNonRoot the kubelet's way, asking the runtime for the image's user
 // only when the check needs it. Errors are *configError.
 func (p *securityPolicy) completeContainerSpec(ctx context.Context, images runtime.Images, pod *v1.Pod, c *v1.Container, spec *runtime.ContainerSpec) error {
+	if err := checkSeccompLocalhost(pod, c); err != nil {
+		return err
+	}
 	spec.Security = p.containerSecurity(pod, c)
 	if !runAsNonRoot(pod, c) || spec.RunAsUser != nil {
 		return verifyRunAsNonRoot(pod, c, spec.RunAsUser, "")
