@@ -157,9 +157,14 @@ func (s *Server) logTarget(ns, name, container string, q logQuery) (string, podl
 	}
 	dir := podlogs.PodDir(s.podLogsDir, ns, name, string(pod.UID))
 	path := podlogs.ContainerLogPath(dir, container, run)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if info, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return "", podlogs.ReadOptions{}, errorf(http.StatusBadRequest,
 			"container %q in pod %q has no log file for run %d", container, name, run)
+	} else if err == nil && !info.Mode().IsRegular() {
+		// A symlink (or FIFO) planted in the log directory: never
+		// followed out of it.
+		return "", podlogs.ReadOptions{}, errorf(http.StatusInternalServerError,
+			"log file %s of container %q in pod %q is not a regular file", path, container, name)
 	}
 	opts := podlogs.ReadOptions{
 		Follow:       q.follow,

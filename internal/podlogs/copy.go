@@ -114,7 +114,7 @@ func copyLog(ctx context.Context, w io.Writer, path string, opts ReadOptions) er
 	if opts.Stream != "" && opts.Stream != Stdout && opts.Stream != Stderr {
 		return fmt.Errorf("unknown log stream %q", opts.Stream)
 	}
-	f, err := os.Open(path)
+	f, err := openLog(path)
 	if err != nil {
 		return fmt.Errorf("open container log: %w", err)
 	}
@@ -301,7 +301,7 @@ func (c *copier) finish() error {
 // that replaced the one being read, and reports done when the file is gone
 // and no Running callback says to wait for it.
 func (c *copier) checkRotation() (done bool, err error) {
-	now, err := os.Stat(c.path)
+	now, err := os.Lstat(c.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if c.opts.Running != nil {
 			return false, nil // rotation in progress; Running decides
@@ -321,7 +321,7 @@ func (c *copier) checkRotation() (done bool, err error) {
 	if err := c.readAvailable(true); err != nil {
 		return false, err
 	}
-	f, err := os.Open(c.path)
+	f, err := openLog(c.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil // replaced and gone again; look next time
 	}

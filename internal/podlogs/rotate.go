@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/clock"
 )
@@ -169,14 +170,16 @@ func (r *Rotator) RotateOnce(ctx context.Context) error {
 }
 
 // check rotates one container's log if it is over MaxSize; a missing log
-// is reopened (a rotation interrupted between rename and reopen).
+// is reopened (a rotation interrupted between rename and reopen). A log
+// that is not a regular file (a symlink planted in the log directory) is
+// an ErrNotRegular error and left alone.
 func (r *Rotator) check(ctx context.Context, l RunningLog) error {
-	info, err := os.Stat(l.Path)
+	info, err := checkRegular(l.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := r.cfg.Runtime.ReopenContainerLog(ctx, l.ID); err != nil {
 			return fmt.Errorf("container log does not exist, reopen failed: %w", err)
 		}
-		info, err = os.Stat(l.Path)
+		info, err = checkRegular(l.Path)
 	}
 	if err != nil {
 		return err
@@ -205,10 +208,17 @@ func (r *Rotator) rotate(ctx context.Context, id, path string) error {
 		return err
 	}
 	for _, f := range rotated {
-		if !strings.HasSuffix(f, compressSuffix) {
-			if err := compress(f); err != nil {
-				return err
+		if strings.HasSuffix(f, compressSuffix) {
+			continue
+		}
+		if err := compress(f); errors.Is(err, ErrNotRegular) {
+			// Not a log the runtime wrote (a symlink planted in the log
+			// directory): removed, never read.
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove %s: %w", f, err)
 			}
+		} else if err != nil {
+			return err
 		}
 	}
 	return r.rotateLatest(ctx, id, path)
@@ -270,15 +280,19 @@ func removeExcess(files []string, keep int) ([]string, error) {
 }
 
 // compress gzips path into path.gz (through path.gz.tmp, renamed when
-// complete) and removes path.
+// complete) and removes path. A path that is not a regular file is not
+// read (ErrNotRegular): a symlink is never followed out of the log
+// directory.
 func compress(path string) (retErr error) {
-	in, err := os.Open(path)
+	in, err := openLog(path)
 	if err != nil {
 		return fmt.Errorf("compress log: %w", err)
 	}
 	defer in.Close()
 	tmp := path + compressSuffix + tmpSuffix
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+	// Never through a symlink planted at tmp: removeUnused removed what
+	// was there, so it is created anew.
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o640)
 	if err != nil {
 		return fmt.Errorf("compress log: %w", err)
 	}
