@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -58,5 +60,33 @@ func TestSeccompLocalhostEmpty_CVE_2023_2431(t *testing.T) {
 				t.Errorf("seccomp = %+v, want %v %q", got, tt.wantProfile, tt.wantLocalhost)
 			}
 		})
+	}
+}
+
+// TestAPIDataVolumeMountsReadOnly_CVE_2017_1002102: a container mounts a
+// configMap, secret, downwardAPI or projected volume (PodVolume.ReadOnly)
+// read-only even when its volumeMount says readOnly: false, by subPath
+// too: kubernetes#60814's fix (ReadOnlyAPIDataVolumes), without which a
+// container could plant symlinks for the atomic writer to follow. An
+// emptyDir stays writable.
+func TestAPIDataVolumeMountsReadOnly_CVE_2017_1002102(t *testing.T) {
+	cfg, scratch := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(cfg, "k"), []byte("v"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vols := map[string]PodVolume{"cfg": {HostPath: cfg, ReadOnly: true}, "scratch": {HostPath: scratch}}
+	c := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{
+		{Name: "cfg", MountPath: "/cfg", ReadOnly: false},
+		{Name: "cfg", MountPath: "/k", SubPath: "k", ReadOnly: false},
+		{Name: "scratch", MountPath: "/scratch"},
+	}}
+	ms, err := containerMounts(c, vols, nil, nil, mountOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, true, false} {
+		if ms[i].ReadOnly != want {
+			t.Errorf("mount %s: ReadOnly %v, want %v", ms[i].ContainerPath, ms[i].ReadOnly, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -67,28 +68,44 @@ func checkHostPath(path string, typ *v1.HostPathType) error {
 }
 
 // makeDir creates path with mode 0755 (not filtered by the umask), as the
-// kubelet's DirectoryOrCreate does.
+// kubelet's DirectoryOrCreate does. The mode is set through a descriptor
+// opened without following a symlink: a pod that swaps the new directory
+// for a symlink cannot have another file's mode changed.
 func makeDir(path string) error {
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return err
 	}
-	return os.Chmod(path, 0o755)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("hostPath type check failed: %s is not a directory: %w", path, err)
+	}
+	defer func() { _ = unix.Close(fd) }()
+	return unix.Fchmod(fd, 0o755)
 }
 
 // makeFile creates an empty file of mode 0644 and its parent directories.
+// It never creates through a symlink (O_EXCL): a dangling symlink at path
+// is an error, not a file created where it points; the mode is set on
+// the descriptor, not by path.
 func makeFile(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
+	if errors.Is(err, fs.ErrExist) {
+		// Created meanwhile, or a dangling symlink (which O_EXCL does
+		// not follow): only a regular file will do.
+		if info, err := os.Stat(path); err == nil && info.Mode().IsRegular() {
 			return nil
 		}
+		return fmt.Errorf("hostPath type check failed: %s is not a file", path)
+	}
+	if err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
+	if err := f.Chmod(0o644); err != nil {
+		_ = f.Close()
 		return err
 	}
-	return os.Chmod(path, 0o644)
+	return f.Close()
 }
