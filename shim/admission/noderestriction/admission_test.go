@@ -131,6 +131,10 @@ func TestNodeRestriction(t *testing.T) {
 		{"mirror pod of a node not registered", call{user: &user.DefaultInfo{Name: "system:node:n3", Groups: []string{user.NodesGroup}}, op: admission.Create, resource: "pods", ns: "ns",
 			obj: mirror(func(p *corev1.Pod) { p.Spec.NodeName, p.OwnerReferences[0].Name = "n3", "n3" })}, "404"},
 		{"mirror pod with a service account", pods(admission.Create, mirror(func(p *corev1.Pod) { p.Spec.ServiceAccountName = "sa" })), "reference serviceaccounts"},
+		// CVE-2025-4563 (kubernetes#132151): a mirror pod claiming dynamic resources.
+		{"mirror pod with resourceClaims", pods(admission.Create, mirror(func(p *corev1.Pod) {
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("someone-elses")}}
+		})), "reference resourceclaims"},
 		{"mirror pod with a secret env", pods(admission.Create, mirror(func(p *corev1.Pod) {
 			p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}}
 		})), "reference secrets"},
