@@ -1,16 +1,22 @@
 package server
 
 import (
+	"bufio"
+	"crypto/x509"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/skiffnode/skiff/internal/podlogs"
+	"github.com/skiffnode/skiff/runtime"
 )
 
 // readOnlyAttacks are the requests that write, exec or debug, sent to the
@@ -89,4 +95,71 @@ func TestContainerLogsNeverFollowSymlink(t *testing.T) {
 			t.Errorf("logs%s through a symlink = %d %q, want 500 naming the file, without its content", q, code, body)
 		}
 	}
+}
+
+// TestKubeletAPIPathConfusion: on top of the secure defaults (webhook
+// authorization of each request by the subresource its path maps to), a
+// caller allowed only the harmless subresources (stats, metrics, log,
+// healthz, pods: a monitoring identity) dresses /run and /exec as one of
+// them with dot segments, encoded or not, or a doubled slash. None runs a
+// command: the path the filter authorizes is the path served, or the
+// request is redirected to its clean path and authorized again. The
+// class of the kubelet API's authorization bypasses (kubelet API
+// attacks behind CVE-2018-1002105 and CVE-2020-8559 went through the API
+// server; these go at the kubelet API directly).
+func TestKubeletAPIPathConfusion(t *testing.T) {
+	exec := &fakeExecer{res: runtime.ExecResult{Stdout: []byte("uid=0(root)\n")}}
+	authn, err := NewAuthenticator(AuthnConfig{Anonymous: true, ClientCAs: x509.NewCertPool()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz := &subresourceAuthorizer{allow: map[string]bool{"stats": true, "metrics": true, "log": true, "healthz": true, "pods": true}}
+	h := (&Auth{Authenticator: authn, Authorizer: authz, NodeName: "node1"}).Wrap(
+		New(Config{Pods: &fakePods{pods: []*v1.Pod{webPod(running())}}, Exec: exec}).Handler())
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for _, path := range []string{
+		"/stats/../run/default/web/app?cmd=id",
+		"/stats/%2e%2e/run/default/web/app?cmd=id",
+		"/stats/..%2frun/default/web/app?cmd=id",
+		"/stats/summary/../../run/default/web/app?cmd=id",
+		"/metrics/../run/default/web/app?cmd=id",
+		"/logs/../run/default/web/app?cmd=id",
+		"/healthz/../run/default/web/app?cmd=id",
+		"/pods/../run/default/web/app?cmd=id",
+		"/pods/..;/run/default/web/app?cmd=id",
+		"//run/default/web/app?cmd=id",
+		"/run/default/web/app/../../../../stats/summary?cmd=id",
+		"/stats/../exec/default/web/app?command=id&output=1",
+	} {
+		status, body := rawPost(t, srv.Listener.Addr().String(), path)
+		if status == http.StatusOK || strings.Contains(body, "uid=0") {
+			t.Errorf("POST %s = %d %.120q, want refused or redirected", path, status, body)
+		}
+	}
+	if len(exec.calls) != 0 {
+		t.Errorf("commands run: %v, want none", exec.calls)
+	}
+}
+
+// rawPost sends POST path as written (no client-side cleaning) and
+// returns the status and the start of the body.
+func rawPost(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, "POST "+path+" HTTP/1.1\r\nHost: node1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return resp.StatusCode, string(body)
 }
