@@ -321,6 +321,22 @@ lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 	cd bench && $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
+# Fuzzing (issue 34): every go test fuzz target of the main module
+# (FuzzXxx in the packages that parse outside input), one at a time for
+# FUZZTIME each, by hack/fuzz.sh (FUZZ_TARGETS, FUZZ_PARALLEL; crashers
+# land in the package's testdata/fuzz/). Not part of test.
+FUZZTIME ?= 60s
+FUZZ_REPORT ?=
+.PHONY: fuzz fuzz-short
+
+## fuzz: every fuzz target for FUZZTIME (default 60s) each, -parallel 2; prints executions and findings per target (markdown table in FUZZ_REPORT when set), fails on any finding
+fuzz:
+	FUZZTIME=$(FUZZTIME) FUZZ_REPORT=$(FUZZ_REPORT) hack/fuzz.sh
+
+## fuzz-short: make fuzz with FUZZTIME=5s (CI's short mode)
+fuzz-short:
+	FUZZTIME=5s FUZZ_REPORT=$(FUZZ_REPORT) hack/fuzz.sh
+
 # Benchmarks (issues 5, 13): skiff against the raw CRI floor on two runtimes,
 # skiff's managed containerd and an external containerd the harness starts
 # with a plain CRI config (bench/README.md), and the real kubelet when
