@@ -15,6 +15,7 @@ import (
 	"github.com/skiffnode/skiff/images"
 	imageservice "github.com/skiffnode/skiff/images/service"
 	"github.com/skiffnode/skiff/internal/credentials"
+	"github.com/skiffnode/skiff/internal/diskpressure"
 	"github.com/skiffnode/skiff/internal/events"
 	"github.com/skiffnode/skiff/internal/objects"
 	"github.com/skiffnode/skiff/internal/startgate"
@@ -35,6 +36,8 @@ type apiPhase struct {
 	store    *objects.Store
 	events   *events.Recorder
 	shutdown *nodeshutdown.Manager
+	// disk decides DiskPressure (the node status) and records its events.
+	disk *diskpressure.Monitor
 	// source is the API source (--kubeconfig); nil without an API server.
 	source *apiSource
 	// pods is the agent, bound once it exists: the API source's status
@@ -60,6 +63,8 @@ func (n *Node) newAPI(ctx context.Context) error {
 	}
 	p.shutdown = shutdown
 	o := &n.cfg
+	p.disk = diskpressure.New(diskpressure.Config{Paths: n.diskPaths(), Event: p.events.NodeEvent, Logger: n.log})
+	n.loopNoErr("disk pressure", p.disk.Run)
 	if !o.API.OfflinePods {
 		if err := removeOfflineCopy(o.RootDir, n.log); err != nil {
 			return err
@@ -85,7 +90,7 @@ func (n *Node) newAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	facts := withShutdownStatus(nodeFacts(n.rt.rt, n.name, o.RootDir, capacity, n.allocatable, ips, int32(o.KubeletAPI.Port), n.declared.Declared(), n.log), shutdown)
+	facts := withDiskPressure(withShutdownStatus(nodeFacts(n.rt.rt, n.name, o.RootDir, capacity, n.allocatable, ips, int32(o.KubeletAPI.Port), n.declared.Declared(), n.log), shutdown), p.disk)
 	p.source, err = o.API.newAPISource(n.name, o.RootDir, p.pods, facts, p.events, n.log)
 	return err
 }
@@ -273,7 +278,7 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 		ContainerGCPeriod: o.GC.ContainerGCPeriod,
 		PodChanged:        podChanged,
 		Metrics:           rt.mx.kubelet,
-		Admitters:         []agent.PodAdmitter{featureAdmitter(features, rtName), api.shutdown.Admit},
+		Admitters:         []agent.PodAdmitter{featureAdmitter(features, rtName), api.shutdown.Admit, diskPressureAdmitter(api.disk)},
 		RuntimeFeatures:   features,
 		UserNamespaces:    usernsMgr,
 		OOMGroupKill:      oomGroupKill(mode, o.Resources.SingleProcessOOMKill),
