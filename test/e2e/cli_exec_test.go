@@ -37,7 +37,7 @@ func (e *Env) skiffSplitIn(t *testing.T, stdin io.Reader, args ...string) cliRes
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	flags := []string{"--root-dir", e.s.Root}
+	flags := []string{"--root-dir", e.root()}
 	if i := slices.Index(args, "--"); i >= 0 {
 		args = slices.Concat(args[:i], flags, args[i:])
 	} else {

@@ -42,6 +42,15 @@ type Env struct {
 	startFailed bool
 	http        *http.Client
 	rt          *cri.Runtime
+	// preexisting is what the host held before a faults scenario started
+	// (network namespaces, bridge ports, IP records): not its leaks.
+	preexisting map[string]bool
+	// rootDir, when set, is the agent's --root-dir instead of the suite's
+	// root (useRootDir).
+	rootDir string
+	// afterAgent runs at the end of cleanup, once the agent has stopped
+	// (what the agent needs until then, e.g. a CRI proxy), last first.
+	afterAgent []func()
 }
 
 // AgentOptions tune one agent start.
@@ -93,6 +102,21 @@ func unixHTTPClient(sock string) *http.Client {
 	}, Timeout: 10 * time.Second}
 }
 
+// root is the agent's --root-dir: the suite's root unless useRootDir.
+func (e *Env) root() string {
+	if e.rootDir != "" {
+		return e.rootDir
+	}
+	return e.s.Root
+}
+
+// useRootDir makes dir the --root-dir of the agents this test starts from
+// now on (and where its API socket is).
+func (e *Env) useRootDir(dir string) {
+	e.rootDir = dir
+	e.http = unixHTTPClient(filepath.Join(dir, "skiff.sock"))
+}
+
 // PodName is the name the agent gives the static pod of a manifest.
 func PodName(manifestName string) string { return manifestName + "-" + nodeName }
 
@@ -114,7 +138,7 @@ func (e *Env) StartAgent(t *testing.T, opts AgentOptions) {
 	e.agentLogs = append(e.agentLogs, logPath)
 	args := []string{"agent",
 		"--pod-manifest-path", e.ManifestDir,
-		"--root-dir", e.s.Root,
+		"--root-dir", e.root(),
 		"--hostname-override", nodeName,
 		"--pod-logs-dir", e.PodLogsDir,
 		"--v", "4",
@@ -266,7 +290,7 @@ func (e *Env) Skiff(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, e.s.Bin, append(args, "--root-dir", e.s.Root)...)
+	cmd := exec.CommandContext(ctx, e.s.Bin, append(args, "--root-dir", e.root())...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -274,6 +298,11 @@ func (e *Env) Skiff(t *testing.T, args ...string) (string, error) {
 // cleanup runs at the end of every test; see NewEnv.
 func (e *Env) cleanup(t *testing.T) {
 	defer e.dumpLogsIfFailed(t)
+	defer func() {
+		for i := len(e.afterAgent) - 1; i >= 0; i-- {
+			e.afterAgent[i]()
+		}
+	}()
 	e.removeAllManifests(t)
 	if e.agent == nil && len(e.agentLogs) > 0 && !e.startFailed {
 		// The test left the agent stopped: start one to tear the pods down.
