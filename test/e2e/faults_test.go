@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -175,6 +176,7 @@ func TestFaultsSlowRuntime(t *testing.T) {
 	}
 	before, _ := e.waitConverged(t, pods, convergeTimeout)
 	proxy.SetFaults(criproxy.Fault{Delay: 3 * time.Second})
+	relists := e.metricValue(t, "kubelet_pleg_relist_duration_seconds_count")
 	var worstPods, worstHealth time.Duration
 	healthFailures := 0
 	for end := time.Now().Add(sc.slowFor); time.Now().Before(end); time.Sleep(time.Second) {
@@ -196,7 +198,13 @@ func TestFaultsSlowRuntime(t *testing.T) {
 			healthFailures++
 		}
 	}
+	// The sync loop kept turning: its heartbeat, which the systemd
+	// watchdog follows (docs/agent.md), stayed fresh.
+	relists = e.metricValue(t, "kubelet_pleg_relist_duration_seconds_count") - relists
 	proxy.SetFaults()
+	if relists < sc.slowFor.Seconds()/10 {
+		t.Errorf("%v relists in %s of a 3 s runtime, want the loop to keep turning (a relist is 2 calls)", relists, sc.slowFor)
+	}
 	if worstPods > time.Second {
 		t.Errorf("GET /pods took up to %s with a slow runtime, want under 1 s", worstPods)
 	}
@@ -209,8 +217,8 @@ func TestFaultsSlowRuntime(t *testing.T) {
 	}
 	faultRecord{scenario: "every CRI call 3 s slow", scale: sc.name, pods: pods, restarts: after.restarts - before.restarts,
 		recovery: took.Round(100 * time.Millisecond).String(),
-		notes: fmt.Sprintf("%s slow; GET /pods at most %s, /healthz at most %s", sc.slowFor,
-			worstPods.Round(time.Millisecond), worstHealth.Round(10*time.Millisecond))}.report(t)
+		notes: fmt.Sprintf("%s slow; GET /pods at most %s, /healthz at most %s; %v relists meanwhile (the watchdog's heartbeat)", sc.slowFor,
+			worstPods.Round(time.Millisecond), worstHealth.Round(10*time.Millisecond), relists)}.report(t)
 }
 
 // TestFaultsRuntimeKilled (the kubelet's restart_test.go "should recover
@@ -267,4 +275,24 @@ func containerIDs(cs []*runtime.Container) string {
 	}
 	slices.Sort(ids)
 	return strings.Join(ids, ",")
+}
+
+// metricValue reads an unlabelled sample from the agent's /metrics.
+func (e *Env) metricValue(t *testing.T, name string) float64 {
+	t.Helper()
+	code, body, err := e.get("/metrics")
+	if err != nil || code != 200 {
+		t.Fatalf("GET /metrics: %d %v", code, err)
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("metric %s: %q", name, line)
+			}
+			return f
+		}
+	}
+	t.Fatalf("metric %s not in /metrics", name)
+	return 0
 }
