@@ -140,6 +140,7 @@ func (m *Manager) forgetRestoredPodLocked(uid types.UID) {
 	for id, e := range m.cp.restored {
 		if e.PodUID == uid {
 			delete(m.cp.restored, id)
+			m.checkpointChangedLocked()
 		}
 	}
 }

@@ -125,6 +125,29 @@ func TestCheckpoint_WritesCoalescedAndPruned(t *testing.T) {
 	readCheckpoint(t, path, map[string]checkpointEntry{})
 }
 
+// Removing a container or a pod rewrites the checkpoint without its
+// results, checkpointDelay later, with nothing else changing.
+func TestCheckpoint_RemovalWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "probes.json")
+	h := newHarness(t, harnessOpts{checkpoint: path})
+	h.exec.set("ready", pass)
+	for _, uid := range []string{"p1", "p2"} {
+		h.add(appPod(uid, nil, execProbe("ready", 0, 10, 1, 1), nil), "c-"+uid)
+	}
+	h.round(Readiness, Readiness)
+	h.clock.Step(checkpointDelay)
+	readCheckpoint(t, path, map[string]checkpointEntry{
+		"c-p1": {PodUID: "p1", Container: "app", Ready: true},
+		"c-p2": {PodUID: "p2", Container: "app", Ready: true},
+	})
+	h.m.RemoveContainer("p1", "app")
+	h.clock.Step(checkpointDelay)
+	readCheckpoint(t, path, map[string]checkpointEntry{"c-p2": {PodUID: "p2", Container: "app", Ready: true}})
+	h.m.RemovePod("p2")
+	h.clock.Step(checkpointDelay)
+	readCheckpoint(t, path, map[string]checkpointEntry{})
+}
+
 // A checkpoint that cannot be read costs only the carried-over results.
 func TestCheckpoint_CorruptFileIgnored(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "probes.json")

@@ -238,10 +238,17 @@ func (m *Manager) quietLocked(e *entry) {
 
 // dropLocked stops the probe under key and forgets its result.
 func (m *Manager) dropLocked(key probeKey) {
-	if e := m.entries[key]; e != nil && e.w != nil {
+	e := m.entries[key]
+	if e == nil {
+		return
+	}
+	if e.w != nil {
 		e.w.stop()
 	}
 	delete(m.entries, key)
+	if e.result == Success && key.kind != Liveness { // it was in the checkpoint
+		m.checkpointChangedLocked()
+	}
 }
 
 // RemoveContainer stops the probes of one container and forgets their
