@@ -46,7 +46,7 @@ func setUpErrorForAgent(err error) error {
 // SubPath is the manager's SubPathMount: the subPath checked and pinned
 // by a bind mount under the pod's directory.
 func (v agentVolumes) SubPath(pod *v1.Pod, container string, index int, volume string, vol agent.PodVolume, sub string) (string, error) {
-	return v.Manager.SubPathMount(pod.UID, volume, container, index, vol.HostPath, sub)
+	return v.SubPathMount(pod.UID, volume, container, index, vol.HostPath, sub)
 }
 
 // CheckSizeLimits is the manager's, with its violation as the agent's.

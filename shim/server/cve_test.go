@@ -260,6 +260,7 @@ func rawRequests(t *testing.T, cfg *rest.Config, shimURL, path, next string) (in
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 	if next == "" {
 		return resp.StatusCode, ""
