@@ -27,6 +27,8 @@ func FuzzParse(f *testing.F) {
 		"mirrors:\n  docker.io:\n    endpoint: [https://m.io]\nconfigs:\n  docker.io:\n    auth: {username: u, password: p}\n  m.io:\n    tls: {ca_file: /abs/ca.pem}\n",
 		`{"mirrors":{"localhost:5000":{"endpoint":["http://localhost:5000"]}}}`,
 		"mirrors:\n  a.io: {}\n  a.io: {}\n",
+		"mirrors: {a: {}}\n",
+		`{"configs":{"a":{"auth":{"identitytoken":"t"}}}}`,
 		"configs:\n  \"[::1]:5000\":\n    auth: {username: u}\n",
 	} {
 		f.Add([]byte(seed))
@@ -99,4 +101,27 @@ func checkHostsDir(name string) error {
 // hasControl is runtime/containerd's check of a TOML string value.
 func hasControl(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
+
+// What FuzzParse's properties caught (the corpus entries under
+// testdata/fuzz/FuzzParse): files that validated but that the managed
+// containerd's rendering refused at start, with an error naming neither
+// the file nor the field. Parse now refuses them, naming the field.
+func TestParseRefusesWhatContainerdRefuses(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"mirror host ..", "mirrors:\n  ..:\n    endpoint: [\"https://m.io\"]\n", `mirrors[".."]: ".." is not a host[:port]`},
+		{"mirror host .", "mirrors:\n  .: {}\n", `mirrors["."]: "." is not a host[:port]`},
+		{"config host with an empty label", "configs:\n  a..io:5000:\n    auth: {identitytoken: t}\n", `configs["a..io:5000"]: "a..io:5000" is not a host[:port]`},
+		{"control character in username", `{"configs":{"a.io":{"auth":{"username":"u\n","password":"p"}}}}`, `configs["a.io"].auth: username: holds a control character`},
+		{"control character in password", `{"configs":{"a.io":{"auth":{"username":"u","password":"p\u007f"}}}}`, `configs["a.io"].auth: password: holds a control character`},
+		{"control character in identitytoken", `{"configs":{"a.io":{"auth":{"identitytoken":"\t"}}}}`, `configs["a.io"].auth: identitytoken: holds a control character`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), t.TempDir())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one with %q", err, tt.want)
+			}
+		})
+	}
 }

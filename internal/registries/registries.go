@@ -147,13 +147,15 @@ func (f *File) Validate() error {
 	return errors.Join(errs...)
 }
 
-// checkHost accepts host[:port] without scheme or path.
+// checkHost accepts host[:port] without scheme or path, whose host name
+// has no empty label ("." and ".." would also name no directory of
+// containerd's config_path).
 func checkHost(host string) error {
 	if host == "" || strings.ContainsAny(host, "/ \t@?#") {
 		return fmt.Errorf("%q is not a host[:port]", host)
 	}
 	u, err := url.Parse("https://" + host)
-	if err != nil || u.Host != host || u.Hostname() == "" {
+	if err != nil || u.Host != host || u.Hostname() == "" || slices.Contains(strings.Split(u.Hostname(), "."), "") {
 		return fmt.Errorf("%q is not a host[:port]", host)
 	}
 	return checkNotIPv6(host)
@@ -190,6 +192,13 @@ func checkEndpoint(ep string) error {
 }
 
 func (a *Auth) check() error {
+	// containerd's config.toml holds these as TOML strings, which skiff
+	// writes without control characters (runtime/containerd refuses them).
+	for _, f := range []struct{ name, value string }{{"username", a.Username}, {"password", a.Password}, {"auth", a.Auth}, {"identitytoken", a.IdentityToken}} {
+		if strings.ContainsFunc(f.value, isControl) {
+			return fmt.Errorf("%s: holds a control character", f.name)
+		}
+	}
 	kinds := 0
 	if a.Username != "" || a.Password != "" {
 		kinds++
@@ -236,6 +245,10 @@ func (t *TLS) check(host string) []error {
 	}
 	return errs
 }
+
+// isControl reports the characters a TOML basic string cannot hold as
+// they are.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // IsLoopback reports whether host (host[:port], an IPv6 literal in
 // brackets) names this machine: localhost, 127.0.0.0/8 or ::1.
