@@ -35,7 +35,10 @@ func (w *podWorker) apply(ctx context.Context, st *podState, acts podActions) (p
 	case acts.CreateSandbox:
 		if err := w.createSandbox(ctx, st, acts.SandboxAttempt); err != nil {
 			w.log.Warn("creating sandbox", "err", err)
-			return false, 2 * time.Second
+			if ctx.Err() == nil {
+				w.event("", v1.EventTypeWarning, EventFailedCreateSandbox, "Failed to create pod sandbox: "+err.Error())
+			}
+			return false, sandboxRetryDelay
 		}
 		return true, 0
 	}
@@ -139,6 +142,11 @@ func soonest(a, b time.Duration) time.Duration {
 }
 
 func (w *podWorker) retryDelay() time.Duration { return 5 * time.Second }
+
+// sandboxRetryDelay is how long a pod waits after its sandbox could not be
+// created (a CNI or runtime failure): the kubelet's pod worker back-off
+// after a failed sync (workerBackOffPeriod).
+const sandboxRetryDelay = 10 * time.Second
 
 // acquireStart takes a start slot of priority p; release it when done.
 func (w *podWorker) acquireStart(ctx context.Context, p startgate.Priority) (release func(), err error) {

@@ -345,3 +345,25 @@ func TestPodRestartRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestSandboxFailureEventAndRetry: a sandbox that cannot be created is a
+// FailedCreatePodSandBox event with the runtime's error, as the kubelet's,
+// and the next try comes after the kubelet's 10 s worker back-off.
+func TestSandboxFailureEventAndRetry(t *testing.T) {
+	pw, _ := newMetricsWorker(t, testPod("Always", nil, "app"))
+	pw.rt.AddImage("img")
+	pw.rt.FailNext("RunSandbox", errors.New("plugin type=\"bridge\" failed (add): boom"))
+	if next := pw.syncAt(0); next != sandboxRetryDelay {
+		t.Errorf("next sync in %s after the failure, want %s", next, sandboxRetryDelay)
+	}
+	want := `pod Warning FailedCreatePodSandBox: Failed to create pod sandbox: run sandbox: plugin type="bridge" failed (add): boom`
+	if evs := pw.events(); !slices.Contains(evs, want) {
+		t.Errorf("events %q, want %q", evs, want)
+	}
+	for range 3 { // the sandbox, the image, the container
+		pw.syncAt(sandboxRetryDelay)
+	}
+	if !pw.started() {
+		t.Error("not started at the retry")
+	}
+}
