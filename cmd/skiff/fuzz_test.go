@@ -65,3 +65,30 @@ func FuzzConfigFile(f *testing.F) {
 		}
 	})
 }
+
+// A registerWithTaints entry that --register-with-taints would refuse or
+// read as another taint is an error naming the file, the field and the
+// taint when the file is applied (FuzzConfigFile's finding: such a file
+// was accepted and failed only when the node registered, naming the
+// flag, or when --write-config ran).
+func TestConfigFileRefusesBadTaints(t *testing.T) {
+	tests := []struct{ name, body, want string }{
+		{"empty taint", "registerWithTaints: [{}]\n", `field "registerWithTaints": taint 0: invalid taint effect`},
+		{"unknown effect", "registerWithTaints: [{key: a, effect: NoSchedule}, {key: b, effect: Bogus}]\n", `field "registerWithTaints": taint 1: invalid taint effect: Bogus`},
+		{"key not a qualified name", "registerWithTaints: [{key: 'a b', effect: NoSchedule}]\n", `field "registerWithTaints": taint 0: invalid taint spec`},
+		{"key holding =", "registerWithTaints: [{key: 'a=b', effect: NoSchedule}]\n", `field "registerWithTaints": taint 0: key "a=b", value "": not a valid taint`},
+		{"duplicate", "registerWithTaints: [{key: a, effect: NoSchedule}, {key: a, value: b, effect: NoSchedule}]\n", `field "registerWithTaints": duplicated taints`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfigFile(t, tt.body)
+			_, err := parseAgent(t, "--config", path)
+			if err == nil || !strings.Contains(err.Error(), path+": "+tt.want) {
+				t.Fatalf("err = %v, want one with %q", err, path+": "+tt.want)
+			}
+		})
+	}
+	if _, err := parseAgent(t, "--config", writeConfigFile(t, "registerWithTaints: [{key: a, value: b, effect: NoSchedule}, {key: c, effect: NoExecute}]\n")); err != nil {
+		t.Fatalf("valid taints: %v", err)
+	}
+}

@@ -129,20 +129,37 @@ func verbosityField() field {
 	}
 }
 
-// taintsField: the flag's <key>=<value>:<effect>,... (nodestatus).
+// taintsField: the flag's <key>=<value>:<effect>,... (nodestatus). Each
+// taint of the file must read back from the flag as itself: a taint the
+// flag would refuse (an unknown effect, a key that is not a qualified
+// name) or change (a key holding '=') is an error naming its index, at
+// --config time rather than when the node registers.
 func taintsField() field {
+	const path = "registerWithTaints"
 	return field{
-		flag: "register-with-taints", paths: []string{"registerWithTaints"},
+		flag: "register-with-taints", paths: []string{path},
 		toFlag: func(c *config) (string, bool, error) {
 			parts := make([]string, 0, len(c.RegisterWithTaints))
-			for _, t := range c.RegisterWithTaints {
+			for i, t := range c.RegisterWithTaints {
 				s := t.Key
 				if t.Value != "" {
 					s += "=" + t.Value
 				}
-				parts = append(parts, s+":"+string(t.Effect))
+				s += ":" + string(t.Effect)
+				back, err := nodestatus.ParseTaints(s)
+				if err != nil {
+					return "", false, fmt.Errorf("field %q: taint %d: %w", path, i, err)
+				}
+				if len(back) != 1 || back[0].Key != t.Key || back[0].Value != t.Value || back[0].Effect != t.Effect {
+					return "", false, fmt.Errorf("field %q: taint %d: key %q, value %q: not a valid taint", path, i, t.Key, t.Value)
+				}
+				parts = append(parts, s)
 			}
-			return strings.Join(parts, ","), c.RegisterWithTaints != nil, nil
+			s := strings.Join(parts, ",")
+			if _, err := nodestatus.ParseTaints(s); err != nil {
+				return "", false, fmt.Errorf("field %q: %w", path, err)
+			}
+			return s, c.RegisterWithTaints != nil, nil
 		},
 		fromFlag: func(c *config, v pflag.Value) error {
 			taints, err := nodestatus.ParseTaints(v.String())
