@@ -66,6 +66,13 @@ for t in "${targets[@]}"; do
 	last=$(grep -E '^fuzz: elapsed: .*execs: [0-9]+' "$log" | tail -n 1 || true)
 	execs=$(sed -nE 's/.*execs: ([0-9]+).*/\1/p' <<<"$last")
 	interesting=$(sed -nE 's/.*new interesting: ([0-9]+) \(total: ([0-9]+)\).*/\1 (corpus \2)/p' <<<"$last")
+	if [[ -z $last ]]; then
+		# FUZZTIME ran out while go test was still running the cached
+		# corpus for its baseline coverage: no new inputs were tried.
+		baseline=$(grep -oE 'gathering baseline coverage: [0-9]+/[0-9]+' "$log" | tail -n 1 | sed -E 's/.*: //')
+		execs=0
+		interesting="0 (baseline ${baseline:-?})"
+	fi
 	if [[ $rc -eq 0 ]]; then
 		result="none"
 	else
