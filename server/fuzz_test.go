@@ -199,7 +199,7 @@ func FuzzEvents(f *testing.F) {
 		default:
 			t.Fatalf("fieldSelector %q: status %d %q", selector, rec.Code, rec.Body.String())
 		}
-		if !utf8.ValidString(ns + name + uid) {
+		if !utf8.ValidString(ns) || !utf8.ValidString(name) || !utf8.ValidString(uid) {
 			return // names and UIDs are UTF-8 (apimachinery's selector parser turns invalid bytes after an escape into U+FFFD)
 		}
 		pod := PodEventSelector(ns, name, types.UID(uid))
