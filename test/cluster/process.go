@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -43,15 +44,26 @@ func (p *process) start() error {
 	fmt.Fprintf(f, "=== %s: %s %s\n", time.Now().Format(time.RFC3339Nano), p.path, strings.Join(p.args, " "))
 	cmd := exec.Command(p.path, p.args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	// Pdeathsig fires when the *thread* that forked exits: the goroutine
+	// keeps its thread locked while the process lives, so no goroutine that
+	// exits locked can end that thread and kill the process with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%s: start: %w", p.name, err)
-	}
-	p.cmd, p.done, p.err = cmd, make(chan struct{}), nil
-	go func(done chan struct{}) {
+	done, started := make(chan struct{}), make(chan error, 1)
+	p.err = nil
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		p.err = cmd.Wait()
 		close(done)
-	}(p.done)
+	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("%s: start: %w", p.name, err)
+	}
+	p.cmd, p.done = cmd, done
 	return nil
 }
 

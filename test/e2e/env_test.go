@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -156,13 +157,27 @@ func (e *Env) StartAgent(t *testing.T, opts AgentOptions) {
 	if len(opts.Env) > 0 {
 		cmd.Env = append(os.Environ(), opts.Env...)
 	}
-	// The agent must not outlive a test binary that dies.
+	// The agent must not outlive a test binary that dies. Pdeathsig fires
+	// when the *thread* that forked exits: the goroutine keeps its thread
+	// locked while the agent lives, so no goroutine that exits locked (the
+	// suite's containerd supervisor, killed by the faults suite) can end
+	// that thread and kill the agent with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p := &agentProc{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		goruntime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
 		t.Fatalf("start agent: %v", err)
 	}
-	p := &agentProc{cmd: cmd, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
 	e.agent = p
 	e.waitHealthy(t, p)
 }
