@@ -29,6 +29,7 @@ FUZZ_LOGDIR=${FUZZ_LOGDIR:-$(mktemp -d /tmp/skiff-fuzz.XXXXXX)}
 mkdir -p "$FUZZ_LOGDIR"
 
 module=$($GO list -m)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 # targets: "<import path> <FuzzName>" lines, found by grepping the test
 # files of the module's packages (no build needed).
@@ -99,7 +100,7 @@ if [[ -n $FUZZ_REPORT ]]; then
 		echo "|---|---|---|---|---|---|---|"
 		printf '%s\n' "${rows[@]}"
 		echo
-		echo "$($GO version), -parallel $FUZZ_PARALLEL, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs, ${total}s in all."
+		echo "$($GO version), -parallel $FUZZ_PARALLEL, commit $commit (HEAD at the start; uncommitted changes not shown), $(nproc) CPUs, ${total}s in all."
 	} >"$FUZZ_REPORT"
 	echo "fuzz: summary written to $FUZZ_REPORT"
 fi
