@@ -33,9 +33,9 @@ func bootstrapClientCert(ctx context.Context, kubeconfig, bootstrap, certDir, no
 	} else if valid {
 		return nil
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", bootstrap)
+	cfg, err := loadBootstrapKubeconfig(bootstrap)
 	if err != nil {
-		return fmt.Errorf("--bootstrap-kubeconfig: %w", err)
+		return err
 	}
 	client, err := apiclient.New(cfg)
 	if err != nil {
@@ -61,6 +61,21 @@ func bootstrapClientCert(ctx context.Context, kubeconfig, bootstrap, certDir, no
 	}
 	log.Info("node client certificate issued", "kubeconfig", kubeconfig, "cert", pemPath)
 	return nil
+}
+
+// loadBootstrapKubeconfig loads --bootstrap-kubeconfig, whose server must
+// be an https:// URL: client-go sends no credentials to any other (it
+// reads a kubeconfig's user only for TLS servers), so neither the
+// bootstrap token nor the certificate it would get issued could be used.
+func loadBootstrapKubeconfig(path string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("--bootstrap-kubeconfig: %w", err)
+	}
+	if !rest.IsConfigTransportTLS(rest.Config{Host: cfg.Host}) {
+		return nil, fmt.Errorf("--bootstrap-kubeconfig %s: server %q is not an https:// URL: the bootstrap token and the client certificate would not be sent to it", path, cfg.Host)
+	}
+	return cfg, nil
 }
 
 // nodeKubeconfig is the kubeconfig of the node: the bootstrap's server and

@@ -23,7 +23,8 @@ import (
 // check), the client certificate PEM they name, and the CA bundle of
 // --client-ca-file or the kubeconfig. Nothing panics; errors name the
 // flag or the file; the node kubeconfig the bootstrap writes from an
-// accepted bootstrap kubeconfig loads again with the same server and CA.
+// accepted bootstrap kubeconfig loads again with the same server and CA
+// and the issued client certificate.
 // Run with: go test ./node/ -run '^$' -fuzz '^FuzzCredentialFiles$' -fuzztime 60s
 func FuzzCredentialFiles(f *testing.F) {
 	certPEM := fuzzCertPEM(f)
@@ -67,8 +68,11 @@ func FuzzCredentialFiles(f *testing.F) {
 		if _, _, err := o.clientCAs(nil); err != nil && !strings.Contains(err.Error(), "--client-ca-file") {
 			t.Fatalf("clientCAs: error %q does not name --client-ca-file", err)
 		}
-		bootstrap, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		bootstrap, err := loadBootstrapKubeconfig(kubeconfig)
 		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--bootstrap-kubeconfig") {
+				t.Fatalf("loadBootstrapKubeconfig: error %q does not name --bootstrap-kubeconfig", err)
+			}
 			return
 		}
 		if err := clientcmd.WriteToFile(*nodeKubeconfig(bootstrap, pemPath), written); err != nil {
@@ -103,4 +107,39 @@ func fuzzCertPEM(tb testing.TB) []byte {
 		tb.Fatal(err)
 	}
 	return append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})...)
+}
+
+// --bootstrap-kubeconfig's server must be https:// (FuzzCredentialFiles'
+// finding, corpus entry bootstrap-server-not-https): client-go reads no
+// user of a kubeconfig whose server is not TLS, so the written node
+// kubeconfig's client certificate, like the bootstrap token, was silently
+// never sent.
+func TestBootstrapKubeconfigNeedsHTTPS(t *testing.T) {
+	tests := []struct{ server, wantErr string }{
+		{"https://127.0.0.1:6443", ""},
+		{"HTTPS://api.example:6443/prefix", ""},
+		{"http://127.0.0.1:8080", `server "http://127.0.0.1:8080" is not an https:// URL`},
+		{"127.0.0.1:6443", `server "127.0.0.1:6443" is not an https:// URL`},
+		{"httpsO//127.0.0.1:6443", `server "httpsO//127.0.0.1:6443" is not an https:// URL`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.server, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "bootstrap.kubeconfig")
+			kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"" + tt.server + "\"}\n" +
+				"users:\n- name: u\n  user: {token: abc.0123456789abcdef}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
+			if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := loadBootstrapKubeconfig(path)
+			if tt.wantErr == "" {
+				if err != nil || cfg.BearerToken == "" {
+					t.Fatalf("cfg %v, err %v; want the token and no error", cfg, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "--bootstrap-kubeconfig "+path+": "+tt.wantErr) {
+				t.Fatalf("err = %v, want one with %q", err, tt.wantErr)
+			}
+		})
+	}
 }
