@@ -60,10 +60,10 @@ func TestFaultsAgentKilledDuringChurn(t *testing.T) {
 		}
 	}
 	worst := slices.Max(downtimes)
-	faultRecord{scenario: "agent kill -9 during create/delete churn", scale: sc.name, pods: len(live), restarts: s.restarts,
+	e.report(t, faultRecord{scenario: "agent kill -9 during create/delete churn", scale: sc.name, pods: len(live), restarts: s.restarts,
 		recovery: took.Round(100*time.Millisecond).String() + " after the last op",
 		notes: fmt.Sprintf("%d ops (%d created, %d deleted), %d kills; agent healthy again within %s of each kill",
-			sc.agentChurnOps, created, deleted, sc.agentKills, worst.Round(100*time.Millisecond))}.report(t)
+			sc.agentChurnOps, created, deleted, sc.agentKills, worst.Round(100*time.Millisecond))})
 }
 
 // TestFaultsTerminatedPodsSurviveRestart (the kubelet's restart_test.go
@@ -108,6 +108,6 @@ func TestFaultsTerminatedPodsSurviveRestart(t *testing.T) {
 	for i, p := range pods {
 		names[i] = p.name
 	}
-	faultRecord{scenario: "terminated pods across an agent kill -9", scale: sc.name, pods: len(pods), recovery: "-",
-		notes: "phase, exit code and container kept: " + strings.Join(names, ", ")}.report(t)
+	e.report(t, faultRecord{scenario: "terminated pods across an agent kill -9", scale: sc.name, pods: len(pods), recovery: "-",
+		notes: "phase, exit code and container kept: " + strings.Join(names, ", ")})
 }

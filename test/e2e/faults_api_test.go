@@ -94,7 +94,7 @@ func TestFaultsAPIServerFlapping(t *testing.T) {
 	if after := nodeReadyCondition(t, waitNodeReady(t, cs)); after.Status != v1.ConditionTrue || !after.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
 		t.Errorf("node Ready after the flapping: %+v; before: %+v", after, readyBefore)
 	}
-	faultRecord{scenario: "API server connection flapping (8 s down, 8 s up)", scale: sc.name, pods: len(steady) + 1,
+	e.report(t, faultRecord{scenario: "API server connection flapping (8 s down, 8 s up)", scale: sc.name, pods: len(steady) + 1,
 		recovery: time.Since(caught).Round(time.Second).String() + " for the status to catch up",
-		notes:    fmt.Sprintf("%d flaps; no pod or node Ready flip, containers kept; crasher's %d restarts reached the API server", sc.apiFlaps, local)}.report(t)
+		notes:    fmt.Sprintf("%d flaps; no pod or node Ready flip, containers kept; crasher's %d restarts reached the API server", sc.apiFlaps, local)})
 }

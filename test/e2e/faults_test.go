@@ -76,10 +76,10 @@ func TestFaultsCRIErrorsUnderChurn(t *testing.T) {
 	for _, s := range proxy.Stats() {
 		calls, hit = calls+s.Calls, hit+s.Hit
 	}
-	faultRecord{scenario: "CRI errors under churn", scale: sc.name, pods: sc.churnPods, restarts: after.restarts,
+	e.report(t, faultRecord{scenario: "CRI errors under churn", scale: sc.name, pods: sc.churnPods, restarts: after.restarts,
 		recovery: took.Round(100 * time.Millisecond).String(),
 		notes: fmt.Sprintf("%s of 5 %% errors, %d pods replaced; %d of %d CRI calls failed; goroutines %d -> %d, fds %d -> %d",
-			sc.churnFor, next-sc.churnPods, hit, calls, before.goroutines, after.goroutines, before.fds, after.fds)}.report(t)
+			sc.churnFor, next-sc.churnPods, hit, calls, before.goroutines, after.goroutines, before.fds, after.fds)})
 }
 
 // TestFaultsRunPodSandboxHangs: RunPodSandbox creates the sandbox but its
@@ -97,9 +97,9 @@ func TestFaultsRunPodSandboxHangs(t *testing.T) {
 	e.WaitForPod(t, PodName("hang"), runningAndReady, 3*time.Minute)
 	running := time.Since(start)
 	s, took := e.waitConverged(t, 1, convergeTimeout)
-	faultRecord{scenario: "RunPodSandbox answers after the timeout", scale: sc.name, pods: 1, restarts: s.restarts,
+	e.report(t, faultRecord{scenario: "RunPodSandbox answers after the timeout", scale: sc.name, pods: 1, restarts: s.restarts,
 		recovery: (running + took).Round(100 * time.Millisecond).String(),
-		notes:    fmt.Sprintf("timeout 8 s, answer held 20 s; pod Running after %s", running.Round(100*time.Millisecond))}.report(t)
+		notes:    fmt.Sprintf("timeout 8 s, answer held 20 s; pod Running after %s", running.Round(100*time.Millisecond))})
 }
 
 // TestFaultsStopFailsThenSucceeds: StopContainer fails three times and
@@ -124,9 +124,9 @@ func TestFaultsStopFailsThenSucceeds(t *testing.T) {
 	if st["StopContainer"].Hit != 3 || st["StopPodSandbox"].Hit != 2 {
 		t.Errorf("faults hit StopContainer %+v, StopPodSandbox %+v; want 3 and 2", st["StopContainer"], st["StopPodSandbox"])
 	}
-	faultRecord{scenario: "StopContainer fails 3 times, StopPodSandbox 2", scale: sc.name, pods: 1,
+	e.report(t, faultRecord{scenario: "StopContainer fails 3 times, StopPodSandbox 2", scale: sc.name, pods: 1,
 		recovery: took.Round(100 * time.Millisecond).String(),
-		notes:    "pod gone and nothing left after the retries"}.report(t)
+		notes:    "pod gone and nothing left after the retries"})
 }
 
 // TestFaultsImagePullCutMidway: the runtime's pull is cut while it is
@@ -157,9 +157,9 @@ func TestFaultsImagePullCutMidway(t *testing.T) {
 	reg.SetFault(testregistry.FaultNone)
 	e.WaitForPod(t, PodName("pull"), runningAndReady, 2*time.Minute)
 	s, _ := e.waitConverged(t, 1, convergeTimeout)
-	faultRecord{scenario: "PullImage cut mid-download", scale: sc.name, pods: 1, restarts: s.restarts,
+	e.report(t, faultRecord{scenario: "PullImage cut mid-download", scale: sc.name, pods: 1, restarts: s.restarts,
 		recovery: time.Since(start).Round(100 * time.Millisecond).String(),
-		notes:    fmt.Sprintf("ErrImagePull, then pulled after the back-off; %d PullImage calls", proxy.Stats()["PullImage"].Calls)}.report(t)
+		notes:    fmt.Sprintf("ErrImagePull, then pulled after the back-off; %d PullImage calls", proxy.Stats()["PullImage"].Calls)})
 }
 
 // TestFaultsSlowRuntime: every CRI call takes 3 s for a while. The agent's
@@ -215,10 +215,10 @@ func TestFaultsSlowRuntime(t *testing.T) {
 	if after.restarts != before.restarts {
 		t.Errorf("restarts %d -> %d with a slow runtime", before.restarts, after.restarts)
 	}
-	faultRecord{scenario: "every CRI call 3 s slow", scale: sc.name, pods: pods, restarts: after.restarts - before.restarts,
+	e.report(t, faultRecord{scenario: "every CRI call 3 s slow", scale: sc.name, pods: pods, restarts: after.restarts - before.restarts,
 		recovery: took.Round(100 * time.Millisecond).String(),
 		notes: fmt.Sprintf("%s slow; GET /pods at most %s, /healthz at most %s; %v relists meanwhile (the watchdog's heartbeat)", sc.slowFor,
-			worstPods.Round(time.Millisecond), worstHealth.Round(10*time.Millisecond), relists)}.report(t)
+			worstPods.Round(time.Millisecond), worstHealth.Round(10*time.Millisecond), relists)})
 }
 
 // TestFaultsRuntimeKilled (the kubelet's restart_test.go "should recover
@@ -262,9 +262,9 @@ func TestFaultsRuntimeKilled(t *testing.T) {
 	if after.restarts != before.restarts {
 		t.Errorf("restarts %d -> %d", before.restarts, after.restarts)
 	}
-	faultRecord{scenario: "runtime kill -9", scale: sc.name, pods: sc.killPods, restarts: after.restarts - before.restarts,
+	e.report(t, faultRecord{scenario: "runtime kill -9", scale: sc.name, pods: sc.killPods, restarts: after.restarts - before.restarts,
 		recovery: "worst " + worst.Round(100*time.Millisecond).String(),
-		notes:    fmt.Sprintf("%d kills; a new pod Running after %s", sc.runtimeKills, strings.Join(times, ", "))}.report(t)
+		notes:    fmt.Sprintf("%d kills; a new pod Running after %s", sc.runtimeKills, strings.Join(times, ", "))})
 }
 
 // containerIDs is the sorted IDs of cs, joined.
