@@ -2,6 +2,7 @@ package apisource
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -67,6 +68,41 @@ type OfflineCopy struct {
 	// saved are the pod objects saved last (the source keeps a pod's
 	// object while it does not change): those are not compared again.
 	saved map[types.UID]*v1.Pod
+	// failed are the writes that failed (a full disk), by file: Run
+	// retries them, as nothing else may write that file again (an
+	// object's watch has no resync).
+	failed map[string][]byte
+}
+
+// RetryInterval is how often Run retries the writes that failed.
+const RetryInterval = 10 * time.Second
+
+// Run retries the failed writes every RetryInterval until ctx is done.
+// A nil copy only waits.
+func (c *OfflineCopy) Run(ctx context.Context) {
+	if c == nil {
+		<-ctx.Done()
+		return
+	}
+	t := time.NewTicker(RetryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.retryFailed()
+		}
+	}
+}
+
+// retryFailed writes again each file whose last write failed.
+func (c *OfflineCopy) retryFailed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for rel, data := range c.failed {
+		c.writeLocked(rel, data)
+	}
 }
 
 // NewOfflineCopy opens (creating) the copy in dir, made 0700.
@@ -80,7 +116,7 @@ func NewOfflineCopy(dir string, log *slog.Logger) (*OfflineCopy, error) {
 			return nil, fmt.Errorf("offline copy: %w", err)
 		}
 	}
-	return &OfflineCopy{dir: dir, log: log, saved: map[types.UID]*v1.Pod{}}, nil
+	return &OfflineCopy{dir: dir, log: log, saved: map[types.UID]*v1.Pod{}, failed: map[string][]byte{}}, nil
 }
 
 // Active reports whether the agent runs pods from the copy: the API
@@ -319,16 +355,22 @@ func (c *OfflineCopy) writeLocked(rel string, v any) bool {
 	}
 	path := filepath.Join(c.dir, rel)
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		delete(c.failed, rel)
 		return true
 	}
 	if err := atomicfile.WriteSync(path, data, 0o600); err != nil {
-		c.log.Error("offline copy", "err", err)
+		if _, again := c.failed[rel]; !again {
+			c.log.Error("offline copy; retrying", "err", err)
+		}
+		c.failed[rel] = data
 		return false
 	}
+	delete(c.failed, rel)
 	return true
 }
 
 func (c *OfflineCopy) removeLocked(rel string) {
+	delete(c.failed, rel)
 	if err := os.Remove(filepath.Join(c.dir, rel)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		c.log.Error("offline copy", "err", err)
 	}
@@ -344,6 +386,11 @@ func (c *OfflineCopy) pruneLocked(sub string, keep func(name string) bool) {
 	for _, e := range entries {
 		if !keep(e.Name()) {
 			c.removeLocked(filepath.Join(sub, e.Name()))
+		}
+	}
+	for rel := range c.failed {
+		if dir, name := filepath.Split(rel); filepath.Clean(dir) == sub && !keep(name) {
+			delete(c.failed, rel)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package apisource
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -365,4 +366,53 @@ type offlineObjects struct{}
 
 func (offlineObjects) ObjectInformer(string, string, string) cache.SharedIndexInformer {
 	return neverListed(make(chan struct{}))
+}
+
+// TestOfflineCopyRetriesFailedWrites: a write that fails (here the
+// directory is not one; on a node, a full disk) is kept and written by the
+// next retry, as an object's watch may never deliver it again; one of an
+// object no listed pod reads any more is dropped instead.
+func TestOfflineCopyRetriesFailedWrites(t *testing.T) {
+	c, dir := newTestCopy(t)
+	cmDir := filepath.Join(dir, "configmaps")
+	breakDir := func() {
+		t.Helper()
+		if err := os.RemoveAll(cmDir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cmDir, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mendDir := func() {
+		t.Helper()
+		if err := os.Remove(cmDir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(cmDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	breakDir()
+	c.saveObject("configmaps", &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns"}, Data: map[string]string{"v": "after"}})
+	mendDir()
+	if _, err := c.ConfigMap("ns", "cm"); err == nil {
+		t.Fatal("the ConfigMap is in the copy before the retry")
+	}
+	c.retryFailed()
+	if cm, err := c.ConfigMap("ns", "cm"); err != nil || cm.Data["v"] != "after" {
+		t.Fatalf("after the retry: %+v, %v", cm, err)
+	}
+	if len(c.failed) != 0 {
+		t.Errorf("failed writes after a successful retry: %v", c.failed)
+	}
+
+	breakDir()
+	c.saveObject("configmaps", &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unread", Namespace: "ns"}})
+	mendDir()
+	c.SavePods(nil) // no pod reads it any more
+	c.retryFailed()
+	if _, err := os.Stat(filepath.Join(cmDir, "ns_unread.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed write of an object no pod reads was retried: %v", err)
+	}
 }

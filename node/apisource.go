@@ -89,6 +89,8 @@ type apiSource struct {
 	tokens  *apisource.TokenManager
 	// certs renews the client certificate (--rotate-certificates); nil: no rotation.
 	certs *apisource.CertRotator
+	// offline is the offline copy (--offline-pods); nil: none.
+	offline *apisource.OfflineCopy
 	// services are the pods' service variables.
 	services *apisource.ServiceEnv
 	// trustBundles are the projected clusterTrustBundle sources' anchors.
@@ -134,6 +136,7 @@ func (o *APIConfig) newAPISource(node, rootDir string, pods *lateBoundPods, fact
 	s.tokens = apisource.NewTokenManager(client, nil, log)
 	s.services = apisource.NewServiceEnv(client.ServiceInformer())
 	s.objects.Offline, s.tokens.Offline, s.services.Offline = offline, offline, offline
+	s.offline = offline
 	if s.trustBundles, err = apisource.NewTrustBundles(client.ClusterTrustBundleInformer()); err != nil {
 		return nil, err
 	}
@@ -179,6 +182,9 @@ func (s *apiSource) loops() []namedLoop {
 	}
 	if s.certs != nil {
 		out = append(out, namedLoop{"certificate rotation", func(ctx context.Context) { _ = s.certs.Run(ctx) }})
+	}
+	if s.offline != nil {
+		out = append(out, namedLoop{"offline copy retries", s.offline.Run})
 	}
 	return out
 }
