@@ -194,12 +194,21 @@ func (w *podWorker) run(ctx context.Context) {
 		}
 	}
 	timedOut := false
+	killRetry := time.Duration(0)
 	for {
 		if term, grace := w.req.isTerminating(); term {
 			if w.terminate(ctx, grace) {
 				w.d.owner.workerDone(w)
 				return
 			}
+			// A kill that failed is tried again after a back-off that no
+			// wake shortens (a busy node wakes its pods often): 1 s,
+			// doubling to the kubelet's 10 s worker back-off.
+			killRetry = min(max(2*killRetry, time.Second), killRetryMax)
+			if !w.sleep(ctx, killRetry) {
+				return
+			}
+			continue
 		} else {
 			next := w.d.resync
 			// Only the resync timer may be skipped: a wake or any other
@@ -215,9 +224,23 @@ func (w *podWorker) run(ctx context.Context) {
 			}
 			continue
 		}
-		if ok, _ := w.waitForWork(ctx, time.Second); !ok {
-			return
-		}
+	}
+}
+
+// killRetryMax bounds the back-off between failed kills of a pod: the
+// kubelet's pod worker back-off after a failed sync.
+const killRetryMax = 10 * time.Second
+
+// sleep waits d on the worker's clock; false when ctx ended first. Wakes
+// stay pending for the next waitForWork.
+func (w *podWorker) sleep(ctx context.Context, d time.Duration) bool {
+	t := w.d.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
 	}
 }
 

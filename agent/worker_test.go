@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -180,4 +182,71 @@ func TestRunWaitsForWorkers(t *testing.T) {
 	if !rt.returned.Load() {
 		t.Fatal("Run returned while a worker was still in a runtime call")
 	}
+}
+
+// failingRemove is a fake runtime whose RemoveContainer fails while fail
+// is set, like containerd with a task it cannot delete; it counts calls.
+type failingRemove struct {
+	*fake.Runtime
+	fail    atomic.Bool
+	removes atomic.Int32
+}
+
+func (r *failingRemove) RemoveContainer(ctx context.Context, id string) error {
+	r.removes.Add(1)
+	if r.fail.Load() {
+		return errors.New("cannot delete running task")
+	}
+	return r.Runtime.RemoveContainer(ctx, id)
+}
+
+// A kill that fails is retried after 1 s, 2 s, 4 s ... up to 10 s, and
+// wakes do not bring a retry sooner; once the runtime recovers the pod
+// goes.
+func TestWorkerKillRetryBacksOff(t *testing.T) {
+	clk := clocktest.New(t0)
+	rt := &failingRemove{Runtime: fake.New(clk.Now)}
+	rt.AddImage("img")
+	owner := &fakeOwner{}
+	d := &workerDeps{
+		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
+		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
+		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner, status: owner,
+	}
+	w := newPodWorker(d, testPod("Always", nil, "a"), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx) }()
+	defer func() { cancel(); <-done }()
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; calls %v", what, rt.Calls())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	wait("running", func() bool {
+		c, ok := rt.ContainerByName("uid1", "a")
+		return ok && c.State == runtime.ContainerRunning
+	})
+	rt.fail.Store(true)
+	w.kill(nil)
+	for i, backoff := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second} {
+		wait(fmt.Sprintf("failed removal %d", i+1), func() bool { return rt.removes.Load() == int32(i+1) })
+		wait(fmt.Sprintf("a %s back-off", backoff), func() bool { next, ok := clk.NextIn(); return ok && next == backoff })
+		w.wake()
+		w.wake()
+		time.Sleep(20 * time.Millisecond)
+		if n := rt.removes.Load(); n != int32(i+1) {
+			t.Fatalf("a wake brought a retry: %d removals", n)
+		}
+		if i == 5 {
+			rt.fail.Store(false)
+		}
+		clk.Step(backoff)
+	}
+	wait("owner told the pod is gone", func() bool { return owner.doneCount() == 1 })
 }
