@@ -67,6 +67,10 @@ type Suite struct {
 	external *externalRuntime
 	// tests numbers the per-test directories.
 	tests atomic.Int64
+	// runtimeStuck are sandboxes containerd cannot remove (a container
+	// whose task it cannot delete; the faults suite finds them): its leaks,
+	// not skiff's, and no test's leftovers. Tests run one at a time.
+	runtimeStuck map[string]bool
 }
 
 // theSuite is set by TestMain when the suite is enabled and ready; it is the
@@ -254,11 +258,16 @@ func (s *Suite) removeAllSandboxes() error {
 		return nil
 	}
 	var errs []error
+	left := 0
 	for _, sb := range sbs {
-		errs = append(errs, rt.StopSandbox(ctx, sb.ID), rt.RemoveSandbox(ctx, sb.ID))
+		err := errors.Join(rt.StopSandbox(ctx, sb.ID), rt.RemoveSandbox(ctx, sb.ID))
+		if s.runtimeStuck[sb.ID] { // reported by the faults suite; killed below
+			continue
+		}
+		errs, left = append(errs, err), left+1
 	}
-	if len(sbs) > 0 {
-		errs = append(errs, fmt.Errorf("%d sandboxes left after the suite", len(sbs)))
+	if left > 0 {
+		errs = append(errs, fmt.Errorf("%d sandboxes left after the suite", left))
 	}
 	return errors.Join(errs...)
 }
