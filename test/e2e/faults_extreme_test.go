@@ -93,38 +93,73 @@ func TestFaultsExtremePods(t *testing.T) {
 	if got := e.PodContainer(t, "bystander", "app").ID; got != bystander {
 		t.Errorf("bystander's container %s replaced by %s", bystander, got)
 	}
-	e.report(t, faultRecord{scenario: "extreme valid pods through the API server", scale: sc.name, pods: len(outcomes) + 1, recovery: "-",
+	// Deleting them: gone from the node, the bystander kept.
+	deleted := time.Now()
+	grace := int64(1)
+	for name := range pods {
+		if err := cs.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+			t.Errorf("delete %s: %v", name, err)
+		}
+	}
+	for name := range pods {
+		e.WaitForPodGone(t, name, 5*time.Minute)
+	}
+	gone := time.Since(deleted)
+	e.report(t, faultRecord{scenario: "extreme valid pods through the API server", scale: sc.name, pods: len(outcomes) + 1,
+		recovery: gone.Round(time.Second).String() + " to delete them all",
 		notes: fmt.Sprintf("agent RSS %d -> %d MB; %s", rssBefore>>20, rssAfter>>20, strings.Join(outcomes, "; "))})
 }
 
-// waitExtreme waits until pod name is Running and Ready ("Running") or a
-// container waits or terminated with a reason and a message (that, as
-// "reason: message"), "" after 5 min.
+// waitExtreme waits until pod name is Running and Ready for 5 s without a
+// restart ("Running and Ready") or a container waits or terminated with a
+// reason and a message (that, as "reason: message"), "" after 5 min.
 func waitExtreme(t *testing.T, cs kubernetes.Interface, name string) string {
 	t.Helper()
 	var out string
+	var runningSince time.Time
 	_ = wait.PollUntilContextTimeout(context.Background(), time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		if p.Status.Phase == v1.PodRunning && podReady(p) {
-			out = "Running and Ready"
-			return true, nil
+			// Running and Ready, and still so 5 s later without a restart
+			// (a command the kernel refuses fails just after the start).
+			if runningSince.IsZero() {
+				runningSince = time.Now()
+			}
+			if time.Since(runningSince) >= 5*time.Second && restarts(p) == 0 {
+				out = "Running and Ready"
+				return true, nil
+			}
+			return false, nil
+		}
+		runningSince = time.Time{}
+		for _, s := range p.Status.ContainerStatuses { // the termination's message says more than a back-off's
+			for _, term := range []*v1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
+				if term != nil && term.Message != "" {
+					out = term.Reason + ": " + truncate(term.Message, 160)
+					return true, nil
+				}
+			}
 		}
 		for _, s := range p.Status.ContainerStatuses {
 			if w := s.State.Waiting; w != nil && w.Message != "" && w.Reason != "ContainerCreating" {
 				out = w.Reason + ": " + truncate(w.Message, 160)
 				return true, nil
 			}
-			if term := s.LastTerminationState.Terminated; term != nil && term.Message != "" {
-				out = term.Reason + ": " + truncate(term.Message, 160)
-				return true, nil
-			}
 		}
 		return false, nil
 	})
 	return out
+}
+
+func restarts(p *v1.Pod) int32 {
+	var n int32
+	for _, c := range p.Status.ContainerStatuses {
+		n += c.RestartCount
+	}
+	return n
 }
 
 func truncate(s string, n int) string {
