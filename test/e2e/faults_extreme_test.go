@@ -107,7 +107,7 @@ func TestFaultsExtremePods(t *testing.T) {
 	gone := time.Since(deleted)
 	e.report(t, faultRecord{scenario: "extreme valid pods through the API server", scale: sc.name, pods: len(outcomes) + 1,
 		recovery: gone.Round(time.Second).String() + " to delete them all",
-		notes: fmt.Sprintf("agent RSS %d -> %d MB; %s", rssBefore>>20, rssAfter>>20, strings.Join(outcomes, "; "))})
+		notes:    fmt.Sprintf("agent RSS %d -> %d MB; %s", rssBefore>>20, rssAfter>>20, strings.Join(outcomes, "; "))})
 }
 
 // waitExtreme waits until pod name is Running and Ready for 5 s without a
