@@ -2,6 +2,7 @@ package apisource
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -256,6 +257,37 @@ func TestNodeRegistration_H1_H10(t *testing.T) {
 	}
 	if c := n.Node().Status.Conditions; len(c) != 4 {
 		t.Errorf("conditions %+v, want the four", c)
+	}
+}
+
+// TestNodeStatusTaintRace: a status update that NodeRestriction refuses
+// because the taints changed since the node was read (the lifecycle
+// controller's not-ready taint on a new node) is sent again on a fresh
+// read, at once, as a conflict is.
+func TestNodeStatusTaintRace(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	api := &fakeAPI{node: &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "nu"}}}
+	n := NewNodeManager(NodeConfig{API: api, Registration: nodestatus.Registration{Name: "n1", Hostname: "n1"}, Register: true, Clock: clk, Logger: discard,
+		Facts: func(context.Context) (nodestatus.Facts, nodestatus.Health) {
+			return nodestatus.Facts{Capacity: v1.ResourceList{}, Allocatable: v1.ResourceList{}}, nodestatus.Health{}
+		}})
+	if err := n.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := len(api.Calls())
+	api.fail("UpdateNodeStatus", apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "n1",
+		errors.New(`node "n1" is not allowed to modify taints`)))
+	if err := n.updateStatus(context.Background()); err != nil {
+		t.Fatalf("updateStatus: %v, want the refused update sent again", err)
+	}
+	want := []string{"GetNode n1", "UpdateNodeStatus n1", "GetNode n1", "UpdateNodeStatus n1"}
+	if got := api.Calls()[before:]; !slices.Equal(got, want) {
+		t.Errorf("calls %q, want %q", got, want)
+	}
+	api.fail("UpdateNodeStatus", apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "n1", errors.New("other")))
+	clk.Step(nodestatus.DefaultReportFrequency)
+	if err := n.updateStatus(context.Background()); err == nil {
+		t.Error("another Forbidden was retried or ignored")
 	}
 }
 

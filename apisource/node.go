@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -196,7 +197,7 @@ func (n *NodeManager) updateStatus(ctx context.Context) error {
 		var events [][2]string
 		nodestatus.SetConditions(node, health, now, func(typ, reason string) { events = append(events, [2]string{typ, reason}) })
 		updated, err := n.cfg.API.UpdateNodeStatus(ctx, node)
-		if apierrors.IsConflict(err) && attempt == 0 {
+		if (apierrors.IsConflict(err) || taintRace(err)) && attempt == 0 {
 			continue
 		}
 		if err != nil {
@@ -209,6 +210,15 @@ func (n *NodeManager) updateStatus(ctx context.Context) error {
 		}
 		return nil
 	}
+}
+
+// taintRace reports the NodeRestriction refusal a status update gets when
+// the node's taints changed since it was read (the node lifecycle
+// controller taints a new node not-ready): admission compares the taints
+// before the storage's resourceVersion precondition would answer with a
+// conflict, so it is retried on a fresh read as a conflict is.
+func taintRace(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "is not allowed to modify taints")
 }
 
 // due reports whether the status computed from facts and health on the
