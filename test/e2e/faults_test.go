@@ -251,12 +251,13 @@ func TestFaultsRuntimeKilled(t *testing.T) {
 		e.WaitForPodGone(t, PodName(name), 2*time.Minute)
 	}
 	after, _ := e.waitConverged(t, sc.killPods, convergeTimeout)
-	for uid, sbs := range before.sandboxes {
-		if got := after.sandboxes[uid]; len(got) != 1 || got[0].ID != sbs[0].ID {
-			t.Errorf("pod %s: sandbox %s replaced by %v", before.pods[uid].Name, sbs[0].ID, got)
+	for uid, p := range before.pods { // not the sandboxes: containerd's stuck ones are no pod's
+		sbs := before.sandboxes[uid]
+		if got := after.sandboxes[uid]; len(sbs) != 1 || len(got) != 1 || got[0].ID != sbs[0].ID {
+			t.Errorf("pod %s: sandboxes %v replaced by %v", p.Name, sbs, got)
 		}
 		if containerIDs(before.containers[uid]) != containerIDs(after.containers[uid]) {
-			t.Errorf("pod %s: containers %s became %s", before.pods[uid].Name, containerIDs(before.containers[uid]), containerIDs(after.containers[uid]))
+			t.Errorf("pod %s: containers %s became %s", p.Name, containerIDs(before.containers[uid]), containerIDs(after.containers[uid]))
 		}
 	}
 	if after.restarts != before.restarts {
