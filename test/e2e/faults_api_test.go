@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 )
 
 // TestFaultsAPIServerFlapping: the node's connection to a real API server
@@ -41,20 +43,7 @@ func TestFaultsAPIServerFlapping(t *testing.T) {
 		ids[name] = e.PodContainer(t, name, "app").ID
 	}
 	readyBefore := nodeReadyCondition(t, waitNodeReady(t, cs))
-	w, err := cs.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flips []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*v1.Pod); ok && p.Name != "crasher" && !podReady(p) {
-				flips = append(flips, fmt.Sprintf("%s %s phase=%s", ev.Type, p.Name, p.Status.Phase))
-			}
-		}
-	}()
+	stopWatch := watchNotReady(t, cs, "crasher")
 	for range sc.apiFlaps {
 		proxy.setUp(false)
 		time.Sleep(8 * time.Second)
@@ -65,7 +54,7 @@ func TestFaultsAPIServerFlapping(t *testing.T) {
 	// container reaches the agent's (which only grows).
 	caught := time.Now()
 	var local, remote int32
-	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := cs.CoreV1().Pods(namespace).Get(ctx, "crasher", metav1.GetOptions{})
 		if err != nil || len(p.Status.ContainerStatuses) == 0 {
 			return false, nil
@@ -81,9 +70,7 @@ func TestFaultsAPIServerFlapping(t *testing.T) {
 	if err != nil {
 		t.Errorf("crasher's restart count: %d in the API server, %d on the node, after 1 min", remote, local)
 	}
-	w.Stop()
-	<-done
-	if len(flips) > 0 {
+	if flips := stopWatch(); len(flips) > 0 {
 		t.Errorf("pods reported not Ready while the API server flapped: %v", flips)
 	}
 	for name, id := range ids {
@@ -97,4 +84,30 @@ func TestFaultsAPIServerFlapping(t *testing.T) {
 	e.report(t, faultRecord{scenario: "API server connection flapping (8 s down, 8 s up)", scale: sc.name, pods: len(steady) + 1,
 		recovery: time.Since(caught).Round(time.Second).String() + " for the status to catch up",
 		notes:    fmt.Sprintf("%d flaps; no pod or node Ready flip, containers kept; crasher's %d restarts reached the API server", sc.apiFlaps, local)})
+}
+
+// watchNotReady watches the namespace's pods in the API server and
+// collects every event of a pod not Ready, but those of the pods named in
+// except; the returned stop ends the watch and returns them.
+func watchNotReady(t *testing.T, cs kubernetes.Interface, except ...string) (stop func() []string) {
+	t.Helper()
+	w, err := cs.CoreV1().Pods(namespace).Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flips []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*v1.Pod); ok && !slices.Contains(except, p.Name) && !podReady(p) {
+				flips = append(flips, fmt.Sprintf("%s %s phase=%s", ev.Type, p.Name, p.Status.Phase))
+			}
+		}
+	}()
+	return func() []string {
+		w.Stop()
+		<-done
+		return flips
+	}
 }

@@ -312,26 +312,12 @@ func checkOfflineCopy(t *testing.T, e *Env, keep, gone *v1.Pod) {
 // condition did not change.
 func checkOutage(t *testing.T, e *Env, cs kubernetes.Interface, proxy *apiProxy) {
 	t.Helper()
-	ctx := context.Background()
 	before := map[string]string{}
 	for _, name := range []string{"keep", "gone"} {
 		before[name] = e.PodContainer(t, name, "app").ID
 	}
 	readyBefore := nodeReadyCondition(t, waitNodeReady(t, cs))
-	w, err := cs.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var flips []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*v1.Pod); ok && !podReady(p) {
-				flips = append(flips, fmt.Sprintf("%s %s phase=%s", ev.Type, p.Name, p.Status.Phase))
-			}
-		}
-	}()
+	stopWatch := watchNotReady(t, cs)
 	proxy.setUp(false)
 	time.Sleep(25 * time.Second)
 	for name, id := range before {
@@ -345,9 +331,7 @@ func checkOutage(t *testing.T, e *Env, cs kubernetes.Interface, proxy *apiProxy)
 	}
 	proxy.setUp(true)
 	time.Sleep(15 * time.Second) // a pod status resync and a node status update
-	w.Stop()
-	<-done
-	if len(flips) > 0 {
+	if flips := stopWatch(); len(flips) > 0 {
 		t.Errorf("pods reported not Ready across the outage: %v", flips)
 	}
 	if after := nodeReadyCondition(t, waitNodeReady(t, cs)); after.Status != v1.ConditionTrue || !after.LastTransitionTime.Equal(&readyBefore.LastTransitionTime) {
