@@ -60,6 +60,43 @@ func (o *fakeOwner) doneCount() int {
 	return o.done
 }
 
+// startWorker runs, until the test ends, a pod worker for an Always pod
+// with container "a" (image "img", added to fk) on rt, whose fake is fk,
+// with a fake owner and clk. done is closed when the worker returns; wait
+// polls cond for up to 5 s, failing with fk's calls.
+func startWorker(t *testing.T, clk *clocktest.Clock, rt runtime.Runtime, fk *fake.Runtime) (w *podWorker, owner *fakeOwner, done <-chan struct{}, wait func(what string, cond func() bool)) {
+	t.Helper()
+	fk.AddImage("img")
+	owner = &fakeOwner{}
+	d := &workerDeps{
+		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
+		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
+		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner, status: owner,
+	}
+	w = newPodWorker(d, testPod("Always", nil, "a"), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		w.run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-ran
+	})
+	wait = func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; calls %v", what, fk.Calls())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	return w, owner, ran, wait
+}
+
 // A pod worker driven directly, with a fake owner, a fake runtime and a
 // fake clock: it starts the pod, restarts a crash at once, holds the second
 // crash in CrashLoopBackOff until the clock passes 10s, and on kill removes
@@ -67,35 +104,7 @@ func (o *fakeOwner) doneCount() int {
 func TestWorkerWithFakeOwnerAndClock_A13(t *testing.T) {
 	clk := clocktest.New(t0)
 	rt := fake.New(clk.Now)
-	rt.AddImage("img")
-	owner := &fakeOwner{}
-	d := &workerDeps{
-		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
-		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner, status: owner,
-	}
-	pod := testPod("Always", nil, "a")
-	w := newPodWorker(d, pod, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; calls %v", what, rt.Calls())
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
+	w, owner, done, wait := startWorker(t, clk, rt, rt)
 	attempt := func(n uint32) func() bool {
 		return func() bool {
 			c, ok := rt.ContainerByName("uid1", "a")
@@ -206,28 +215,7 @@ func (r *failingRemove) RemoveContainer(ctx context.Context, id string) error {
 func TestWorkerKillRetryBacksOff(t *testing.T) {
 	clk := clocktest.New(t0)
 	rt := &failingRemove{Runtime: fake.New(clk.Now)}
-	rt.AddImage("img")
-	owner := &fakeOwner{}
-	d := &workerDeps{
-		rt: rt, clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil)), prober: noProber{},
-		starts: startgate.New(2), teardowns: startgate.New(2), events: events.NewRecorder(clk, "node"),
-		hooks: newHookRunner(execOutput(rt)), podLogsDir: t.TempDir(), resync: time.Hour, owner: owner, status: owner,
-	}
-	w := newPodWorker(d, testPod("Always", nil, "a"), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.run(ctx) }()
-	defer func() { cancel(); <-done }()
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; calls %v", what, rt.Calls())
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
+	w, owner, _, wait := startWorker(t, clk, rt, rt.Runtime)
 	wait("running", func() bool {
 		c, ok := rt.ContainerByName("uid1", "a")
 		return ok && c.State == runtime.ContainerRunning
