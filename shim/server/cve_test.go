@@ -1,11 +1,8 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -244,22 +241,8 @@ func evilNode(ctx context.Context, t *testing.T, admin kubernetes.Interface, k *
 // returns the upgrade's status and whatever came after.
 func rawRequests(t *testing.T, cfg *rest.Config, shimURL, path, next string) (int, string) {
 	t.Helper()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(cfg.CAData)
-	host := strings.TrimPrefix(shimURL, "https://")
-	conn, err := tls.Dial("tcp", host, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, br, resp := dialUpgrade(t, cfg, shimURL, path)
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"+
-		"X-Stream-Protocol-Version: portforward.k8s.io\r\nContent-Length: 0\r\n\r\n", path, host, cfg.BearerToken)
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 	if next == "" {

@@ -302,10 +302,11 @@ func testExec(ctx context.Context, t *testing.T, cfg *rest.Config, admin kuberne
 	}
 }
 
-// rawUpgrade sends an SPDY upgrade request for path to the shim as the
-// admin, writes send once the shim answers 101, and returns as many bytes
-// as send has.
-func rawUpgrade(t *testing.T, cfg *rest.Config, shimURL, path, send string) string {
+// dialUpgrade connects to the shim over TLS and sends, as the admin, an
+// SPDY portforward upgrade request for path; it returns the connection
+// (30 s deadline; the caller closes it), its reader and the response
+// read from it (the caller closes its body).
+func dialUpgrade(t *testing.T, cfg *rest.Config, shimURL, path string) (net.Conn, *bufio.Reader, *http.Response) {
 	t.Helper()
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(cfg.CAData)
@@ -314,15 +315,25 @@ func rawUpgrade(t *testing.T, cfg *rest.Config, shimURL, path, send string) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"+
 		"X-Stream-Protocol-Version: portforward.k8s.io\r\nContent-Length: 0\r\n\r\n", path, host, cfg.BearerToken)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
+		_ = conn.Close()
 		t.Fatal(err)
 	}
+	return conn, br, resp
+}
+
+// rawUpgrade sends an SPDY upgrade request for path to the shim as the
+// admin, writes send once the shim answers 101, and returns as many bytes
+// as send has.
+func rawUpgrade(t *testing.T, cfg *rest.Config, shimURL, path, send string) string {
+	t.Helper()
+	conn, br, resp := dialUpgrade(t, cfg, shimURL, path)
+	defer conn.Close()
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		body, _ := io.ReadAll(resp.Body)
