@@ -165,3 +165,32 @@ func settled(ev dirEvent) bool {
 	return ev.Mask&(unix.IN_CREATE|unix.IN_MODIFY|unix.IN_ATTRIB) == 0 &&
 		ev.Mask&(unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE) != 0
 }
+
+// settling is what the latest event of a file says of its content; a
+// burst's quiet period is that of its least settled file (loop.quiet).
+type settling int
+
+const (
+	// unsettled: the file may still be being written (created, modified
+	// or chmod-ed and not closed yet); also an event about no one file.
+	unsettled settling = iota
+	// settledFile: the file left the directory, or its writer closed it
+	// (it may yet be written again, or come back: `rm f; cp g f`).
+	settledFile
+	// arrivedWhole: the file was renamed into the directory, complete by
+	// construction (the atomic way to write a manifest).
+	arrivedWhole
+)
+
+// fileSettling is ev's settling (see settled): a rename into the
+// directory alone is arrivedWhole.
+func fileSettling(ev dirEvent) settling {
+	switch {
+	case !settled(ev):
+		return unsettled
+	case ev.Mask&(unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_CLOSE_WRITE) == 0:
+		return arrivedWhole // only IN_MOVED_TO is left
+	default:
+		return settledFile
+	}
+}

@@ -56,8 +56,14 @@ type Config struct {
 	// such a file cannot be half-written, a pod whose manifest is deleted
 	// should get its SIGTERM at once (issue 5, reaction under 100 ms) and
 	// one written as a manifest should start at once (startup), yet a
-	// script's `rm f; cp g f` still reads as an edit. A file created or
-	// written and not yet closed keeps the full Debounce.
+	// script's `rm f; cp g f` still reads as an edit. When every file's
+	// latest event is its rename into the directory (a manifest written
+	// elsewhere and moved in, whole; `rm f; mv tmp f` included), it is
+	// Debounce/50: nothing about such a burst can be half-done, and the
+	// 2 ms (at the default) only gather a batch of renames into one read
+	// (issue 35: the 20 ms were most of skiff's lead over the bare CRI
+	// calls before the sandbox). A file created or written and not yet
+	// closed keeps the full Debounce.
 	Debounce time.Duration
 	// Logger receives the source's logs (nil: discard).
 	Logger *slog.Logger
@@ -170,7 +176,7 @@ type loop struct {
 
 	debounce     *time.Timer
 	armed        bool
-	burst        map[string]bool // file -> settled, for the pending burst
+	burst        map[string]settling // file -> its latest event's, for the pending burst
 	pendingSince time.Time
 	retry        *time.Timer
 }
@@ -200,7 +206,7 @@ func (l *loop) run(ctx context.Context) error {
 				return errors.New("staticpods: inotify watcher closed")
 			}
 			l.s.log.Warn("inotify error; re-listing", "err", err)
-			l.arm("", false)
+			l.arm("", unsettled)
 		case <-l.debounce.C:
 			l.armed = false
 			l.sync(false)
@@ -223,21 +229,21 @@ func (l *loop) onEvent(ev dirEvent) {
 			l.watching = false
 			l.backoff = minRetry
 			l.retry.Reset(l.backoff)
-			l.arm("", false)
+			l.arm("", unsettled)
 		}
 		return
 	}
 	if ignoredName(filepath.Base(ev.Name)) {
 		return
 	}
-	l.arm(ev.Name, settled(ev))
+	l.arm(ev.Name, fileSettling(ev))
 }
 
 // onRetry tries again to watch the directory.
 func (l *loop) onRetry() {
 	if l.watching = l.watch(); l.watching {
 		l.backoff = minRetry
-		l.arm("", false) // files may have appeared while unwatched
+		l.arm("", unsettled) // files may have appeared while unwatched
 		return
 	}
 	l.backoff = min(2*l.backoff, maxRetry)
@@ -246,28 +252,36 @@ func (l *loop) onRetry() {
 
 // arm starts or extends the debounce quiet period, but never delays the
 // read more than 10*Debounce after the first event of a burst. file is the
-// event's file ("" for anything else: never settled) and settled what the
-// event says of it (see settled): a burst whose every file's latest event
-// settled it is read after Debounce/5 (see Config.Debounce).
-func (l *loop) arm(file string, settled bool) {
+// event's file ("" for anything else: unsettled) and s what the event says
+// of it (see fileSettling); the burst's quiet period is its least settled
+// file's (see quiet).
+func (l *loop) arm(file string, s settling) {
 	now := time.Now()
 	if !l.armed {
-		l.armed, l.pendingSince, l.burst = true, now, map[string]bool{}
+		l.armed, l.pendingSince, l.burst = true, now, map[string]settling{}
 	}
-	l.burst[file] = settled
+	l.burst[file] = s
 	if now.Sub(l.pendingSince) < 10*l.s.cfg.Debounce {
 		l.debounce.Reset(l.quiet())
 	}
 }
 
-// quiet is the quiet period of the pending burst.
+// quiet is the quiet period of the pending burst (see Config.Debounce):
+// Debounce while a file of it is unsettled, else Debounce/5 while one only
+// settled, else (every file arrived whole) Debounce/50. Pure.
 func (l *loop) quiet() time.Duration {
-	for _, ok := range l.burst {
-		if !ok {
-			return l.s.cfg.Debounce
-		}
+	least := arrivedWhole
+	for _, s := range l.burst {
+		least = min(least, s)
 	}
-	return l.s.cfg.Debounce / 5
+	switch least {
+	case unsettled:
+		return l.s.cfg.Debounce
+	case settledFile:
+		return l.s.cfg.Debounce / 5
+	default:
+		return l.s.cfg.Debounce / 50
+	}
 }
 
 // watch adds the inotify watch on the directory; false if it is missing or

@@ -248,34 +248,73 @@ func TestSettled(t *testing.T) {
 	}
 }
 
-// TestQuietPeriod: a burst whose every file is settled (removed, renamed
-// in, or closed by its writer) is read after Debounce/5 (a deleted
-// manifest's pod gets its SIGTERM at once, a new one starts at once: issue
-// 5); a file still open for writing makes it the full Debounce.
+// TestFileSettling: only a rename into the directory says the file
+// arrived whole; a removal or a close settles it, anything else does not.
+func TestFileSettling(t *testing.T) {
+	tests := []struct {
+		mask uint32
+		want settling
+	}{
+		{unix.IN_MOVED_TO, arrivedWhole},
+		{unix.IN_DELETE, settledFile},
+		{unix.IN_MOVED_FROM, settledFile},
+		{unix.IN_CLOSE_WRITE, settledFile},
+		{unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE, settledFile},
+		{unix.IN_CREATE, unsettled},
+		{unix.IN_MODIFY, unsettled},
+		{unix.IN_ATTRIB, unsettled},
+		{unix.IN_MOVED_TO | unix.IN_ATTRIB, unsettled},
+	}
+	for _, tc := range tests {
+		if got := fileSettling(dirEvent{Name: "/d/f.yaml", Mask: tc.mask}); got != tc.want {
+			t.Errorf("fileSettling(%#x) = %v, want %v", tc.mask, got, tc.want)
+		}
+	}
+}
+
+// TestQuietPeriod: a burst whose every file is settled (removed, or
+// closed by its writer) is read after Debounce/5 (a deleted manifest's pod
+// gets its SIGTERM at once: issue 5); one whose every file was renamed in
+// whole after Debounce/50 (a new pod starts at once: issue 35); a file
+// still open for writing makes it the full Debounce.
 func TestQuietPeriod(t *testing.T) {
 	const d = 100 * time.Millisecond
+	const (
+		open   = unsettled
+		closed = settledFile
+		gone   = settledFile
+		whole  = arrivedWhole
+	)
 	type ev struct {
-		file    string
-		settled bool
+		file string
+		s    settling
 	}
 	tests := []struct {
 		name   string
 		events []ev
 		want   time.Duration
 	}{
-		{"one removal", []ev{{"a", true}}, d / 5},
-		{"removals only", []ev{{"a", true}, {"b", true}, {"c", true}}, d / 5},
-		{"a write", []ev{{"a", false}}, d},
-		{"create, write, close (cp)", []ev{{"a", false}, {"a", false}, {"a", true}}, d / 5},
-		{"removal then rewrite (rm f; cp g f)", []ev{{"a", true}, {"a", false}, {"a", true}}, d / 5},
-		{"one file closed, another still open", []ev{{"a", false}, {"b", false}, {"a", true}}, d},
-		{"closed, then written again", []ev{{"a", true}, {"a", false}}, d},
-		{"not about a file (re-list)", []ev{{"a", true}, {"", false}}, d},
+		{"one removal", []ev{{"a", gone}}, d / 5},
+		{"removals only", []ev{{"a", gone}, {"b", gone}, {"c", gone}}, d / 5},
+		{"a write", []ev{{"a", open}}, d},
+		{"create, write, close (cp)", []ev{{"a", open}, {"a", open}, {"a", closed}}, d / 5},
+		{"removal then rewrite (rm f; cp g f)", []ev{{"a", gone}, {"a", open}, {"a", closed}}, d / 5},
+		{"one file closed, another still open", []ev{{"a", open}, {"b", open}, {"a", closed}}, d},
+		{"closed, then written again", []ev{{"a", closed}, {"a", open}}, d},
+		{"not about a file (re-list)", []ev{{"a", gone}, {"", open}}, d},
+		{"renamed in (mv tmp f)", []ev{{"a", whole}}, d / 50},
+		{"renames in only", []ev{{"a", whole}, {"b", whole}, {"c", whole}}, d / 50},
+		{"removal then rename in (rm f; mv tmp f)", []ev{{"a", gone}, {"a", whole}}, d / 50},
+		{"renamed in, another removed", []ev{{"a", whole}, {"b", gone}}, d / 5},
+		{"removed, another renamed in", []ev{{"b", gone}, {"a", whole}}, d / 5},
+		{"renamed in, another still open", []ev{{"a", whole}, {"b", open}}, d},
+		{"renamed in, then written in place", []ev{{"a", whole}, {"a", open}}, d},
+		{"renamed in, then a re-list", []ev{{"a", whole}, {"", open}}, d},
 	}
 	for _, tc := range tests {
 		l := &loop{s: &Source{cfg: Config{Debounce: d}}, debounce: time.NewTimer(time.Hour)}
 		for _, e := range tc.events {
-			l.arm(e.file, e.settled)
+			l.arm(e.file, e.s)
 		}
 		l.debounce.Stop()
 		if got := l.quiet(); got != tc.want {
@@ -306,8 +345,31 @@ func TestRemoveThenRewriteIsAnEdit(t *testing.T) {
 	}
 }
 
-// TestSettledFilesReadEarly: a manifest renamed into the directory, or
-// written and closed, is read after Debounce/5, not the full Debounce
+// TestRemoveThenRenameInIsAnEdit: a manifest removed and then replaced by
+// a rename (`rm f; mv tmp f`) is one edit, though a burst that ends in
+// renames is read after only Debounce/50: the removal's event waits the
+// removal's quiet period, and the rename, its file's latest event, finds
+// the new manifest.
+func TestRemoveThenRenameInIsAnEdit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "web.yaml")
+	writeAtomic(t, path, podManifest("web", "nginx:1"))
+	h := start(t, Config{Dir: dir, Debounce: time.Second})
+	wantNames(t, h.next(), "default/web-node-1")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	writeAtomic(t, path, podManifest("web", "nginx:2"))
+	pods := h.next()
+	wantNames(t, pods, "default/web-node-1")
+	if got := pods[0].Spec.Containers[0].Image; got != "nginx:2" {
+		t.Errorf("image = %q, want nginx:2", got)
+	}
+}
+
+// TestSettledFilesReadEarly: a manifest renamed into the directory (after
+// Debounce/50), or written and closed (Debounce/5), is read early, not
+// after the full Debounce
 // (issue 5, startup: the debounce was most of skiff's lead over the bare
 // CRI calls); a file still open keeps the full debounce (TestHalfWrittenFile).
 func TestSettledFilesReadEarly(t *testing.T) {
