@@ -128,10 +128,12 @@ func newRelister() *relister {
 // the next tick). Blocking (two CRI calls); not safe for concurrent use
 // of r.
 func (l *relistLoop) once(ctx context.Context, r *relister, exits *exitQueue) (time.Duration, error) {
+	start := l.clock.Now()
 	if err := l.list(ctx, r); err != nil {
 		return 0, err
 	}
-	d := exits.settle(r.live, l.clock.Now())
+	now := l.clock.Now()
+	d := exits.settle(r.live, now, now.Sub(start))
 	kept := 0
 	for uid, fp := range r.cur {
 		old, ok := r.prev[uid]
