@@ -28,8 +28,12 @@ type Config struct {
 	// ClusterDNS are the cluster DNS servers' IP addresses (the
 	// kubelet's --cluster-dns); none: pods of a ClusterFirst policy get
 	// the node's resolv.conf.
-	ClusterDNS        []string
-	RuntimeTimeout    time.Duration
+	ClusterDNS     []string
+	RuntimeTimeout time.Duration
+	// PodsPerShim is how many pods share one runc shim (--pods-per-shim):
+	// 0 picks DefaultPodsPerShim with the managed containerd and 1 (one
+	// shim per pod) with an external runtime.
+	PodsPerShim       int
 	MaxParallelStarts int
 	MaxParallelProbes int
 	// MaxContainerRestartPeriod caps the restart back-off (the kubelet's
@@ -58,6 +62,9 @@ func (c *Config) joinsAPIServer() bool {
 func (c *Config) Validate() error {
 	if c.API.OfflinePods && !c.joinsAPIServer() {
 		return errors.New("--offline-pods: needs an API server (--kubeconfig or --control-plane); static pods run without one anyway")
+	}
+	if c.PodsPerShim < 0 {
+		return fmt.Errorf("--pods-per-shim %d: want 0 (the default: %d with the managed containerd, 1 with an external runtime) or a positive number", c.PodsPerShim, DefaultPodsPerShim)
 	}
 	if c.MaxParallelStarts < 0 {
 		return fmt.Errorf("--max-parallel-starts %d: want 0 (adaptive, the default) or a positive upper bound", c.MaxParallelStarts)

@@ -30,6 +30,25 @@ type runtimeDeps struct {
 	cleanup      func()
 }
 
+// DefaultPodsPerShim is how many pods share one runc shim on the managed
+// containerd (decision 108): the per-pod shims were two thirds of a node's
+// memory; a group bounds what one shim's failure takes down.
+const DefaultPodsPerShim = 16
+
+// podsPerShim is --pods-per-shim with its default filled in: an external
+// runtime groups only when asked, as its operator must also list the
+// annotation in the runtime's pod_annotations.
+func podsPerShim(o *Config) int {
+	switch {
+	case o.PodsPerShim > 0:
+		return o.PodsPerShim
+	case o.RuntimeEndpoint == "":
+		return DefaultPodsPerShim
+	default:
+		return 1
+	}
+}
+
 // connectRuntime connects to the CRI runtime: the endpoint given, or a managed
 // containerd (with skiff's pause image and the CNI bridge config). Archives in
 // <root-dir>/images are imported before any pod starts. On error everything
@@ -58,7 +77,7 @@ func connectRuntime(ctx context.Context, o *Config, log *slog.Logger) (_ *runtim
 		deps.importer = imp
 		endpoint, what, containerdAddr = m.Endpoint(), "managed containerd", m.Address()
 	}
-	rt, err := cri.New(ctx, endpoint, o.RuntimeTimeout)
+	rt, err := cri.New(ctx, endpoint, o.RuntimeTimeout, cri.WithShimGroups(podsPerShim(o)))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -105,6 +124,7 @@ func startManaged(ctx context.Context, o *Config, log *slog.Logger) (m *containe
 		RootDir: o.RootDir, CNIBinDir: o.CNIBinDir, CNIConfDir: cniDir, SandboxImage: pauseRef, Logger: log,
 		SystemdCgroup: o.Resources.CgroupDriver == string(cgroups.DriverSystemd),
 		RegistryHosts: regHosts, RegistryAuths: regAuths, Ready: cri.Ping,
+		ShimGroups: podsPerShim(o) > 1,
 	})
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("start managed containerd: %w", err)

@@ -420,3 +420,10 @@ type VersionInfo struct {
 func (v VersionInfo) String() string {
 	return v.Name + " " + v.Version + " (CRI " + v.APIVersion + ")"
 }
+
+// AnnotationShimGroup is the OCI annotation containerd-shim-runc-v2 groups
+// containers by: the containers whose specs carry the same value share one
+// shim process (without it, a pod's containers share their sandbox's). A
+// containerd whose runc runtime lists it in pod_annotations passes it from
+// the sandbox config to the sandbox's and its containers' specs.
+const AnnotationShimGroup = "io.containerd.runc.v2.group"

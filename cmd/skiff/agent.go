@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	goruntime "runtime"
@@ -89,6 +90,7 @@ func addAgentFlags(f *pflag.FlagSet, o *node.Config) {
 	f.StringVar(&o.ClusterDomain, "cluster-domain", agent.DefaultClusterDomain, "DNS domain of the cluster: the FQDN of a pod with spec.subdomain is <hostname>.<subdomain>.<namespace>.svc.<cluster-domain>")
 	f.StringSliceVar(&o.ClusterDNS, "cluster-dns", nil, "comma-separated IP addresses of the cluster DNS servers: pods of dnsPolicy ClusterFirst (off the host network) and ClusterFirstWithHostNet get only these, with the cluster's search domains and ndots:5 (none: they get --resolv-conf, with a MissingClusterDNS warning event)")
 	f.DurationVar(&o.RuntimeTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of CRI requests")
+	f.IntVar(&o.PodsPerShim, "pods-per-shim", 0, fmt.Sprintf("pods whose containers share one runc shim process, filled in creation order (0: %d with the managed containerd, 1 = one shim per pod with --container-runtime-endpoint, whose containerd must list io.containerd.runc.v2.group in the runc runtime's pod_annotations to group)", node.DefaultPodsPerShim))
 	f.IntVar(&o.MaxParallelStarts, "max-parallel-starts", 0, "upper bound of sandboxes/containers started (and sandboxes torn down) at once; the number adapts to the runtime's throughput from max(2, CPUs) up to it (0: 4*CPUs within [16, 64]; N <= max(2, CPUs): fixed N)")
 	f.DurationVar(&o.MaxContainerRestartPeriod, "max-container-restart-period", 300*time.Second, "the longest restart back-off of a crashing container, 1s to 300s (crashLoopBackOff.maxContainerRestartPeriod; the back-off starts at 10s, or at this if shorter)")
 	f.IntVar(&o.MaxParallelProbes, "max-parallel-exec-probes", 0, "exec probes running at once (0: max(2, CPUs); -1: no bound)")

@@ -78,6 +78,12 @@ type Config struct {
 	// entries, by the host[:port] containerd contacts. Credentials that
 	// the agent passes with a pull take precedence.
 	RegistryAuths map[string]RegistryAuth
+	// ShimGroups lets the runc runtime group containers of several pods
+	// under one shim: the CRI plugin passes the pod annotation
+	// runtime.AnnotationShimGroup to the specs (pod_annotations), where
+	// containerd-shim-runc-v2 groups by it. The agent sets it on sandboxes
+	// (runtime/cri.WithShimGroups); false: one shim per pod.
+	ShimGroups bool
 }
 
 // RegistryAuth is a credential in the CRI plugin's config (containerd 1.6

@@ -142,7 +142,7 @@ func TestRenderConfig(t *testing.T) {
 		t.Run(tt.version, func(t *testing.T) {
 			root := t.TempDir()
 			no := false
-			cfg, err := Config{RootDir: root, SandboxImage: "skiff.local/pause:abc", RestrictOOMScoreAdj: &no, Version: tt.version, BinDir: "/rt"}.withDefaults()
+			cfg, err := Config{RootDir: root, SandboxImage: "skiff.local/pause:abc", RestrictOOMScoreAdj: &no, Version: tt.version, BinDir: "/rt", ShimGroups: true}.withDefaults()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,6 +160,7 @@ func TestRenderConfig(t *testing.T) {
 				"SystemdCgroup = false",
 				`conf_dir = "`+root+`/cni/net.d"`,
 				`"io.containerd.snapshotter.v1.btrfs"`,
+				`pod_annotations = ["io.containerd.runc.v2.group"]`,
 			) {
 				if !strings.Contains(conf, want) {
 					t.Errorf("config lacks %q:\n%s", want, conf)
@@ -173,7 +174,7 @@ func TestRenderConfig(t *testing.T) {
 				t.Skipf("%s is containerd %s (%v), not %s; skipping the parse check", bin, v, err, tt.version)
 			}
 			out := containerdConfigDump(t, bin, root, conf)
-			for _, want := range append(tt.dumpWant, `path = "`+root+`/containerd/opt"`) {
+			for _, want := range append(tt.dumpWant, `path = "`+root+`/containerd/opt"`, "io.containerd.runc.v2.group") {
 				if !strings.Contains(string(out), want) {
 					t.Errorf("containerd's view lacks %q:\n%s", want, out)
 				}
@@ -181,6 +182,12 @@ func TestRenderConfig(t *testing.T) {
 		})
 	}
 	no := false
+	for _, v := range []string{"1.6.20", "v2.4.2"} {
+		conf, err := renderConfig(Config{RootDir: "/r", SandboxImage: "x", RestrictOOMScoreAdj: &no, Version: v})
+		if err != nil || strings.Contains(conf, "pod_annotations") {
+			t.Errorf("containerd %s without shim groups: pod_annotations passed (%v):\n%s", v, err, conf)
+		}
+	}
 	if _, err := renderConfig(Config{RootDir: "/r\n", SandboxImage: "x", RestrictOOMScoreAdj: &no, Version: "v2.4.2"}); err == nil {
 		t.Error("control character accepted")
 	}

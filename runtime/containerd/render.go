@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/skiffnode/skiff/runtime"
 )
 
 // disabledPluginsV2 are containerd 1.x plugins a node does not need:
@@ -103,6 +105,15 @@ func renderRuncOptions(b *strings.Builder, table string, cfg Config) {
 	}
 }
 
+// renderPodAnnotations writes the runc runtime's pod_annotations: the
+// shim group when cfg.ShimGroups, else nothing (no pod annotation reaches
+// the specs, as in containerd's default).
+func renderPodAnnotations(b *strings.Builder, cfg Config) {
+	if cfg.ShimGroups {
+		fmt.Fprintf(b, "  pod_annotations = [%s]\n", tomlString(runtime.AnnotationShimGroup))
+	}
+}
+
 // renderV2 writes config version 2, as containerd 1.6 and 1.7 read it.
 func renderV2(b *strings.Builder, cfg Config) error {
 	p := pathsFor(cfg.RootDir)
@@ -117,6 +128,7 @@ func renderV2(b *strings.Builder, cfg Config) error {
 	fmt.Fprintf(b, "  default_runtime_name = \"runc\"\n")
 	fmt.Fprintf(b, "[%s.containerd.runtimes.runc]\n", cri)
 	fmt.Fprintf(b, "  runtime_type = \"io.containerd.runc.v2\"\n")
+	renderPodAnnotations(b, cfg)
 	renderRuncOptions(b, cri+".containerd.runtimes.runc.options", cfg)
 	fmt.Fprintf(b, "[%s.cni]\n", cri)
 	fmt.Fprintf(b, "  bin_dir = %s\n", q(cfg.CNIBinDir))
@@ -148,6 +160,7 @@ func renderV3(b *strings.Builder, cfg Config, version int) error {
 	fmt.Fprintf(b, "  default_runtime_name = \"runc\"\n")
 	fmt.Fprintf(b, "[%s.containerd.runtimes.runc]\n", rt)
 	fmt.Fprintf(b, "  runtime_type = \"io.containerd.runc.v2\"\n")
+	renderPodAnnotations(b, cfg)
 	renderRuncOptions(b, rt+".containerd.runtimes.runc.options", cfg)
 	fmt.Fprintf(b, "[%s.cni]\n", rt)
 	fmt.Fprintf(b, "  bin_dirs = [%s]\n", q(cfg.CNIBinDir))

@@ -17,12 +17,20 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, spec *r
 	if sandbox == nil {
 		return "", fmt.Errorf("create container %s in sandbox %s: no sandbox spec", spec.Name, sandboxID)
 	}
+	sbCfg := sandboxConfig(sandbox)
+	if r.groups != nil {
+		group, err := r.sandboxGroup(ctx, sandboxID)
+		if err != nil {
+			return "", fmt.Errorf("create container %s: %w", spec.Name, err)
+		}
+		setGroup(sbCfg, group)
+	}
 	ctx, cancel := callCtx(ctx, r.timeout)
 	defer cancel()
 	resp, err := r.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId:  sandboxID,
 		Config:        containerConfig(spec, sandbox),
-		SandboxConfig: sandboxConfig(sandbox),
+		SandboxConfig: sbCfg,
 	})
 	if err != nil {
 		return "", wrap(err, "create container %s in sandbox %s", spec.Name, sandboxID)

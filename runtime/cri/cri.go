@@ -37,6 +37,7 @@ type Runtime struct {
 	conn     *grpc.ClientConn
 	rt       runtimeapi.RuntimeServiceClient
 	img      runtimeapi.ImageServiceClient
+	groups   *shimGroups // nil: one shim per sandbox (WithShimGroups)
 }
 
 // New connects to the CRI runtime at endpoint ("unix:///path" or a bare
@@ -45,8 +46,15 @@ type Runtime struct {
 // The connection survives restarts of the runtime: while it is down calls
 // fail (codes.Unavailable), and within about a second of its return they
 // succeed again. The caller must Close the returned Runtime.
-func New(ctx context.Context, endpoint string, timeout time.Duration) (*Runtime, error) {
-	return newRuntime(ctx, endpoint, timeout)
+func New(ctx context.Context, endpoint string, timeout time.Duration, opts ...Option) (*Runtime, error) {
+	r, err := newRuntime(ctx, endpoint, timeout)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	return r, nil
 }
 
 // pingTimeout bounds Ping's Version call.

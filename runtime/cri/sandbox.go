@@ -15,8 +15,13 @@ import (
 func (r *Runtime) RunSandbox(ctx context.Context, spec *runtime.SandboxSpec) (string, error) {
 	ctx, cancel := callCtx(ctx, 2*r.timeout)
 	defer cancel()
+	cfg, group := sandboxConfig(spec), ""
+	if r.groups != nil {
+		group = r.groups.next(spec.RuntimeHandler)
+		setGroup(cfg, group)
+	}
 	resp, err := r.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{
-		Config:         sandboxConfig(spec),
+		Config:         cfg,
 		RuntimeHandler: spec.RuntimeHandler,
 	})
 	if err != nil {
@@ -24,6 +29,9 @@ func (r *Runtime) RunSandbox(ctx context.Context, spec *runtime.SandboxSpec) (st
 	}
 	if resp.PodSandboxId == "" {
 		return "", fmt.Errorf("run sandbox for pod %s/%s: runtime returned no sandbox ID", spec.Namespace, spec.Name)
+	}
+	if r.groups != nil {
+		r.groups.record(resp.PodSandboxId, group)
 	}
 	return resp.PodSandboxId, nil
 }
@@ -47,6 +55,9 @@ func (r *Runtime) RemoveSandbox(ctx context.Context, id string) error {
 	_, err := r.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
 	if err != nil && !isNotFound(err) {
 		return wrap(err, "remove sandbox %s", id)
+	}
+	if r.groups != nil {
+		r.groups.forget(id)
 	}
 	return nil
 }

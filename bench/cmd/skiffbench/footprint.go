@@ -92,12 +92,12 @@ func (b *bench) idleFootprint(ctx context.Context, fp *report.Footprint) {
 	fp.Errors = append(fp.Errors, "idle: "+err.Error())
 }
 
-// loadedFootprint samples agent a with the runtime's containerd and shims
-// over the steady window d of n pods into fp.Loaded and returns the
-// agent's own window. A runtime it cannot find is recorded in fp and the
-// agent is sampled alone; a sample that fails fails the window, as the
-// agent's own sampling does.
-func (b *bench) loadedFootprint(ctx context.Context, a *agent, n int, d time.Duration, fp *report.Footprint) (procfs.Window, error) {
+// loadedFootprint samples agent a with the runtime's containerd, shims and
+// pause processes over the steady window d of n pods into *into and
+// returns the agent's own window. A runtime it cannot find is recorded in
+// fp and the agent is sampled alone; a sample that fails fails the window,
+// as the agent's own sampling does.
+func (b *bench) loadedFootprint(ctx context.Context, a *agent, n int, d time.Duration, fp *report.Footprint, into **report.NodeFootprint) (procfs.Window, error) {
 	if b.runtimeProcs == nil {
 		return sampleSteady(ctx, a.pid(), d)
 	}
@@ -111,8 +111,8 @@ func (b *bench) loadedFootprint(ctx context.Context, a *agent, n int, d time.Dur
 	if err != nil {
 		return procfs.Window{}, err
 	}
-	fp.Loaded = &report.NodeFootprint{Pods: n, NodeWindow: w}
-	b.log.Info("loaded footprint", "pods", n, "containerd_rss_mb", w.Containerd.RSSMaxMB, "containerd_cpu_pct", w.Containerd.CPUPercent,
+	*into = &report.NodeFootprint{AgentName: a.name, Pods: n, NodeWindow: w}
+	b.log.Info("loaded footprint", "agent", a.name, "pods", n, "pause", w.PauseCount, "pause_pss_mb", w.Pause.PSSMaxMB, "total_pss_mb", w.Total.PSSMaxMB, "containerd_rss_mb", w.Containerd.RSSMaxMB, "containerd_cpu_pct", w.Containerd.CPUPercent,
 		"shims", w.ShimCount, "shims_rss_mb", w.Shims.RSSMaxMB, "shims_pss_mb", w.Shims.PSSMaxMB, "children_cpu_pct", w.ChildrenCPUPercent, "total_cpu_pct", w.Total.CPUPercent)
 	return w.Agent, nil
 }

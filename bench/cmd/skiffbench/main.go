@@ -284,7 +284,7 @@ func (b *bench) measure(ctx context.Context, run *report.Run) error {
 	}
 	if b.cfg.runs("scale") {
 		b.log.Info("scenario 4: scale", "runtime", rt, "pods", b.cfg.scale)
-		if run.Scale, err = b.scale(ctx, run.Density); err != nil {
+		if run.Scale, err = b.scale(ctx, run.Density, run.Footprint); err != nil {
 			return fmt.Errorf("%s: scale scenario: %w", rt, err)
 		}
 	}

@@ -265,9 +265,9 @@ func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
 // agentDensity writes n density manifests at once, waits for all to run,
 // samples the agent over the steady window (with profile != "" also taking
 // a CPU profile into that file, see steadyWindow; with fp != nil sampling
-// the runtime's containerd and shims with it into fp.Loaded, see
-// loadedFootprint) and removes them all.
-func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.Duration, profile string, fp *report.Footprint) (*report.Agent, error) {
+// the runtime's containerd, shims and pause processes with it into *into,
+// see loadedFootprint) and removes them all.
+func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.Duration, profile string, fp *report.Footprint, into **report.NodeFootprint) (*report.Agent, error) {
 	manifests := make(map[string][]byte, n)
 	names := make([]string, 0, n)
 	pods := make([]string, 0, n)
@@ -295,7 +295,7 @@ func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.D
 	b.log.Info("density running", "agent", a.name, "pods", n, "first_s", res.FirstRunningS, "all_s", res.AllRunningS)
 	sample := func() (procfs.Window, error) { return sampleSteady(ctx, a.pid(), steady) }
 	if fp != nil {
-		sample = func() (procfs.Window, error) { return b.loadedFootprint(ctx, a, n, steady, fp) }
+		sample = func() (procfs.Window, error) { return b.loadedFootprint(ctx, a, n, steady, fp, into) }
 	}
 	if err := steadyWindow(ctx, a, res, steady, profile, sample); err != nil {
 		return nil, fmt.Errorf("%s density %d steady window: %w", a.name, n, err)
@@ -381,7 +381,7 @@ func (b *bench) density(ctx context.Context, fp *report.Footprint) (*report.Dens
 	d := &report.Density{Pods: n, SteadyS: b.cfg.steady.Seconds(), ProbePeriodS: densityFloorProbe().Period.Seconds()}
 	var err error
 	// Interleaved: skiff, then the floor at each parallelism.
-	if d.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.steady, b.profilePath, fp); err != nil {
+	if d.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.steady, b.profilePath, fp, fpSlot(fp, func(f *report.Footprint) **report.NodeFootprint { return &f.Loaded })); err != nil {
 		return nil, err
 	}
 	for _, p := range b.cfg.floorParallelism {
@@ -401,13 +401,24 @@ func (b *bench) density(ctx context.Context, fp *report.Footprint) (*report.Dens
 		d.Floor = append(d.Floor, f)
 	}
 	err = b.withKubelet(ctx, func(k *agent) error {
-		d.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.steady, "", nil)
+		d.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.steady, "", fp, fpSlot(fp, func(f *report.Footprint) **report.NodeFootprint { return &f.Kubelet }))
 		return err
 	})
 	return d, err
 }
 
-func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Scale, error) {
+// fpSlot is the field of fp that field names, nil when fp is.
+func fpSlot(fp *report.Footprint, field func(*report.Footprint) **report.NodeFootprint) **report.NodeFootprint {
+	if fp == nil {
+		return nil
+	}
+	return field(fp)
+}
+
+// scale runs the density scenario at each scale pod count (the density
+// scenario's own count reused) with skiff's node footprint at each into
+// fp.Scale (fp nil: none).
+func (b *bench) scale(ctx context.Context, density *report.Density, fp *report.Footprint) ([]report.Scale, error) {
 	bestPar := 2
 	if density != nil {
 		if best, ok := report.BestFloor(density.Floor); ok {
@@ -428,8 +439,12 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 		}
 		s := report.Scale{Pods: n}
 		var err error
-		if s.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.scaleSteady, "", nil); err != nil {
+		var window *report.NodeFootprint
+		if s.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.scaleSteady, "", fp, &window); err != nil {
 			return out, err
+		}
+		if fp != nil && window != nil {
+			fp.Scale = append(fp.Scale, *window)
 		}
 		if b.cfg.scaleFloor || (b.cfg.scaleFloorEnds && (n == slices.Min(b.cfg.scale) || n == slices.Max(b.cfg.scale))) {
 			f, err := b.floorDensity(ctx, n, bestPar, false)
@@ -440,7 +455,7 @@ func (b *bench) scale(ctx context.Context, density *report.Density) ([]report.Sc
 		}
 		if b.cfg.scaleKubelet {
 			err = b.withKubelet(ctx, func(k *agent) error {
-				s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady, "", nil)
+				s.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.scaleSteady, "", nil, nil)
 				return err
 			})
 			if err != nil {

@@ -25,6 +25,9 @@ type NodeSample struct {
 	Agent      Sample
 	Containerd Sample
 	Shims      map[int]Sample
+	// Pause: the sandboxes' pause processes (named "pause", children of
+	// the shims).
+	Pause map[int]Sample
 }
 
 // NodeWindow summarises node samples over a window. RSS and PSS figures
@@ -41,12 +44,16 @@ type NodeWindow struct {
 	// the last sample.
 	Shims     Window `json:"shims"`
 	ShimCount int    `json:"shim_count"`
+	// Pause: the pause processes of the sandboxes (memory only: they
+	// sleep); PauseCount is how many the last sample found.
+	Pause      Window `json:"pause"`
+	PauseCount int    `json:"pause_count"`
 	// ChildrenCPUPercent is the CPU of the containerd's and the shims'
 	// children reaped during the window (runc, exec'd probe commands, CNI
 	// plugins), % of one core.
 	ChildrenCPUPercent float64 `json:"children_cpu_percent_of_core"`
-	// Total is the agent, the containerd and the shims per sample, its
-	// CPU with the reaped children.
+	// Total is the agent, the containerd, the shims and the pause
+	// processes per sample, its CPU with the reaped children.
 	Total Window `json:"total"`
 }
 
@@ -103,9 +110,14 @@ func ReadNode(procRoot string, agentPid int, rt Runtime, now time.Time) (NodeSam
 	if err != nil {
 		return s, fmt.Errorf("list %s: %w", procRoot, err)
 	}
+	pauses := map[int]int{} // pid -> parent
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == agentPid || pid == rt.ContainerdPid {
+			continue
+		}
+		if ppid, ok := pauseParent(procRoot, e.Name()); ok {
+			pauses[pid] = ppid
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "cmdline"))
@@ -116,7 +128,46 @@ func ReadNode(procRoot string, agentPid int, rt Runtime, now time.Time) (NodeSam
 			s.Shims[pid] = sh
 		}
 	}
+	s.Pause = map[int]Sample{}
+	for pid, ppid := range pauses {
+		if _, ok := s.Shims[ppid]; !ok {
+			continue
+		}
+		if p, err := ReadWithPSS(procRoot, pid, now); err == nil {
+			s.Pause[pid] = p
+		}
+	}
 	return s, nil
+}
+
+// pauseParent returns the parent of process name (a /proc entry) when its
+// command is "pause".
+func pauseParent(procRoot, name string) (int, bool) {
+	data, err := os.ReadFile(filepath.Join(procRoot, name, "stat"))
+	if err != nil {
+		return 0, false
+	}
+	comm, ppid, err := ParseStatParent(string(data))
+	return ppid, err == nil && comm == "pause"
+}
+
+// ParseStatParent returns the command name (field 2, without its
+// parentheses) and the parent's pid (field 4) from the contents of
+// /proc/<pid>/stat.
+func ParseStatParent(data string) (string, int, error) {
+	open, end := strings.IndexByte(data, '('), strings.LastIndexByte(data, ')')
+	if open < 0 || end < open {
+		return "", 0, fmt.Errorf("parse /proc stat: no command in %q", truncate(data))
+	}
+	fields := strings.Fields(data[end+1:])
+	if len(fields) < 2 {
+		return "", 0, fmt.Errorf("parse /proc stat: %d fields after the command name, want at least 2", len(fields))
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return "", 0, fmt.Errorf("parse /proc stat ppid: %w", err)
+	}
+	return data[open+1 : end], ppid, nil
 }
 
 // SummarizeNode reduces node samples (in time order, at least two) to a
@@ -128,16 +179,13 @@ func SummarizeNode(samples []NodeSample) (NodeWindow, error) {
 	}
 	var w NodeWindow
 	var err error
-	agent, cd, shims, total := make([]Sample, len(samples)), make([]Sample, len(samples)), make([]Sample, len(samples)), make([]Sample, len(samples))
+	n := len(samples)
+	agent, cd, shims, pause, total := make([]Sample, n), make([]Sample, n), make([]Sample, n), make([]Sample, n), make([]Sample, n)
 	for i, s := range samples {
 		agent[i], cd[i] = s.Agent, s.Containerd
-		shims[i] = Sample{At: s.At}
-		for _, sh := range s.Shims {
-			shims[i].RSSBytes += sh.RSSBytes
-			shims[i].PSSBytes += sh.PSSBytes
-		}
-		total[i] = Sample{At: s.At, RSSBytes: s.Agent.RSSBytes + s.Containerd.RSSBytes + shims[i].RSSBytes,
-			PSSBytes: s.Agent.PSSBytes + s.Containerd.PSSBytes + shims[i].PSSBytes}
+		shims[i], pause[i] = memorySum(s.At, s.Shims), memorySum(s.At, s.Pause)
+		total[i] = Sample{At: s.At, RSSBytes: s.Agent.RSSBytes + s.Containerd.RSSBytes + shims[i].RSSBytes + pause[i].RSSBytes,
+			PSSBytes: s.Agent.PSSBytes + s.Containerd.PSSBytes + shims[i].PSSBytes + pause[i].PSSBytes}
 	}
 	// The shims' and children's CPU: ticks between the first and the
 	// last sample of the processes in both.
@@ -164,10 +212,23 @@ func SummarizeNode(samples []NodeSample) (NodeWindow, error) {
 	if w.Shims, err = Summarize(shims); err != nil {
 		return w, fmt.Errorf("shims: %w", err)
 	}
+	if w.Pause, err = Summarize(pause); err != nil {
+		return w, fmt.Errorf("pause: %w", err)
+	}
 	if w.Total, err = Summarize(total); err != nil {
 		return w, fmt.Errorf("total: %w", err)
 	}
-	w.Seconds, w.ShimCount = w.Agent.Seconds, len(last.Shims)
+	w.Seconds, w.ShimCount, w.PauseCount = w.Agent.Seconds, len(last.Shims), len(last.Pause)
 	w.ChildrenCPUPercent = 100 * float64(childTicks) / UserHZ / w.Seconds
 	return w, nil
+}
+
+// memorySum is a sample at of the processes' RSS and PSS summed.
+func memorySum(at time.Time, procs map[int]Sample) Sample {
+	sum := Sample{At: at}
+	for _, p := range procs {
+		sum.RSSBytes += p.RSSBytes
+		sum.PSSBytes += p.PSSBytes
+	}
+	return sum
 }

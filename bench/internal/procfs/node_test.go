@@ -18,6 +18,25 @@ func statLineChildren(comm, utime, stime, cutime, cstime string) string {
 	return strings.Join(f, " ") + "\n"
 }
 
+// statLineParent is a stat line of comm whose parent is ppid.
+func statLineParent(comm, ppid string) string {
+	f := strings.Fields(statLine(comm, "0", "0"))
+	f[3] = ppid
+	return strings.Join(f, " ") + "\n"
+}
+
+func TestParseStatParent(t *testing.T) {
+	comm, ppid, err := ParseStatParent("7 (a (b) c) S 42 7 7 0")
+	if err != nil || comm != "a (b) c" || ppid != 42 {
+		t.Errorf("ParseStatParent = %q, %d, %v; want \"a (b) c\", 42", comm, ppid, err)
+	}
+	for _, bad := range []string{"7 no command", "7 (x) S", "7 (x) S y"} {
+		if _, _, err := ParseStatParent(bad); err == nil {
+			t.Errorf("ParseStatParent(%q): want error", bad)
+		}
+	}
+}
+
 func TestParseStatChildren(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -97,6 +116,11 @@ func TestReadNode(t *testing.T) {
 		"32":   {"/bin/containerd-shim-runc-v2\x00-address\x00/run/containerd/containerd.sock\x00", statLine("containerd-shim", "1", "1"), 9000},
 		"33":   {"/bin/containerd-shim-runc-v2\x00-address\x00" + sock + "\x00", "", 0}, // vanished: no stat
 		"self": {"/bin/containerd-shim-runc-v2\x00-address\x00" + sock + "\x00", statLine("x", "1", "1"), 1},
+		// Pause processes: of shim 30, of another containerd's shim 32, and
+		// a process named pause that no shim started.
+		"40": {"/pause\x00", statLineParent("pause", "30"), 600},
+		"41": {"/pause\x00", statLineParent("pause", "32"), 600},
+		"42": {"/pause\x00", statLineParent("pause", "10"), 600},
 	})
 	now := time.Now()
 	s, err := ReadNode(root, 10, Runtime{ContainerdPid: 20, Socket: sock}, now)
@@ -115,6 +139,9 @@ func TestReadNode(t *testing.T) {
 	if !slices.Equal(pids, []int{30, 31}) || s.Shims[30].ChildTicks != 70 || s.Shims[31].RSSBytes != 9000*1024 || s.Shims[31].PSSBytes != 4500*1024 {
 		t.Errorf("shims %v: %+v, want 30 and 31 (its socket, readable)", pids, s.Shims)
 	}
+	if len(s.Pause) != 1 || s.Pause[40].PSSBytes != 300*1024 {
+		t.Errorf("pause %+v, want 40 only (the child of one of its shims)", s.Pause)
+	}
 	if _, err := ReadNode(root, 10, Runtime{ContainerdPid: 99, Socket: sock}, now); err == nil {
 		t.Error("ReadNode without its containerd: want error")
 	}
@@ -128,7 +155,8 @@ func TestSummarizeNode(t *testing.T) {
 	mb := uint64(1e6)
 	samples := []NodeSample{
 		{At: t0, Agent: Sample{At: t0, CPUTicks: 100, RSSBytes: 40 * mb, PSSBytes: 39 * mb}, Containerd: Sample{At: t0, CPUTicks: 500, RSSBytes: 30 * mb, ChildTicks: 10},
-			Shims: map[int]Sample{1: {CPUTicks: 10, RSSBytes: 10 * mb, PSSBytes: 2 * mb, ChildTicks: 100}, 2: {CPUTicks: 20, RSSBytes: 10 * mb, PSSBytes: 3 * mb}, 3: {CPUTicks: 5, RSSBytes: 10 * mb, PSSBytes: 4 * mb}}},
+			Shims: map[int]Sample{1: {CPUTicks: 10, RSSBytes: 10 * mb, PSSBytes: 2 * mb, ChildTicks: 100}, 2: {CPUTicks: 20, RSSBytes: 10 * mb, PSSBytes: 3 * mb}, 3: {CPUTicks: 5, RSSBytes: 10 * mb, PSSBytes: 4 * mb}},
+			Pause: map[int]Sample{7: {RSSBytes: 1 * mb, PSSBytes: 1 * mb}, 8: {RSSBytes: 1 * mb, PSSBytes: 1 * mb}}},
 		{At: t0.Add(5 * time.Second), Agent: Sample{At: t0.Add(5 * time.Second), CPUTicks: 105, RSSBytes: 42 * mb}, Containerd: Sample{At: t0.Add(5 * time.Second), CPUTicks: 510, RSSBytes: 30 * mb, ChildTicks: 10},
 			Shims: map[int]Sample{1: {CPUTicks: 12, RSSBytes: 10 * mb, ChildTicks: 150}, 2: {CPUTicks: 21, RSSBytes: 12 * mb}}},
 		// Shim 3 is gone; shim 4 is new: neither counts for CPU.
@@ -156,11 +184,14 @@ func TestSummarizeNode(t *testing.T) {
 		{"children cpu", w.ChildrenCPUPercent, 11},
 		{"total cpu", w.Total.CPUPercent, 14.6},
 		{"total rss max", w.Total.RSSMaxMB, 104},
-		{"total rss mean", w.Total.RSSMeanMB, 298.0 / 3},
+		{"total rss mean", w.Total.RSSMeanMB, 300.0 / 3}, // the pause processes 2 MB in the first
 		// PSS only in the first sample: agent 39, shims 2 + 3 + 4.
 		{"shims pss max", w.Shims.PSSMaxMB, 9},
 		{"agent pss max", w.Agent.PSSMaxMB, 39},
-		{"total pss max", w.Total.PSSMaxMB, 48},
+		{"total pss max", w.Total.PSSMaxMB, 50},
+		{"pause pss max", w.Pause.PSSMaxMB, 2},
+		{"pause rss max", w.Pause.RSSMaxMB, 2},
+		{"pause count", float64(w.PauseCount), 0},
 		{"shim count", float64(w.ShimCount), 3},
 	} {
 		if math.Abs(c.got-c.want) > 1e-9 {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/skiffnode/skiff/bench/internal/procfs"
@@ -14,13 +15,22 @@ type Footprint struct {
 	Idle *NodeFootprint `json:"idle,omitempty"`
 	// Loaded: the density scenario's steady window (skiff's pods running).
 	Loaded *NodeFootprint `json:"loaded,omitempty"`
+	// Kubelet: the same window of the kubelet's density run on the same
+	// runtime (issue 35).
+	Kubelet *NodeFootprint `json:"kubelet,omitempty"`
+	// Scale: skiff's steady windows at the scale scenario's other pod
+	// counts, ascending.
+	Scale []NodeFootprint `json:"scale,omitempty"`
 	// Errors: why a window is missing (its sampling failed).
 	Errors []string `json:"errors,omitempty"`
 }
 
 // NodeFootprint is one window of a Footprint with the pods that ran.
 type NodeFootprint struct {
-	Pods int `json:"pods"`
+	// AgentName is the agent sampled ("skiff", "kubelet"; "" in results
+	// from before the kubelet's was taken: skiff).
+	AgentName string `json:"agent_name,omitempty"`
+	Pods      int    `json:"pods"`
 	procfs.NodeWindow
 }
 
@@ -37,11 +47,42 @@ func (r Run) Version() string {
 	return r.Runtime
 }
 
+// footprintWindow is one row of the footprint table.
+type footprintWindow struct {
+	state string
+	f     *NodeFootprint
+}
+
+// windows are fp's rows: idle, skiff loaded at each pod count (ascending),
+// then the kubelet's.
+func (fp *Footprint) windows() []footprintWindow {
+	var out []footprintWindow
+	if fp.Idle != nil {
+		out = append(out, footprintWindow{"idle", fp.Idle})
+	}
+	loaded := make([]*NodeFootprint, 0, len(fp.Scale)+1)
+	if fp.Loaded != nil {
+		loaded = append(loaded, fp.Loaded)
+	}
+	for i := range fp.Scale {
+		loaded = append(loaded, &fp.Scale[i])
+	}
+	slices.SortStableFunc(loaded, func(a, b *NodeFootprint) int { return a.Pods - b.Pods })
+	for _, f := range loaded {
+		out = append(out, footprintWindow{"loaded", f})
+	}
+	if fp.Kubelet != nil {
+		out = append(out, footprintWindow{"loaded", fp.Kubelet})
+	}
+	return out
+}
+
 // writeFootprint writes the node footprint table: per runtime a row at
-// idle and one loaded, each process group's RSS (max over the window) and
-// CPU. Nothing when no run measured it.
+// idle, one per loaded window of skiff's and one of the kubelet's, each
+// process group's memory (max over the window) and CPU, then skiff's
+// whole node against the kubelet's. Nothing when no run measured it.
 func writeFootprint(b *strings.Builder, runs []Run) {
-	var rows, errs []string
+	var rows, errs, vs []string
 	for _, r := range runs {
 		if r.Footprint == nil {
 			continue
@@ -49,31 +90,38 @@ func writeFootprint(b *strings.Builder, runs []Run) {
 		for _, e := range r.Footprint.Errors {
 			errs = append(errs, fmt.Sprintf("- %s (%s): footprint unavailable: %s\n", r.Version(), r.Runtime, e))
 		}
-		for _, w := range []struct {
-			state string
-			f     *NodeFootprint
-		}{{"idle", r.Footprint.Idle}, {"loaded", r.Footprint.Loaded}} {
-			if w.f != nil {
-				rows = append(rows, footprintRow(r, w.state, w.f))
-			}
+		for _, w := range r.Footprint.windows() {
+			rows = append(rows, footprintRow(r, w.state, w.f))
+		}
+		if s, k := r.Footprint.Loaded, r.Footprint.Kubelet; s != nil && k != nil && k.Total.PSSMaxMB > 0 {
+			vs = append(vs, fmt.Sprintf("- %s (%s), %d pods: the whole node with skiff %.0f MB PSS, with the kubelet %.0f MB (%.2fx); shims %.0f MB (%d) vs %.0f MB (%d).\n",
+				r.Version(), r.Runtime, s.Pods, s.Total.PSSMaxMB, k.Total.PSSMaxMB, s.Total.PSSMaxMB/k.Total.PSSMaxMB,
+				s.Shims.PSSMaxMB, s.ShimCount, k.Shims.PSSMaxMB, k.ShimCount))
 		}
 	}
 	if len(rows) == 0 && len(errs) == 0 {
 		return
 	}
-	b.WriteString("## Node footprint (issue 31)\n\n")
-	b.WriteString("The agent, its containerd and every containerd-shim started with that containerd's socket (`-address`), ")
-	b.WriteString("sampled together from `/proc` once a second: idle before the first scenario, loaded in the density scenario's steady window. ")
+	b.WriteString("## Node footprint (issues 31, 35)\n\n")
+	b.WriteString("The agent, its containerd, every containerd-shim started with that containerd's socket (`-address`) and the sandboxes' pause processes (the shims' children named `pause`), ")
+	b.WriteString("sampled together from `/proc` once a second: idle before the first scenario, loaded in the density (and scale) scenario's steady window, skiff's and then the kubelet's on the same containerd. ")
 	b.WriteString("Memory is the maximum over the window of the sum over the processes, in MB (10^6 bytes): PSS (`Pss` of `/proc/<pid>/smaps_rollup`: ")
 	b.WriteString("a page shared by n processes counts 1/n to each, so the shims' common executable counts once), then RSS, where a shim's shared pages ")
 	b.WriteString("count once per shim (an upper bound). CPU is % of one core; \"runc + execs\" is the CPU of the containerd's and the shims' children ")
-	b.WriteString("reaped in the window (runc calls, exec'd probe commands, CNI plugins), included in the total.\n\n")
-	b.WriteString("| runtime | state | pods | window | agent PSS (RSS) / CPU | containerd PSS (RSS) / CPU | shims (n) PSS (RSS) / CPU | runc + execs CPU | total PSS (RSS) / CPU |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("reaped in the window (runc calls, exec'd probe commands, CNI plugins), included in the total. ")
+	b.WriteString("skiff shares one runc shim among up to `--pods-per-shim` pods where the runtime passes the group annotation (its managed containerd); the kubelet runs one shim per pod.\n\n")
+	b.WriteString("| runtime | agent | state | pods | window | agent PSS (RSS) / CPU | containerd PSS (RSS) / CPU | shims (n) PSS (RSS) / CPU | pause (n) PSS (RSS) | runc + execs CPU | total PSS (RSS) / CPU |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range rows {
 		b.WriteString(row)
 	}
 	b.WriteString("\n")
+	for _, v := range vs {
+		b.WriteString(v)
+	}
+	if len(vs) > 0 {
+		b.WriteString("\n")
+	}
 	for _, e := range errs {
 		b.WriteString(e)
 	}
@@ -90,6 +138,14 @@ func footprintRow(r Run, state string, f *NodeFootprint) string {
 		}
 		return fmt.Sprintf("%.1f (%.1f) MB / %.2f %%", w.PSSMaxMB, w.RSSMaxMB, w.CPUPercent)
 	}
-	return fmt.Sprintf("| %s (%s) | %s | %d | %.0f s | %s | %s | (%d) %s | %.2f %% | %s |\n", r.Version(), r.Runtime, state, f.Pods, f.Seconds,
-		cell(f.Agent), cell(f.Containerd), f.ShimCount, cell(f.Shims), f.ChildrenCPUPercent, cell(f.Total))
+	pause := "-" // results from before the pause processes were read
+	if f.Pause.Seconds > 0 {
+		pause = fmt.Sprintf("(%d) %.1f (%.1f) MB", f.PauseCount, f.Pause.PSSMaxMB, f.Pause.RSSMaxMB)
+	}
+	who := f.AgentName
+	if who == "" {
+		who = "skiff"
+	}
+	return fmt.Sprintf("| %s (%s) | %s | %s | %d | %.0f s | %s | %s | (%d) %s | %s | %.2f %% | %s |\n", r.Version(), r.Runtime, who, state, f.Pods, f.Seconds,
+		cell(f.Agent), cell(f.Containerd), f.ShimCount, cell(f.Shims), pause, f.ChildrenCPUPercent, cell(f.Total))
 }

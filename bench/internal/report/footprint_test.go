@@ -17,28 +17,46 @@ func nodeWindow(pods int, agent, cd, shims procfs.Window, n int, children float6
 		ShimCount: n, ChildrenCPUPercent: children, Total: total}}
 }
 
+// withPause is f with n pause processes of the given PSS (RSS) in MB, in
+// its total too.
+func withPause(f *NodeFootprint, who string, n int, pss, rss float64) *NodeFootprint {
+	f.AgentName, f.PauseCount = who, n
+	f.Pause = procfs.Window{Seconds: 60, PSSMaxMB: pss, RSSMaxMB: rss}
+	f.Total.PSSMaxMB += pss
+	f.Total.RSSMaxMB += rss
+	return f
+}
+
 func TestFootprintTable(t *testing.T) {
 	managed := Run{Runtime: RuntimeManaged, RuntimeVersion: "containerd v2.4.2", Footprint: &Footprint{
 		Idle: nodeWindow(0, procfs.Window{RSSMaxMB: 30, PSSMaxMB: 29, CPUPercent: 0.1}, procfs.Window{RSSMaxMB: 40, PSSMaxMB: 38, CPUPercent: 0.2}, procfs.Window{}, 0, 0),
-		Loaded: nodeWindow(110, procfs.Window{RSSMaxMB: 42, PSSMaxMB: 41, CPUPercent: 2}, procfs.Window{RSSMaxMB: 60, PSSMaxMB: 58, CPUPercent: 5},
-			procfs.Window{RSSMaxMB: 1100, PSSMaxMB: 330, CPUPercent: 1.5}, 110, 10),
+		Loaded: withPause(nodeWindow(110, procfs.Window{RSSMaxMB: 42, PSSMaxMB: 41, CPUPercent: 2}, procfs.Window{RSSMaxMB: 60, PSSMaxMB: 58, CPUPercent: 5},
+			procfs.Window{RSSMaxMB: 200, PSSMaxMB: 60, CPUPercent: 1.5}, 7, 10), "skiff", 110, 1, 11),
+		Scale: []NodeFootprint{*withPause(nodeWindow(10, procfs.Window{RSSMaxMB: 36, PSSMaxMB: 35}, procfs.Window{RSSMaxMB: 50, PSSMaxMB: 49},
+			procfs.Window{RSSMaxMB: 12, PSSMaxMB: 10}, 1, 1), "skiff", 10, 0.1, 1)},
+		Kubelet: withPause(nodeWindow(110, procfs.Window{RSSMaxMB: 130, PSSMaxMB: 128, CPUPercent: 6}, procfs.Window{RSSMaxMB: 60, PSSMaxMB: 58, CPUPercent: 5},
+			procfs.Window{RSSMaxMB: 1100, PSSMaxMB: 580, CPUPercent: 20}, 110, 10), "kubelet", 110, 1, 11),
 	}}
 	// Results from before RuntimeVersion and PSS: the version from
 	// Containerd, RSS only.
 	external := Run{Runtime: RuntimeExternal, Containerd: "containerd 1.6.20 (CRI): /usr/bin/containerd, plain config",
 		Footprint: &Footprint{Loaded: nodeWindow(5, procfs.Window{RSSMaxMB: 35, CPUPercent: 0.5}, procfs.Window{RSSMaxMB: 50, CPUPercent: 1},
 			procfs.Window{RSSMaxMB: 45, CPUPercent: 0.25}, 5, 0.5)}}
-	header := "| runtime | state | pods | window | agent PSS (RSS) / CPU | containerd PSS (RSS) / CPU | shims (n) PSS (RSS) / CPU | runc + execs CPU | total PSS (RSS) / CPU |"
-	managedIdle := "| containerd v2.4.2 (managed) | idle | 0 | 60 s | 29.0 (30.0) MB / 0.10 % | 38.0 (40.0) MB / 0.20 % | (0) (0.0 MB) / 0.00 % | 0.00 % | 67.0 (70.0) MB / 0.30 % |"
-	managedLoaded := "| containerd v2.4.2 (managed) | loaded | 110 | 60 s | 41.0 (42.0) MB / 2.00 % | 58.0 (60.0) MB / 5.00 % | (110) 330.0 (1100.0) MB / 1.50 % | 10.00 % | 429.0 (1202.0) MB / 18.50 % |"
-	externalLoaded := "| containerd 1.6.20 (external) | loaded | 5 | 60 s | (35.0 MB) / 0.50 % | (50.0 MB) / 1.00 % | (5) (45.0 MB) / 0.25 % | 0.50 % | (130.0 MB) / 2.25 % |"
+	header := "| runtime | agent | state | pods | window | agent PSS (RSS) / CPU | containerd PSS (RSS) / CPU | shims (n) PSS (RSS) / CPU | pause (n) PSS (RSS) | runc + execs CPU | total PSS (RSS) / CPU |"
+	managedIdle := "| containerd v2.4.2 (managed) | skiff | idle | 0 | 60 s | 29.0 (30.0) MB / 0.10 % | 38.0 (40.0) MB / 0.20 % | (0) (0.0 MB) / 0.00 % | - | 0.00 % | 67.0 (70.0) MB / 0.30 % |"
+	managed10 := "| containerd v2.4.2 (managed) | skiff | loaded | 10 | 60 s | 35.0 (36.0) MB / 0.00 % | 49.0 (50.0) MB / 0.00 % | (1) 10.0 (12.0) MB / 0.00 % | (10) 0.1 (1.0) MB | 1.00 % | 94.1 (99.0) MB / 1.00 % |"
+	managedLoaded := "| containerd v2.4.2 (managed) | skiff | loaded | 110 | 60 s | 41.0 (42.0) MB / 2.00 % | 58.0 (60.0) MB / 5.00 % | (7) 60.0 (200.0) MB / 1.50 % | (110) 1.0 (11.0) MB | 10.00 % | 160.0 (313.0) MB / 18.50 % |"
+	kubeletLoaded := "| containerd v2.4.2 (managed) | kubelet | loaded | 110 | 60 s | 128.0 (130.0) MB / 6.00 % | 58.0 (60.0) MB / 5.00 % | (110) 580.0 (1100.0) MB / 20.00 % | (110) 1.0 (11.0) MB | 10.00 % | 767.0 (1301.0) MB / 41.00 % |"
+	vs := "- containerd v2.4.2 (managed), 110 pods: the whole node with skiff 160 MB PSS, with the kubelet 767 MB (0.21x); shims 60 MB (7) vs 580 MB (110)."
+	externalLoaded := "| containerd 1.6.20 (external) | skiff | loaded | 5 | 60 s | (35.0 MB) / 0.50 % | (50.0 MB) / 1.00 % | (5) (45.0 MB) / 0.25 % | - | 0.50 % | (130.0 MB) / 2.25 % |"
 	for _, tc := range []struct {
 		name    string
 		runs    []Run
 		want    []string // in this order
 		notWant []string
 	}{
-		{"both runtimes", []Run{managed, external}, []string{"## Node footprint (issue 31)", header, managedIdle, managedLoaded, externalLoaded}, []string{"| containerd 1.6.20 (external) | idle"}},
+		{"both runtimes", []Run{managed, external}, []string{"## Node footprint (issues 31, 35)", header, managedIdle, managed10, managedLoaded, kubeletLoaded, externalLoaded, vs},
+			[]string{"| containerd 1.6.20 (external) | skiff | idle", "(external), 5 pods: the whole node"}},
 		{"one runtime", []Run{external}, []string{"## Node footprint", externalLoaded}, []string{"(managed)"}},
 		{"not measured", []Run{{Runtime: RuntimeManaged}, {Runtime: RuntimeExternal}}, nil, []string{"Node footprint"}},
 	} {

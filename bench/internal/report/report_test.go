@@ -124,7 +124,7 @@ func TestEvaluateManaged(t *testing.T) {
 		{"110 pods: first running", Met, "0.40 s"},                                  // < 1 s
 		{"steady state, 110 pods: CPU", NotMet, "1.50 % of a core"},                 // not < 1.5 %
 		{"steady state, 110 pods: RSS (max)", Met, "42.0 MB"},                       // < 45 MB
-		{"cost per pod flat, 10 to 50 pods", NotMet, "1.25x (300 ms at 10 pods"},    // 300 ms / 240 ms > 1.2
+		{"cost per pod growth across the scale curve vs the floor's", Unknown, "-"}, // the floor at 10 pods only
 	})
 }
 
@@ -192,24 +192,53 @@ func TestEvaluateStartupVolumesUnknown(t *testing.T) {
 
 func TestFlatTarget(t *testing.T) {
 	agent := func(all float64) *Agent { return &Agent{AllRunningS: all} }
+	floor := func(all float64) *Floor { return &Floor{AllRunningS: all} }
+	const name = "cost per pod growth, 10 to 250 pods, vs the floor's"
 	tests := []struct {
 		name   string
 		sc     []Scale
 		want   Status
 		target string
 	}{
-		{"one point", []Scale{{Pods: 10, Skiff: agent(5)}}, Unknown, "cost per pod flat across the scale curve"},
-		{"flat", []Scale{{Pods: 10, Skiff: agent(6)}, {Pods: 250, Skiff: agent(150)}}, Met, "cost per pod flat, 10 to 250 pods"},
-		{"20% more per pod", []Scale{{Pods: 10, Skiff: agent(5)}, {Pods: 250, Skiff: agent(150)}}, Met, "cost per pod flat, 10 to 250 pods"},
-		{"rising", []Scale{{Pods: 10, Skiff: agent(5.7)}, {Pods: 50, Skiff: agent(30.3)}, {Pods: 250, Skiff: agent(202.3)}}, NotMet, "cost per pod flat, 10 to 250 pods"},
-		{"falling", []Scale{{Pods: 10, Skiff: agent(10)}, {Pods: 110, Skiff: agent(66)}}, NotMet, "cost per pod flat, 10 to 110 pods"},
-		{"skiff missing at a point", []Scale{{Pods: 10, Skiff: agent(5)}, {Pods: 50}}, Unknown, "cost per pod flat across the scale curve"},
+		{"one point", []Scale{{Pods: 10, Skiff: agent(5), Floor: floor(3)}}, Unknown, "cost per pod growth across the scale curve vs the floor's"},
+		{"no floor at one end", []Scale{{Pods: 10, Skiff: agent(5), Floor: floor(3)}, {Pods: 250, Skiff: agent(150)}}, Unknown, "cost per pod growth across the scale curve vs the floor's"},
+		// skiff 0.5 -> 0.6 s per pod (1.2x), the floor 0.3 -> 0.4 (1.33x).
+		{"grows less", []Scale{{Pods: 10, Skiff: agent(5), Floor: floor(3)}, {Pods: 50, Skiff: agent(40)}, {Pods: 250, Skiff: agent(150), Floor: floor(100)}}, Met, name},
+		{"grows as much", []Scale{{Pods: 250, Skiff: agent(150), Floor: floor(75)}, {Pods: 10, Skiff: agent(5), Floor: floor(2.5)}}, Met, name},
+		// skiff 1.2x, the floor flat.
+		{"grows more", []Scale{{Pods: 10, Skiff: agent(5), Floor: floor(3)}, {Pods: 250, Skiff: agent(150), Floor: floor(75)}}, NotMet, name},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := flatTarget(tt.sc, IssueLimits.ScaleFlatRatio)
 			if got.Status != tt.want || got.Name != tt.target {
 				t.Errorf("flatTarget = %+v, want %s named %q", got, tt.want, tt.target)
+			}
+		})
+	}
+}
+
+func TestFootprintTarget(t *testing.T) {
+	window := func(pss float64) *NodeFootprint {
+		f := &NodeFootprint{Pods: 110}
+		f.Total.PSSMaxMB = pss
+		return f
+	}
+	tests := []struct {
+		name string
+		fp   *Footprint
+		want Status
+	}{
+		{"none", nil, Unknown},
+		{"no kubelet", &Footprint{Loaded: window(300)}, NotRun},
+		{"30 % below", &Footprint{Loaded: window(280), Kubelet: window(400)}, Met},
+		{"20 % below", &Footprint{Loaded: window(320), Kubelet: window(400)}, NotMet},
+		{"no PSS (old results)", &Footprint{Loaded: window(0), Kubelet: window(400)}, Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := footprintTarget(tt.fp, IssueLimits.FootprintKubeletRatio); got.Status != tt.want {
+				t.Errorf("footprintTarget = %+v, want %s", got, tt.want)
 			}
 		})
 	}
@@ -253,7 +282,7 @@ func TestMarkdown(t *testing.T) {
 		"| external | 0.520 s / 0.500 s | 110 | 80.0 s | 70.0 s (8 workers) | 100.0 s | 1.20 % / 46.0 MB |",
 		"## 1. Runtime: managed containerd (skiff starts it)\n\ncontainerd 1.6.20, managed by skiff\n",
 		"### 1.1 Targets, managed (issue 13; goals, not assertions)",
-		"| startup median vs floor | <= 1.05x floor | 1.20x (0.600 s vs 0.500 s) | not met |",
+		"| startup median vs floor | <= 1.10x floor | 1.20x (0.600 s vs 0.500 s) | not met |",
 		"| 110 pods all running vs kubelet | <= 0.90x kubelet | - | not run |",
 		"### 1.2 Startup latency, managed (3 pods",
 		"| skiff | 3 | 0.550 s | 0.600 s | 0.700 s | 0.700 s | 1.20x | 1.40x |",
@@ -293,7 +322,7 @@ func TestMarkdown(t *testing.T) {
 	// The external run has neither reaction nor scale sections, nor the
 	// managed-only targets.
 	ext := md[strings.Index(md, "## 2. Runtime"):]
-	for _, absent := range []string{"Reaction", "Scale curve", "pods: first running", "cost per pod flat", "NaN"} {
+	for _, absent := range []string{"Reaction", "Scale curve", "pods: first running", "cost per pod growth", "NaN"} {
 		if strings.Contains(ext, absent) {
 			t.Errorf("external section contains %q:\n%s", absent, ext)
 		}

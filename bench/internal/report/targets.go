@@ -32,6 +32,7 @@ const (
 	KindBurst          = "burst"
 	KindScaleFlat      = "scale-flat"
 	KindPull           = "pull"
+	KindFootprint      = "footprint"
 )
 
 // Target is one of the issue's goals, evaluated.
@@ -56,9 +57,14 @@ type Limits struct {
 	DensityFirstS       float64 // skiff first pod running (managed runtime)
 	SteadyCPUPercent    float64 // % of one core
 	SteadyRSSMB         float64 // max RSS over the window
-	// ScaleFlatRatio: the highest over the lowest time per pod (all
-	// running / pods) across the scale curve's points (managed runtime).
+	// ScaleFlatRatio: skiff's growth of the time per pod (all running /
+	// pods) from the lowest to the highest scale point over the floor's
+	// growth between the same points (managed runtime; issue 35: no more).
 	ScaleFlatRatio float64
+	// FootprintKubeletRatio: the whole node's PSS with skiff over the
+	// kubelet's at the density pods on the same runtime (issue 35: at
+	// least 30 % below).
+	FootprintKubeletRatio float64
 	// PullMedianRatio: skiff's pull median / CRI PullImage's (issue 15).
 	PullMedianRatio float64
 	// APIKubeletRatio: skiff / the kubelet for API pods, startup median
@@ -83,16 +89,18 @@ type Limits struct {
 // IssueLimits are the targets of issue 13 (issue 5's, tightened, on both
 // runtimes), plus issue 14's startup with volumes, issue 15's pull and
 // issue 16's API pods, issue 17's control plane shim and issue 33's
-// storage writes.
+// storage writes, with issue 35's startup (1.10x), growth (the floor's)
+// and node footprint (0.70x the kubelet's).
 var IssueLimits = Limits{
-	StartupMedianRatio:        1.05,
+	StartupMedianRatio:        1.10,
 	StartupVolumesMedianRatio: 1.15,
 	DensityAllRatio:           1.1,
 	DensityKubeletRatio:       0.9,
 	DensityFirstS:             1,
 	SteadyCPUPercent:          1.5,
 	SteadyRSSMB:               45,
-	ScaleFlatRatio:            1.2,
+	ScaleFlatRatio:            1,
+	FootprintKubeletRatio:     0.7,
 	PullMedianRatio:           1.05,
 	APIKubeletRatio:           1,
 	APIRSSMB:                  50,
@@ -149,6 +157,9 @@ func Evaluate(r Run, l Limits) []Target {
 	if r.Burst != nil {
 		out = append(out, kind(KindBurst, burstTarget(r.Burst)))
 	}
+	if r.Footprint != nil {
+		out = append(out, kind(KindFootprint, footprintTarget(r.Footprint, l.FootprintKubeletRatio)))
+	}
 	if r.Runtime == RuntimeManaged {
 		out = append(out, kind(KindScaleFlat, flatTarget(r.Scale, l.ScaleFlatRatio)))
 	}
@@ -168,38 +179,56 @@ func kind(k string, t Target) Target {
 	return t
 }
 
-// flatTarget: the highest time per pod across the scale points must be at
-// most limit times the lowest.
+// flatTarget (issue 35): skiff's cost per pod (all running / pods) must
+// grow from the lowest to the highest scale point no more than limit times
+// the plain floor's own growth between the same points (the runtime's and
+// the kernel's per-pod work grows with the pods too). Only points where
+// the floor ran count.
 func flatTarget(sc []Scale, limit float64) Target {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	var loPods, hiPods, minPods, maxPods int
-	points := 0
+	var pts []Scale
 	for _, s := range sc {
-		if s.Skiff == nil || s.Pods <= 0 {
-			continue
-		}
-		if points == 0 || s.Pods < minPods {
-			minPods = s.Pods
-		}
-		maxPods = max(maxPods, s.Pods)
-		points++
-		per := PerPodMs(s.Skiff.AllRunningS, s.Pods)
-		if per < lo {
-			lo, loPods = per, s.Pods
-		}
-		if per > hi {
-			hi, hiPods = per, s.Pods
+		if s.Skiff != nil && s.Floor != nil && s.Pods > 0 {
+			pts = append(pts, s)
 		}
 	}
-	t := Target{Name: "cost per pod flat across the scale curve", Goal: fmt.Sprintf("highest <= %.2fx lowest", limit)}
-	if points < 2 {
+	t := Target{Name: "cost per pod growth across the scale curve vs the floor's", Goal: fmt.Sprintf("<= %.2fx the floor's growth", limit)}
+	if len(pts) < 2 {
 		t.Value, t.Status = "-", Unknown
 		return t
 	}
-	t.Name = fmt.Sprintf("cost per pod flat, %d to %d pods", minPods, maxPods)
-	r := hi / lo
-	t.Value = fmt.Sprintf("%.2fx (%.0f ms at %d pods vs %.0f ms at %d)", r, hi, hiPods, lo, loPods)
-	t.Status = status(r <= limit)
+	lo, hi := pts[0], pts[0]
+	for _, p := range pts {
+		if p.Pods < lo.Pods {
+			lo = p
+		}
+		if p.Pods > hi.Pods {
+			hi = p
+		}
+	}
+	sg := PerPodMs(hi.Skiff.AllRunningS, hi.Pods) / PerPodMs(lo.Skiff.AllRunningS, lo.Pods)
+	fg := PerPodMs(hi.Floor.AllRunningS, hi.Pods) / PerPodMs(lo.Floor.AllRunningS, lo.Pods)
+	t.Name = fmt.Sprintf("cost per pod growth, %d to %d pods, vs the floor's", lo.Pods, hi.Pods)
+	t.Value = fmt.Sprintf("%.2fx (%.0f to %.0f ms per pod; the floor %.2fx)", sg, PerPodMs(lo.Skiff.AllRunningS, lo.Pods), PerPodMs(hi.Skiff.AllRunningS, hi.Pods), fg)
+	t.Status = status(sg <= limit*fg)
+	return t
+}
+
+// footprintTarget (issue 35): the whole node's PSS with skiff (agent,
+// containerd, shims, pause) at the density pods must be at most limit
+// times the kubelet's on the same runtime.
+func footprintTarget(fp *Footprint, limit float64) Target {
+	t := Target{Name: "node footprint (PSS) vs the kubelet's", Goal: fmt.Sprintf("<= %.2fx kubelet", limit)}
+	if fp == nil || fp.Loaded == nil || fp.Kubelet == nil || fp.Loaded.Total.PSSMaxMB == 0 || fp.Kubelet.Total.PSSMaxMB == 0 {
+		t.Value, t.Status = "-", Unknown
+		if fp != nil && fp.Loaded != nil && fp.Kubelet == nil {
+			t.Status = NotRun
+		}
+		return t
+	}
+	s, k := fp.Loaded.Total.PSSMaxMB, fp.Kubelet.Total.PSSMaxMB
+	t.Name = fmt.Sprintf("node footprint (PSS), %d pods, vs the kubelet's", fp.Loaded.Pods)
+	t.Value = fmt.Sprintf("%.2fx (%.0f MB vs %.0f MB)", s/k, s, k)
+	t.Status = status(s/k <= limit)
 	return t
 }
 

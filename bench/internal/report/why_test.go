@@ -52,7 +52,7 @@ func TestWhyManaged(t *testing.T) {
 	checkContains(t, md, []string{
 		"#### Targets missed, managed: why (from this run's measurements)",
 		// startup: 0.60 vs 0.50 median, 0.55 vs 0.50 minimum
-		"**startup median vs floor**: 1.20x (0.600 s vs 0.500 s) (goal <= 1.05x floor).",
+		"**startup median vs floor**: 1.20x (0.600 s vs 0.500 s) (goal <= 1.10x floor).",
 		"skiff minus floor, per pod: +50 ms at the minimum (0.550 s vs 0.500 s), +100 ms at the median, +200 ms at p90 (n = 3 each).",
 		"The floor's own samples spread over 0 ms",
 		// steady CPU: 1.5 % of 60 s = 0.9 s; 110 pods x 60 s / 10 s = 660 execs
@@ -64,9 +64,6 @@ func TestWhyManaged(t *testing.T) {
 		"skiff's CPU profile over 59 s of the window (`2026-03-01-full-managed-steady.pprof`): 0.500 s sampled, 0.85 % of a core",
 		"| scheduler | 200 ms | 40 % | 0.34 % | wake-ups |\n| probes | 150 ms | 30 % | 0.25 % | probe workers |\n| other | 100 ms | 20 % |",
 		"Bucket order: GC, probes, relist, scheduler, other. The largest: scheduler (40 %), probes (30 %), other (20 %).",
-		// scale: the floor ran at one point only
-		"| 10 | 300 ms | 250 ms | 1.20x |\n| 50 | 240 ms | - | - |",
-		"The plain floor ran at fewer than two of these points",
 		// the profile's top functions in the density section
 		"skiff's CPU profile over the steady window, managed (`2026-03-01-full-managed-steady.pprof`, 59 s, 0.500 s sampled)",
 		"| 1 | `runtime.schedule` | 200 ms (40 %) | `runtime.futex` | 100 ms (20 %) |",
@@ -110,30 +107,19 @@ func scaleRun(floor10, floor250 float64) Run {
 }
 
 func TestWhyScale(t *testing.T) {
-	tests := []struct {
-		name          string
-		run           Run
-		want, notWant string
-	}{
-		// skiff 500 -> 700 ms per pod (1.40x); the floor 400 -> 600 (1.50x)
-		{"floor grows more", scaleRun(4, 150), "The floor's own cost per pod grows as much or more", "grows 0.9"},
-		// the floor 400 -> 480 (1.20x): skiff 1.40/1.20 = 1.17x more
-		{"skiff grows more", scaleRun(4, 120), "skiff grows 1.17x more than the floor: its ratio to the floor rises from 1.25x to 1.46x", "as much or more"},
+	// skiff 500 -> 700 ms per pod (1.40x); the floor 400 -> 600 (1.50x):
+	// met, nothing to explain.
+	if md := render(t, scaleRun(4, 150)); strings.Contains(md, "**cost per pod growth") {
+		t.Errorf("a met growth target explained:\n%s", md)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			md := render(t, tt.run)
-			checkContains(t, md, []string{
-				"**cost per pod flat, 10 to 250 pods**: 1.40x (700 ms at 250 pods vs 500 ms at 10)",
-				"| 250 | 700 ms | ",
-				"From 10 to 250 pods skiff's cost per pod grows 1.40x",
-				tt.want,
-			})
-			if strings.Contains(md, tt.notWant) {
-				t.Errorf("report contains %q", tt.notWant)
-			}
-		})
-	}
+	// the floor 400 -> 480 (1.20x): skiff 1.40/1.20 = 1.17x more
+	md := render(t, scaleRun(4, 120))
+	checkContains(t, md, []string{
+		"**cost per pod growth, 10 to 250 pods, vs the floor's**: 1.40x (500 to 700 ms per pod; the floor 1.20x) (goal <= 1.00x the floor's growth)",
+		"| 250 | 700 ms | ",
+		"From 10 to 250 pods skiff's cost per pod grows 1.40x",
+		"skiff grows 1.17x more than the floor: its ratio to the floor rises from 1.25x to 1.46x",
+	})
 }
 
 func TestWhyBurst(t *testing.T) {
