@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
 	"github.com/skiffnode/skiff/shim/server"
 	"github.com/skiffnode/skiff/shim/serviceaccount"
@@ -47,9 +48,34 @@ func gcSettings(gcPercent, memoryLimitMiB int) {
 	}
 }
 
+// defaultFeatureGates are the k8s.io/apiserver feature gates the shim
+// changes from upstream's defaults, for memory (shim/NOTES.md,
+// Measurements): no btree snapshots of the watch caches for every write
+// until the next compaction (ListFromCacheSnapshot: a LIST at an older
+// resourceVersion or a continuation is then served by etcd, as before
+// 1.34), and no gzip of responses and watch lists (its writers are ~0.5
+// MB each, and the shim's clients are on the same machine).
+const defaultFeatureGates = "ListFromCacheSnapshot=false,APIResponseCompression=false,WatchListCompression=false"
+
+// setFeatureGates sets k8s.io/apiserver's process-wide feature gates from
+// a kube-apiserver style list (Name=bool,...): defaultFeatureGates first,
+// then gates, whose entries win.
+func setFeatureGates(gates string) error {
+	for _, g := range []string{defaultFeatureGates, gates} {
+		if g == "" {
+			continue
+		}
+		if err := utilfeature.DefaultMutableFeatureGate.Set(g); err != nil {
+			return fmt.Errorf("feature gates %q: %w", g, err)
+		}
+	}
+	return nil
+}
+
 func newRootCmd() *cobra.Command {
 	o := server.Options{}
 	gcPercent, memoryLimitMiB := defaultGCPercent, 0
+	var featureGates string
 	cmd := &cobra.Command{
 		Use:           "skiff-apiserver",
 		Short:         "Serve the Kubernetes API for one skiff node",
@@ -58,6 +84,9 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			gcSettings(gcPercent, memoryLimitMiB)
+			if err := setFeatureGates(featureGates); err != nil {
+				return err
+			}
 			s, err := server.New(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -80,6 +109,7 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&o.KubeletCAFile, "kubelet-certificate-authority", "", "CA bundle to verify kubelets' serving certificates with (logs, exec, attach, port-forward); empty: not verified, as kube-apiserver")
 	f.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", serviceaccount.DefaultIssuer, "\"iss\" of the service-account tokens the shim signs (serviceaccounts/token) and the API's audience, as kube-apiserver's --service-account-issuer")
 	f.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable overrides it")
+	f.StringVar(&featureGates, "feature-gates", "", "k8s.io/apiserver feature gates (Name=true|false,...), applied over the shim's defaults ("+defaultFeatureGates+")")
 	f.IntVar(&memoryLimitMiB, "memory-limit-mib", 0, "Go soft memory limit in MiB (GOMEMLIMIT); 0: none")
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,6 +39,7 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	nodeauthz "github.com/skiffnode/skiff/shim/authz/node"
 	"github.com/skiffnode/skiff/shim/etcd"
@@ -210,12 +212,38 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	return s, nil
 }
 
+// releasePagesAfter is how long after Run starts the shim unmaps its
+// executable's pages (releaseExecutablePages): start-up (package
+// initialisation, API installation, etcd's recovery, the first requests)
+// is over by then.
+const releasePagesAfter = 10 * time.Second
+
 // Run serves until ctx ends, waits for the controllers, then stops the
-// embedded etcd.
+// embedded etcd. releasePagesAfter into it, the executable's pages that
+// only start-up used stop counting in the process's resident set.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
 	defer s.controllers.wait()
+	go releasePagesLater(ctx, releasePagesAfter)
 	return s.generic.PrepareRun().RunWithContext(ctx)
+}
+
+// releasePagesLater calls releaseExecutablePages after d unless ctx ends
+// first; a failure is logged, nothing else.
+func releasePagesLater(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	n, err := releaseExecutablePages()
+	if err != nil {
+		klog.ErrorS(err, "release the executable's pages")
+		return
+	}
+	klog.V(2).InfoS("released the executable's pages", "bytes", n)
 }
 
 // Close stops the embedded etcd (Run does it on return).
