@@ -97,6 +97,10 @@ func (f *Floor) StartPod(ctx context.Context, p Pod) (*Started, error) {
 		Labels:       map[string]string{LabelPodName: p.Name, LabelPodNamespace: p.Namespace, LabelPodUID: p.UID},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
+			// The kubelet (and so skiff) always runs the sandbox under the
+			// runtime's default seccomp profile (kubernetes#84623): part of
+			// what every pod's sandbox costs (~25-30 ms on containerd 2.4).
+			Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 		}},
 	}
 	if err := f.writeVolumes(p); err != nil {
