@@ -90,6 +90,9 @@ func observe(ctx context.Context, rt runtime.Runtime, uid string) (*podState, er
 		if err != nil {
 			return nil, fmt.Errorf("status of container %s: %w", c.ID, err)
 		}
+		if cst.SandboxID == "" { // not in a CRI status: the listing's
+			cst.SandboxID = c.SandboxID
+		}
 		st.Containers = append(st.Containers, cst)
 	}
 	sortState(st)

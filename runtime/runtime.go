@@ -92,7 +92,9 @@ type Containers interface {
 	RemoveContainer(ctx context.Context, id string) error
 	// ListContainers lists containers matching filter.
 	ListContainers(ctx context.Context, filter ContainerFilter) ([]*Container, error)
-	// ContainerStatus returns the detailed state of one container.
+	// ContainerStatus returns the detailed state of one container. Its
+	// SandboxID may be empty (CRI's status does not carry it; a listing
+	// does): a caller that needs it takes it from ListContainers.
 	ContainerStatus(ctx context.Context, id string) (*ContainerStatus, error)
 	// ExecSync runs cmd in the container and waits for it, at most timeout
 	// (0: no limit). A non-zero exit code is not an error.

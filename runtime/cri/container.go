@@ -117,17 +117,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtime.Cont
 	if resp.Status == nil {
 		return nil, fmt.Errorf("container status %s: %w", id, runtime.ErrNotFound)
 	}
-	st := containerStatusFromCRI(resp.Status)
-	list, err := r.listContainers(ctx, &runtimeapi.ContainerFilter{Id: resp.Status.Id})
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range list {
-		if c.ID == st.ID {
-			st.SandboxID = c.SandboxID
-		}
-	}
-	return st, nil
+	return containerStatusFromCRI(resp.Status), nil
 }
 
 // ExecSync runs cmd in the container. timeout (rounded up to whole seconds;

@@ -285,7 +285,7 @@ func TestStatusMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantC := &runtime.ContainerStatus{
-		Container: runtime.Container{ID: "c1", SandboxID: "sb1", Name: "app", Attempt: 4,
+		Container: runtime.Container{ID: "c1", Name: "app", Attempt: 4, // no SandboxID: not in CRI's status
 			Image: "docker.io/library/busybox:1", ImageRef: "sha256:abc", State: runtime.ContainerExited,
 			CreatedAt: created, Labels: map[string]string{"k": "v"}, Annotations: map[string]string{"a": "b"}},
 		StartedAt: started, ExitCode: 137, Reason: "OOMKilled", Message: "boom", LogPath: "/var/log/pods/x/app/4.log",
