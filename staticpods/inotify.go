@@ -156,16 +156,6 @@ func dirGone(ev dirEvent) bool {
 	return ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0
 }
 
-// settled reports whether the file of ev needs no more waiting: it left the
-// directory (deleted or renamed away: a removal cannot be half-done), it
-// arrived whole (renamed in), or its writer closed it. A created, modified
-// or chmod-ed file may still be being written: its burst waits the full
-// debounce, until its IN_CLOSE_WRITE.
-func settled(ev dirEvent) bool {
-	return ev.Mask&(unix.IN_CREATE|unix.IN_MODIFY|unix.IN_ATTRIB) == 0 &&
-		ev.Mask&(unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE) != 0
-}
-
 // settling is what the latest event of a file says of its content; a
 // burst's quiet period is that of its least settled file (loop.quiet).
 type settling int
@@ -182,11 +172,15 @@ const (
 	arrivedWhole
 )
 
-// fileSettling is ev's settling (see settled): a rename into the
+// fileSettling is ev's settling. A created, modified or chmod-ed file may
+// still be being written: unsettled until its IN_CLOSE_WRITE. One that
+// left the directory (deleted or renamed away: a removal cannot be
+// half-done) or whose writer closed it is settled; a rename into the
 // directory alone is arrivedWhole.
 func fileSettling(ev dirEvent) settling {
 	switch {
-	case !settled(ev):
+	case ev.Mask&(unix.IN_CREATE|unix.IN_MODIFY|unix.IN_ATTRIB) != 0,
+		ev.Mask&(unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO|unix.IN_CLOSE_WRITE) == 0:
 		return unsettled
 	case ev.Mask&(unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_CLOSE_WRITE) == 0:
 		return arrivedWhole // only IN_MOVED_TO is left

@@ -69,7 +69,7 @@ func TestDirWatcher(t *testing.T) {
 			}
 			continue
 		}
-		if got := settled(ev); got != s.settled {
+		if got := fileSettling(ev) != unsettled; got != s.settled {
 			t.Errorf("settled(%q, %#x) = %v, want %v", ev.Name, ev.Mask, got, s.settled)
 		}
 	}

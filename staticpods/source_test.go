@@ -227,27 +227,6 @@ func TestDirectoryCreatedLaterAndRemoved(t *testing.T) {
 	wantNames(t, h.next(), "default/again-node-1")
 }
 
-func TestSettled(t *testing.T) {
-	tests := []struct {
-		mask uint32
-		want bool
-	}{
-		{unix.IN_DELETE, true},
-		{unix.IN_MOVED_FROM, true},
-		{unix.IN_MOVED_TO, true},
-		{unix.IN_CLOSE_WRITE, true},
-		{unix.IN_CREATE, false},
-		{unix.IN_MODIFY, false},
-		{unix.IN_ATTRIB, false},
-		{unix.IN_MODIFY | unix.IN_CLOSE_WRITE, false},
-	}
-	for _, tc := range tests {
-		if got := settled(dirEvent{Name: "/d/f.yaml", Mask: tc.mask}); got != tc.want {
-			t.Errorf("settled(%#x) = %v, want %v", tc.mask, got, tc.want)
-		}
-	}
-}
-
 // TestFileSettling: only a rename into the directory says the file
 // arrived whole; a removal or a close settles it, anything else does not.
 func TestFileSettling(t *testing.T) {
@@ -264,6 +243,8 @@ func TestFileSettling(t *testing.T) {
 		{unix.IN_MODIFY, unsettled},
 		{unix.IN_ATTRIB, unsettled},
 		{unix.IN_MOVED_TO | unix.IN_ATTRIB, unsettled},
+		{unix.IN_MODIFY | unix.IN_CLOSE_WRITE, unsettled},
+		{0, unsettled},
 	}
 	for _, tc := range tests {
 		if got := fileSettling(dirEvent{Name: "/d/f.yaml", Mask: tc.mask}); got != tc.want {

@@ -265,8 +265,8 @@ func (b *bench) startup(ctx context.Context) (*report.Startup, error) {
 // agentDensity writes n density manifests at once, waits for all to run,
 // samples the agent over the steady window (with profile != "" also taking
 // a CPU profile into that file, see steadyWindow; with fp != nil sampling
-// the runtime's containerd, shims and pause processes with it into *into,
-// see loadedFootprint) and removes them all.
+// the runtime's containerd, shims and pause processes with it into *into
+// when both are given, see loadedFootprint) and removes them all.
 func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.Duration, profile string, fp *report.Footprint, into **report.NodeFootprint) (*report.Agent, error) {
 	manifests := make(map[string][]byte, n)
 	names := make([]string, 0, n)
@@ -294,7 +294,7 @@ func (b *bench) agentDensity(ctx context.Context, a *agent, n int, steady time.D
 	res := &report.Agent{Pods: n, FirstRunningS: first.Sub(t0).Seconds(), AllRunningS: last.Sub(t0).Seconds()}
 	b.log.Info("density running", "agent", a.name, "pods", n, "first_s", res.FirstRunningS, "all_s", res.AllRunningS)
 	sample := func() (procfs.Window, error) { return sampleSteady(ctx, a.pid(), steady) }
-	if fp != nil {
+	if fp != nil && into != nil {
 		sample = func() (procfs.Window, error) { return b.loadedFootprint(ctx, a, n, steady, fp, into) }
 	}
 	if err := steadyWindow(ctx, a, res, steady, profile, sample); err != nil {
@@ -379,9 +379,13 @@ func (b *bench) floorDensity(ctx context.Context, n, parallelism int, probes boo
 func (b *bench) density(ctx context.Context, fp *report.Footprint) (*report.Density, error) {
 	n := b.cfg.densityPods
 	d := &report.Density{Pods: n, SteadyS: b.cfg.steady.Seconds(), ProbePeriodS: densityFloorProbe().Period.Seconds()}
+	var skiffFP, kubeletFP **report.NodeFootprint
+	if fp != nil {
+		skiffFP, kubeletFP = &fp.Loaded, &fp.Kubelet
+	}
 	var err error
 	// Interleaved: skiff, then the floor at each parallelism.
-	if d.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.steady, b.profilePath, fp, fpSlot(fp, func(f *report.Footprint) **report.NodeFootprint { return &f.Loaded })); err != nil {
+	if d.Skiff, err = b.agentDensity(ctx, b.skiff, n, b.cfg.steady, b.profilePath, fp, skiffFP); err != nil {
 		return nil, err
 	}
 	for _, p := range b.cfg.floorParallelism {
@@ -401,18 +405,10 @@ func (b *bench) density(ctx context.Context, fp *report.Footprint) (*report.Dens
 		d.Floor = append(d.Floor, f)
 	}
 	err = b.withKubelet(ctx, func(k *agent) error {
-		d.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.steady, "", fp, fpSlot(fp, func(f *report.Footprint) **report.NodeFootprint { return &f.Kubelet }))
+		d.Kubelet, err = b.agentDensity(ctx, k, n, b.cfg.steady, "", fp, kubeletFP)
 		return err
 	})
 	return d, err
-}
-
-// fpSlot is the field of fp that field names, nil when fp is.
-func fpSlot(fp *report.Footprint, field func(*report.Footprint) **report.NodeFootprint) **report.NodeFootprint {
-	if fp == nil {
-		return nil
-	}
-	return field(fp)
 }
 
 // scale runs the density scenario at each scale pod count (the density
