@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -50,7 +49,7 @@ var objectFieldPaths = []string{
 // of values) and rejects metadata skiff does not use. Deterministic; it
 // does not modify cm.
 func ValidateConfigMap(cm *v1.ConfigMap) field.ErrorList {
-	errs := apivalidation.ValidateObjectMeta(&cm.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs := validateObjectMeta(&cm.ObjectMeta)
 	size := 0
 	for _, key := range sortedKeys(cm.Data) {
 		p := field.NewPath("data").Key(key)
@@ -76,7 +75,7 @@ func ValidateConfigMap(cm *v1.ConfigMap) field.ErrorList {
 // content must be JSON). Other types are accepted, as by the API server.
 // Deterministic; it does not modify s.
 func ValidateSecret(s *v1.Secret) field.ErrorList {
-	errs := apivalidation.ValidateObjectMeta(&s.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs := validateObjectMeta(&s.ObjectMeta)
 	dataPath := field.NewPath("data")
 	size := 0
 	for _, key := range sortedKeys(s.Data) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestSetSecretDefaults: stringData wins over data and is cleared; the
@@ -126,5 +127,40 @@ func checkErrors(t *testing.T, err error, want []string) {
 	}
 	if n := strings.Count(msg, ", ") + 1; strings.HasPrefix(msg, "[") && n < len(want) {
 		t.Fatalf("error = %v, want %d errors", msg, len(want))
+	}
+}
+
+// TestValidateStableOrder: upstream's label and annotation checks range over
+// maps; each Validate* still returns the same list for the same object
+// (found by FuzzDecodeManifest).
+func TestValidateStableOrder(t *testing.T) {
+	bad := map[string]string{"-a": "x", "-b": "y", "-c": "!", "-d": "z", "-e": "?"}
+	meta := metav1.ObjectMeta{Name: "o", Namespace: "default", Labels: bad, Annotations: map[string]string{"-a": "", "-b": "", "-c": ""}}
+	pod := validPod()
+	pod.ObjectMeta = *meta.DeepCopy()
+	pod.Spec.NodeSelector = bad
+	for _, tc := range []struct {
+		name     string
+		validate func() string
+	}{
+		{"Validate", func() string { return Validate(pod).ToAggregate().Error() }},
+		{"ValidateConfigMap", func() string {
+			return ValidateConfigMap(&v1.ConfigMap{ObjectMeta: *meta.DeepCopy()}).ToAggregate().Error()
+		}},
+		{"ValidateSecret", func() string {
+			return ValidateSecret(&v1.Secret{ObjectMeta: *meta.DeepCopy(), Type: v1.SecretTypeOpaque}).ToAggregate().Error()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := tc.validate()
+			if n := strings.Count(first, "Invalid value"); n < len(bad) {
+				t.Fatalf("want at least %d errors, got %d: %s", len(bad), n, first)
+			}
+			for range 50 {
+				if got := tc.validate(); got != first {
+					t.Fatalf("order changed:\n%s\n%s", first, got)
+				}
+			}
+		})
 	}
 }

@@ -2,10 +2,12 @@ package podspec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -26,7 +28,7 @@ func Validate(pod *v1.Pod) field.ErrorList {
 	if pod == nil {
 		return field.ErrorList{field.Required(field.NewPath("pod"), "pod is nil")}
 	}
-	errs := apivalidation.ValidateObjectMeta(&pod.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs := validateObjectMeta(&pod.ObjectMeta)
 	errs = append(errs, validateSpec(&pod.Spec, field.NewPath("spec"))...)
 	errs = append(errs, validateSupportedFields(pod)...)
 	return errs
@@ -49,7 +51,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validateNames(spec, path)...)
 	errs = append(errs, validateFileKeyRefVolumes(spec, path)...)
-	errs = append(errs, metav1validation.ValidateLabels(spec.NodeSelector, path.Child("nodeSelector"))...)
+	errs = append(errs, stableRuns(metav1validation.ValidateLabels(spec.NodeSelector, path.Child("nodeSelector")))...)
 	for i, t := range spec.Tolerations {
 		errs = append(errs, validateToleration(t, path.Child("tolerations").Index(i))...)
 	}
@@ -272,6 +274,29 @@ func validateEnum[T ~string](v T, path *field.Path, allowed ...T) field.ErrorLis
 		}
 	}
 	return field.ErrorList{field.NotSupported(path, v, allowed)}
+}
+
+// validateObjectMeta is upstream's ValidateObjectMeta for a namespaced
+// object whose name is a DNS-1123 subdomain, in a stable order (see
+// stableRuns).
+func validateObjectMeta(meta *metav1.ObjectMeta) field.ErrorList {
+	return stableRuns(apivalidation.ValidateObjectMeta(meta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata")))
+}
+
+// stableRuns sorts each run of consecutive errors on the same field by
+// their text, in place, and returns errs. Upstream's label and annotation
+// checks range over a map, so two bad labels come in a random order;
+// callers promise the same list for the same object.
+func stableRuns(errs field.ErrorList) field.ErrorList {
+	for start := 0; start < len(errs); {
+		end := start + 1
+		for end < len(errs) && errs[end].Field == errs[start].Field {
+			end++
+		}
+		slices.SortStableFunc(errs[start:end], func(a, b *field.Error) int { return strings.Compare(a.Error(), b.Error()) })
+		start = end
+	}
+	return errs
 }
 
 // invalidIf turns the messages of an apimachinery Is* check into Invalid
