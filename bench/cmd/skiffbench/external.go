@@ -29,8 +29,10 @@ func (e *externalContainerd) socket() string { return e.cfg.Paths().Socket }
 // startExternal builds the pause image from pauseBin, writes the config
 // under dir, starts containerd, waits for its CRI API and imports the pause
 // image and busybox.tar and testserver.tar (from imagesDir) into its k8s.io
-// namespace with ctr. On error whatever was started is stopped again.
-func startExternal(ctx context.Context, dir, imagesDir, pauseBin string, log *slog.Logger) (_ *externalContainerd, retErr error) {
+// namespace with ctr. shimGroups passes the shim group annotation through
+// (extcd.Config.ShimGroups). On error whatever was started is stopped
+// again.
+func startExternal(ctx context.Context, dir, imagesDir, pauseBin string, shimGroups bool, log *slog.Logger) (_ *externalContainerd, retErr error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("external containerd dir: %w", err)
 	}
@@ -39,7 +41,7 @@ func startExternal(ctx context.Context, dir, imagesDir, pauseBin string, log *sl
 	if err != nil {
 		return nil, err
 	}
-	cfg := extcd.Config{Dir: dir, SandboxImage: ref}.WithDefaults()
+	cfg := extcd.Config{Dir: dir, SandboxImage: ref, ShimGroups: shimGroups}.WithDefaults()
 	if err := extcd.WriteFiles(cfg); err != nil {
 		return nil, err
 	}

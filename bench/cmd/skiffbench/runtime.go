@@ -29,7 +29,7 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 	run.Runtime = rt
 	log.Info("runtime", "runtime", rt, "dir", dir)
 	var ext *externalContainerd
-	skiffRoot, endpoint := dir, ""
+	skiffRoot, endpoint, skiffArgs := dir, "", slices.Clone([]string(f.skiffArgs))
 	sock := filepath.Join(dir, "containerd", "containerd.sock") // skiff's managed containerd
 	stopExt := func() error {
 		if ext == nil {
@@ -39,14 +39,15 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 	}
 	if rt == report.RuntimeExternal {
 		var err error
-		if ext, err = startExternal(ctx, dir, f.imagesDir, f.pauseBin, log); err != nil {
+		if ext, err = startExternal(ctx, dir, f.imagesDir, f.pauseBin, f.podsPerShim > 1, log); err != nil {
 			return run, err, nil
 		}
 		sock = ext.socket()
 		skiffRoot, endpoint = filepath.Join(dir, "skiff"), "unix://"+sock
+		skiffArgs = append(skiffArgs, "--pods-per-shim", itoa(f.podsPerShim))
 	}
 	log.Info("starting skiff", "runtime", rt, "root", skiffRoot, "mode", cfg.mode)
-	skiff, err := startSkiff(f.skiffBin, skiffRoot, f.imagesDir, endpoint, f.skiffArgs)
+	skiff, err := startSkiff(f.skiffBin, skiffRoot, f.imagesDir, endpoint, skiffArgs)
 	if err != nil {
 		return run, err, stopExt()
 	}
@@ -60,7 +61,7 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 		b.kubelet = func(extra ...string) (*agent, error) { return startKubelet(f.kubeletBin, dir, sock, extra...) }
 	}
 	b.startSkiff = func(extra ...string) (*agent, error) {
-		return startSkiff(f.skiffBin, skiffRoot, f.imagesDir, endpoint, append(slices.Clone([]string(f.skiffArgs)), extra...))
+		return startSkiff(f.skiffBin, skiffRoot, f.imagesDir, endpoint, append(slices.Clone(skiffArgs), extra...))
 	}
 	b.controlPlane, b.apiServer, b.dir, b.skiffRoot = f.controlPlane, f.apiServer, dir, skiffRoot
 	if cfg.profileBase != "" {

@@ -45,7 +45,16 @@ type Config struct {
 	Bridge, Subnet string
 	// SandboxImage is the pause image reference (WritePauseArchive).
 	SandboxImage string
+	// ShimGroups lists containerd's shim group annotation
+	// (ShimGroupAnnotation) in the runc runtime's pod_annotations, the one
+	// line an operator adds for skiff's --pods-per-shim; the kubelet sends
+	// no such annotation, so its pods keep one shim each.
+	ShimGroups bool
 }
+
+// ShimGroupAnnotation is the pod annotation whose value names the runc
+// shim a sandbox's containers share (containerd's runc v2 shim, since 1.3).
+const ShimGroupAnnotation = "io.containerd.runc.v2.group"
 
 // Paths are the files of a Config's containerd.
 type Paths struct {
@@ -105,7 +114,8 @@ func (c Config) Validate() error {
 }
 
 // RenderConfig returns config.toml (version 2, containerd 1.6): the CRI
-// plugin with runc v2 and cgroupfs, restrict_oom_score_adj (the harness
+// plugin with runc v2 and cgroupfs (and the shim group annotation passed
+// through with ShimGroups), restrict_oom_score_adj (the harness
 // may lack CAP_SYS_RESOURCE), sandbox_image and the CNI directories. c must
 // have its defaults. Pure.
 func RenderConfig(c Config) string {
@@ -120,6 +130,9 @@ func RenderConfig(c Config) string {
 	fmt.Fprintf(&b, "[%s]\n  sandbox_image = %q\n  restrict_oom_score_adj = true\n", cri, c.SandboxImage)
 	fmt.Fprintf(&b, "[%s.containerd]\n  snapshotter = \"overlayfs\"\n  default_runtime_name = \"runc\"\n", cri)
 	fmt.Fprintf(&b, "[%s.containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n", cri)
+	if c.ShimGroups {
+		fmt.Fprintf(&b, "  pod_annotations = [%q]\n", ShimGroupAnnotation)
+	}
 	fmt.Fprintf(&b, "[%s.containerd.runtimes.runc.options]\n  SystemdCgroup = false\n", cri)
 	fmt.Fprintf(&b, "[%s.cni]\n  bin_dir = %q\n  conf_dir = %q\n  max_conf_num = 1\n", cri, c.CNIBinDir, p.CNIConfDir)
 	return b.String()
@@ -155,10 +168,14 @@ func Conflist(c Config) ([]byte, error) {
 
 // Summary describes c in one line for the report. Pure.
 func Summary(c Config) string {
-	return fmt.Sprintf("%s, started by the harness with a plain CRI config: runc v2 (cgroupfs, SystemdCgroup = false), "+
+	groups := ""
+	if c.ShimGroups {
+		groups = fmt.Sprintf(", pod_annotations = [%q] (skiff's --pods-per-shim; the kubelet sends no such annotation)", ShimGroupAnnotation)
+	}
+	return fmt.Sprintf("%s, started by the harness with a plain CRI config: runc v2 (cgroupfs, SystemdCgroup = false%s), "+
 		"restrict_oom_score_adj = true, overlayfs, sandbox_image %s (a Go pause binary, skiff-pause), "+
 		"CNI %s: bridge %s %s (host-local IPAM, isGateway, no ipMasq) + portmap + loopback from %s.",
-		c.Binary, c.SandboxImage, conflistName, c.Bridge, c.Subnet, c.CNIBinDir)
+		c.Binary, groups, c.SandboxImage, conflistName, c.Bridge, c.Subnet, c.CNIBinDir)
 }
 
 // WriteFiles creates c.Dir and writes config.toml and the conflist.

@@ -35,6 +35,23 @@ func TestRenderConfig(t *testing.T) {
 	}
 }
 
+// TestRenderConfigShimGroups: the group annotation is passed through in the
+// runc runtime's table only when asked for.
+func TestRenderConfigShimGroups(t *testing.T) {
+	const line = "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n  pod_annotations = [\"io.containerd.runc.v2.group\"]\n"
+	c := testConfig()
+	if got := RenderConfig(c); strings.Contains(got, "pod_annotations") {
+		t.Errorf("plain config has pod_annotations:\n%s", got)
+	}
+	c.ShimGroups = true
+	if got := RenderConfig(c); !strings.Contains(got, line) {
+		t.Errorf("config lacks %q:\n%s", line, got)
+	}
+	if got := Summary(c); !strings.Contains(got, "pod_annotations") {
+		t.Errorf("summary does not say so: %s", got)
+	}
+}
+
 func TestConflist(t *testing.T) {
 	data, err := Conflist(testConfig())
 	if err != nil {

@@ -109,7 +109,7 @@ func writeFootprint(b *strings.Builder, runs []Run) {
 	b.WriteString("a page shared by n processes counts 1/n to each, so the shims' common executable counts once), then RSS, where a shim's shared pages ")
 	b.WriteString("count once per shim (an upper bound). CPU is % of one core; \"runc + execs\" is the CPU of the containerd's and the shims' children ")
 	b.WriteString("reaped in the window (runc calls, exec'd probe commands, CNI plugins), included in the total. ")
-	b.WriteString("skiff shares one runc shim among up to `--pods-per-shim` pods where the runtime passes the group annotation (its managed containerd); the kubelet runs one shim per pod.\n\n")
+	b.WriteString("skiff shares one runc shim among up to `--pods-per-shim` pods where the runtime passes the group annotation (its managed containerd, and the external one whose config lists it); the kubelet runs one shim per pod.\n\n")
 	b.WriteString("| runtime | agent | state | pods | window | agent PSS (RSS) / CPU | containerd PSS (RSS) / CPU | shims (n) PSS (RSS) / CPU | pause (n) PSS (RSS) | runc + execs CPU | total PSS (RSS) / CPU |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range rows {
