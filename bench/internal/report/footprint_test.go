@@ -55,10 +55,10 @@ func TestFootprintTable(t *testing.T) {
 		want    []string // in this order
 		notWant []string
 	}{
-		{"both runtimes", []Run{managed, external}, []string{"## Node footprint (issues 31, 35)", header, managedIdle, managed10, managedLoaded, kubeletLoaded, externalLoaded, vs},
+		{"both runtimes", []Run{managed, external}, []string{"## Node footprint (issues 31, 35)", header, managedIdle, managed10, managedLoaded, kubeletLoaded, externalLoaded, vs, "k3s's published resource profile"},
 			[]string{"| containerd 1.6.20 (external) | skiff | idle", "(external), 5 pods: the whole node"}},
 		{"one runtime", []Run{external}, []string{"## Node footprint", externalLoaded}, []string{"(managed)"}},
-		{"not measured", []Run{{Runtime: RuntimeManaged}, {Runtime: RuntimeExternal}}, nil, []string{"Node footprint"}},
+		{"not measured", []Run{{Runtime: RuntimeManaged}, {Runtime: RuntimeExternal}}, nil, []string{"Node footprint", "k3s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
