@@ -10,15 +10,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// releaseExecutablePages unmaps the pages of the running executable's
-// read-only mappings (code, read-only data, the function tables) from
-// this process with madvise(MADV_DONTNEED). The file's pages stay in the
-// page cache; those the process still uses are mapped again at their next
-// access (a minor fault), so what stays resident is the steady state's
-// working set instead of every page start-up touched. Writable mappings
-// are left alone: their pages may hold data. It is a no-op where
-// /proc/self/maps cannot be read.
-func releaseExecutablePages() (released uint64, err error) {
+// releaseFilePages unmaps from this process, with madvise(MADV_DONTNEED),
+// the pages of the running executable's read-only mappings (code,
+// read-only data, the function tables) and of every read-only shared file
+// mapping (the embedded etcd's bbolt database). The files' pages stay in
+// the page cache; those the process still uses are mapped again at their
+// next access (a minor fault), so what stays resident is the working set
+// since the call instead of every page start-up or a burst touched.
+// Writable mappings are left alone (their pages may hold data), and so are
+// private mappings of other files. It is a no-op where /proc/self/maps
+// cannot be read.
+func releaseFilePages() (released uint64, err error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, fmt.Errorf("executable: %w", err)
@@ -32,7 +34,7 @@ func releaseExecutablePages() (released uint64, err error) {
 	for sc.Scan() {
 		// start-end perms offset dev inode path
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[5] != exe || len(fields[1]) < 2 || fields[1][1] == 'w' {
+		if len(fields) < 6 || !releasable(fields[1], fields[5], exe) {
 			continue
 		}
 		lo, hi, ok := strings.Cut(fields[0], "-")
@@ -53,4 +55,15 @@ func releaseExecutablePages() (released uint64, err error) {
 		return released, fmt.Errorf("mappings: %w", err)
 	}
 	return released, nil
+}
+
+// releasable reports whether a mapping with permissions perms ("r-xp")
+// of path may lose its pages: read-only, and either the executable's or a
+// shared mapping of a file (whose pages are the file's, never a private
+// copy).
+func releasable(perms, path, exe string) bool {
+	if len(perms) < 4 || perms[0] != 'r' || perms[1] == 'w' || !strings.HasPrefix(path, "/") {
+		return false
+	}
+	return path == exe || perms[3] == 's'
 }

@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// TestReleaseExecutablePages: the call unmaps the test binary's read-only
+// TestReleaseFilePages: the call unmaps the test binary's read-only
 // mappings (tens of MB released), the process goes on running, and its
 // RssFile (the mapped file pages) is lower afterwards than before.
-func TestReleaseExecutablePages(t *testing.T) {
+func TestReleaseFilePages(t *testing.T) {
 	before := rssFileKiB(t)
-	released, err := releaseExecutablePages()
+	released, err := releaseFilePages()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,6 +23,29 @@ func TestReleaseExecutablePages(t *testing.T) {
 	}
 	if after >= before {
 		t.Errorf("RssFile %d KiB after, %d KiB before: want less", after, before)
+	}
+}
+
+// TestReleasable: only read-only mappings of the executable and shared
+// read-only file mappings lose their pages.
+func TestReleasable(t *testing.T) {
+	const exe = "/bin/skiff-apiserver"
+	for _, c := range []struct {
+		perms, path string
+		want        bool
+	}{
+		{"r-xp", exe, true},
+		{"r--p", exe, true},
+		{"rw-p", exe, false},
+		{"r--s", "/var/lib/skiff/apiserver/etcd/member/snap/db", true},
+		{"rw-s", "/var/lib/skiff/apiserver/etcd/member/snap/db", false},
+		{"r--p", "/usr/lib/libc.so.6", false},
+		{"r--s", "[vvar]", false},
+		{"---p", exe, false},
+	} {
+		if got := releasable(c.perms, c.path, exe); got != c.want {
+			t.Errorf("releasable(%q, %q) = %v, want %v", c.perms, c.path, got, c.want)
+		}
 	}
 }
 

@@ -92,6 +92,7 @@ type Server struct {
 
 	generic     *genericapiserver.GenericAPIServer
 	etcd        *etcd.Server
+	storage     *sharedEtcd
 	controllers *controllers
 }
 
@@ -152,9 +153,14 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	}
 	cfg.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(port))
 	s.URL = "https://" + cfg.ExternalAddress
-	if err := applyStorage(cfg, servers); err != nil {
+	if s.storage, err = applyStorage(cfg, servers); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if retErr != nil {
+			s.closeStorage()
+		}
+	}()
 	kubelets, err := kubeletTransport(o.DataDir, bundle, o.KubeletCAFile)
 	if err != nil {
 		return nil, err
@@ -212,45 +218,67 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	return s, nil
 }
 
-// releasePagesAfter is how long after Run starts the shim unmaps its
-// executable's pages (releaseExecutablePages): start-up (package
+// releasePagesAfter is how long after Run starts the shim first unmaps
+// its mapped files' pages (releaseFilePages): start-up (package
 // initialisation, API installation, etcd's recovery, the first requests)
-// is over by then.
-const releasePagesAfter = 10 * time.Second
+// is over by then. releasePagesEvery it does so again, so that what a
+// burst of work touched (pods created, their status written) stops
+// counting once the burst is over (shim/NOTES.md, "RSS, fourth pass").
+const (
+	releasePagesAfter = 10 * time.Second
+	releasePagesEvery = 30 * time.Second
+)
 
 // Run serves until ctx ends, waits for the controllers, then stops the
-// embedded etcd. releasePagesAfter into it, the executable's pages that
-// only start-up used stop counting in the process's resident set.
+// embedded etcd. releasePagesAfter into it, and every releasePagesEvery
+// after, the mapped files' pages not used since stop counting in the
+// process's resident set.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
 	defer s.controllers.wait()
-	go releasePagesLater(ctx, releasePagesAfter)
+	go releasePagesPeriodically(ctx, releasePagesAfter, releasePagesEvery)
 	return s.generic.PrepareRun().RunWithContext(ctx)
 }
 
-// releasePagesLater calls releaseExecutablePages after d unless ctx ends
-// first; a failure is logged, nothing else.
-func releasePagesLater(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
+// releasePagesPeriodically calls releaseFilePages after first and then
+// every period until ctx ends; a failure is logged, nothing else.
+func releasePagesPeriodically(ctx context.Context, first, period time.Duration) {
+	t := time.NewTimer(first)
 	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return
-	case <-t.C:
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := releaseFilePages()
+		if err != nil {
+			klog.ErrorS(err, "release the mapped files' pages")
+		} else {
+			klog.V(4).InfoS("released the mapped files' pages", "bytes", n)
+		}
+		t.Reset(period)
 	}
-	n, err := releaseExecutablePages()
-	if err != nil {
-		klog.ErrorS(err, "release the executable's pages")
-		return
-	}
-	klog.V(2).InfoS("released the executable's pages", "bytes", n)
 }
 
-// Close stops the embedded etcd (Run does it on return).
+// Close closes the etcd client and stops the embedded etcd (Run does it
+// on return).
 func (s *Server) Close() {
+	s.closeStorage()
 	if s.etcd != nil {
 		s.etcd.Close()
 	}
+}
+
+// closeStorage closes the storage's etcd client once; a failure is logged.
+func (s *Server) closeStorage() {
+	if s.storage == nil {
+		return
+	}
+	if err := s.storage.Close(); err != nil {
+		klog.ErrorS(err, "close the storage")
+	}
+	s.storage = nil
 }
 
 // dropManagedFields is the shared informers' transform: no cached object
@@ -326,8 +354,10 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle,
 
 // applyStorage points the REST options at etcd: keys and encoding as
 // kube-apiserver's (/registry/<resource>/<namespace>/<name>, protobuf), so
-// an external etcd holds what a kube-apiserver would read.
-func applyStorage(cfg *genericapiserver.Config, servers []string) error {
+// an external etcd holds what a kube-apiserver would read; every resource
+// reaches etcd through the returned client (sharedEtcd), closed by the
+// caller.
+func applyStorage(cfg *genericapiserver.Config, servers []string) (*sharedEtcd, error) {
 	// The default CompactionInterval (5 minutes) is what keeps etcd's
 	// history bounded: the embedded etcd compacts nothing itself
 	// (shim/etcd, docs/decisions/0105-shim-etcd-bounded.md).
@@ -335,11 +365,6 @@ func applyStorage(cfg *genericapiserver.Config, servers []string) error {
 	backend.Transport.ServerList = servers
 	etcdOpts := options.NewEtcdOptions(backend)
 	etcdOpts.DefaultStorageMediaType = "application/vnd.kubernetes.protobuf"
-	// events.k8s.io events read the core events' watch from etcd, as
-	// kube-apiserver's DefaultWatchCacheSizes (no cache for either; the
-	// shim keeps the core one, see shim/NOTES.md): a second cache would
-	// hold every event twice.
-	etcdOpts.WatchCacheSizes = []string{"events.events.k8s.io#0"}
 	resources := serverstorage.NewResourceConfig()
 	resources.EnableVersions(corev1.SchemeGroupVersion, coordinationv1.SchemeGroupVersion, appsv1.SchemeGroupVersion,
 		eventsv1.SchemeGroupVersion)
@@ -351,5 +376,17 @@ func applyStorage(cfg *genericapiserver.Config, servers []string) error {
 	// One stored object for both event APIs: /registry/events/<ns>/<name>
 	// in core/v1 encoding, as kube-apiserver's storage factory (core first).
 	factory.AddCohabitatingResources(corev1.Resource("events"), eventsv1.Resource("events"))
-	return etcdOpts.ApplyWithStorageFactoryTo(factory, cfg)
+	if err := etcdOpts.ApplyWithStorageFactoryTo(factory, cfg); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	// events.k8s.io events read the core events' watch from etcd, as with
+	// kube-apiserver's DefaultWatchCacheSizes (no cache for either; the
+	// shim keeps the core one, see shim/NOTES.md): a second cache would
+	// hold every event twice.
+	shared, err := newSharedEtcd(cfg.RESTOptionsGetter, servers, backend.CompactionInterval, eventsv1.Resource("events"))
+	if err != nil {
+		return nil, err
+	}
+	cfg.RESTOptionsGetter = shared
+	return shared, nil
 }
