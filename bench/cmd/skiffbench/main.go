@@ -81,9 +81,10 @@ type config struct {
 }
 
 // defaultExternalPodsPerShim is skiff's --pods-per-shim on the external
-// runtime, whose containerd config passes the shim group annotation: what
-// docs/runtime.md asks of an operator, and the managed runtime's default.
-const defaultExternalPodsPerShim = 16
+// runtime: 1, skiff's default there, with the plain config. Above 1 the
+// harness adds the shim group annotation to that containerd's config
+// (decision 108 has the measured trade-off on containerd 1.6).
+const defaultExternalPodsPerShim = 1
 
 var modes = map[string]config{
 	"quick": {mode: "quick", startupPods: 3, densityPods: 5, steady: 5 * time.Second, idle: 3 * time.Second, floorParallelism: []int{2, 0},
@@ -128,7 +129,7 @@ func main() {
 	flag.StringVar(&f.only, "only", "", "comma-separated scenarios to run (startup,density,burst,reaction,scale,pull,writes,api,shim; default all); a partial run is never latest")
 	flag.StringVar(&f.floorPar, "floor-parallelism", "", "override the floor's parallelisms in the density scenario: comma-separated, 0 = unbounded, \"none\" (a partial run)")
 	flag.Var(&f.skiffArgs, "skiff-arg", "an extra argument for skiff agent (repeatable; a partial run)")
-	flag.IntVar(&f.podsPerShim, "external-pods-per-shim", defaultExternalPodsPerShim, "on the external runtime, skiff's --pods-per-shim; above 1 its containerd config passes the shim group annotation (pod_annotations), 1 is the plain config with one shim per pod (a partial run)")
+	flag.IntVar(&f.podsPerShim, "external-pods-per-shim", defaultExternalPodsPerShim, "on the external runtime, skiff's --pods-per-shim; above 1 its containerd config also passes the shim group annotation (pod_annotations); not 1: a partial run")
 	flag.IntVar(&f.densityPods, "density-pods", 0, "override the density scenario's pod count (a partial run, never latest)")
 	flag.DurationVar(&f.writesWindow, "writes-window", 0, "override the writes scenario's window length, each of its two (a partial run, never latest)")
 	flag.StringVar(&f.render, "render", "", "write the report of an earlier run again from its <date>-<mode>.json (beside it; with -latest also latest.md) instead of running")
@@ -385,7 +386,7 @@ func notes(cfg config) []string {
 		"API pods (issue 16, external runtime, with -controlplane): the harness starts test/cluster's control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler of the same version as the kubelet, Node authorizer and NodeRestriction on), stops the static-pod skiff and starts skiff again with --kubeconfig (a client certificate of system:node:bench); after skiff's part it stops skiff, deletes the Node and runs the kubelet with the same kubeconfig. Pods are created with spec.nodeName set, eight create calls in flight at a time, and deleted with their grace period (5 s; the containers exit on SIGTERM).",
 		"Control plane shim (issue 17, external runtime, with -apiserver, after the API pods): skiff restarted with --control-plane (skiff-apiserver as its child on a free port); ready after start is the agent's own log, \"started skiff-apiserver\" (after its exec) to \"skiff-apiserver ready\" (its /readyz answered 200, polled every 100 ms), cold on a fresh data dir and warm on a restart of the agent; pods are created without spec.nodeName (the shim places them); create -> Running is a watch's first event with status.phase Running, as in the API pods scenario; the LIST is kubectl get pods' (Accept: a Table, limit 500) through client-go's REST client; CPU and RSS of skiff-apiserver (its pid file) and of the agent over the steady window, with the density pods running and the ConfigMaps created.",
 		fmt.Sprintf("Storage writes (issue 33; both runtimes, the kubelet on the external one): the density pods (%d) through the manifest directory, %s to settle once all run, then a %s window with no churn and a %s window in which the oldest pod's manifest is deleted and a new pod's written every %s (neither waited for). Per process /proc/<pid>/io write_bytes (pages dirtied, with reaped children's) and cancelled_write_bytes: the agent, its containerd, and that containerd's shims sampled once a second (a shim that starts in the window counts from zero, one that exits until its last sample); the block device's sectors written x 512 (/sys/dev/block/<maj:min>/stat of the bench root's filesystem: machine-wide), sync(2) at both ends of the window; files under the agent's root directory (not its manifests, not the managed containerd's directory) and its log whose modification time is inside the window. The API pods' and the shim's steady windows also read etcd's, kube-apiserver's, skiff-apiserver's (its embedded etcd) and the agent's counters.", cfg.densityPods, cfg.writesSettle, cfg.writesWindow, cfg.writesWindow, cfg.writesChurn),
-		"External runtime: the harness starts /usr/bin/containerd itself with a plain CRI config as a kubelet user has it (runc v2 with cgroupfs, restrict_oom_score_adj, a pause image built from the Go skiff-pause binary, a CNI conflist of bridge cni-ext0 10.89.0.0/16 without masquerading + portmap + loopback), plus the one line docs/runtime.md asks of an operator for skiff's shared shims: the runc runtime's pod_annotations lists io.containerd.runc.v2.group (the kubelet sends no such annotation, so its pods keep one shim each); it imports the images with ctr; skiff runs with --container-runtime-endpoint and --pods-per-shim 16 (-external-pods-per-shim 1: the plain config, one shim per pod).")
+		"External runtime: the harness starts /usr/bin/containerd itself with a plain CRI config as a kubelet user has it (runc v2 with cgroupfs, restrict_oom_score_adj, a pause image built from the Go skiff-pause binary, a CNI conflist of bridge cni-ext0 10.89.0.0/16 without masquerading + portmap + loopback) and imports the images with ctr; skiff runs with --container-runtime-endpoint, one shim per pod as the kubelet's pods (with -external-pods-per-shim N above 1, a partial run, the runc runtime's pod_annotations also lists io.containerd.runc.v2.group and skiff runs with --pods-per-shim N).")
 	if cfg.mode == "quick" {
 		n = append(n, "Quick mode: a few pods and short windows; the figures only show that the harness works.")
 	}

@@ -44,7 +44,9 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 		}
 		sock = ext.socket()
 		skiffRoot, endpoint = filepath.Join(dir, "skiff"), "unix://"+sock
-		skiffArgs = append(skiffArgs, "--pods-per-shim", itoa(f.podsPerShim))
+		if f.podsPerShim > 1 {
+			skiffArgs = append(skiffArgs, "--pods-per-shim", itoa(f.podsPerShim))
+		}
 	}
 	log.Info("starting skiff", "runtime", rt, "root", skiffRoot, "mode", cfg.mode)
 	skiff, err := startSkiff(f.skiffBin, skiffRoot, f.imagesDir, endpoint, skiffArgs)
