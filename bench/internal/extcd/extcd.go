@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/skiffnode/skiff/runtime"
 )
 
 // Defaults of Config.
@@ -46,15 +48,11 @@ type Config struct {
 	// SandboxImage is the pause image reference (WritePauseArchive).
 	SandboxImage string
 	// ShimGroups lists containerd's shim group annotation
-	// (ShimGroupAnnotation) in the runc runtime's pod_annotations, the one
+	// (runtime.AnnotationShimGroup) in the runc runtime's pod_annotations, the one
 	// line an operator adds for skiff's --pods-per-shim; the kubelet sends
 	// no such annotation, so its pods keep one shim each.
 	ShimGroups bool
 }
-
-// ShimGroupAnnotation is the pod annotation whose value names the runc
-// shim a sandbox's containers share (containerd's runc v2 shim, since 1.3).
-const ShimGroupAnnotation = "io.containerd.runc.v2.group"
 
 // Paths are the files of a Config's containerd.
 type Paths struct {
@@ -131,7 +129,7 @@ func RenderConfig(c Config) string {
 	fmt.Fprintf(&b, "[%s.containerd]\n  snapshotter = \"overlayfs\"\n  default_runtime_name = \"runc\"\n", cri)
 	fmt.Fprintf(&b, "[%s.containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n", cri)
 	if c.ShimGroups {
-		fmt.Fprintf(&b, "  pod_annotations = [%q]\n", ShimGroupAnnotation)
+		fmt.Fprintf(&b, "  pod_annotations = [%q]\n", runtime.AnnotationShimGroup)
 	}
 	fmt.Fprintf(&b, "[%s.containerd.runtimes.runc.options]\n  SystemdCgroup = false\n", cri)
 	fmt.Fprintf(&b, "[%s.cni]\n  bin_dir = %q\n  conf_dir = %q\n  max_conf_num = 1\n", cri, c.CNIBinDir, p.CNIConfDir)
@@ -170,7 +168,7 @@ func Conflist(c Config) ([]byte, error) {
 func Summary(c Config) string {
 	groups := ""
 	if c.ShimGroups {
-		groups = fmt.Sprintf(", pod_annotations = [%q] (skiff's --pods-per-shim; the kubelet sends no such annotation)", ShimGroupAnnotation)
+		groups = fmt.Sprintf(", pod_annotations = [%q] (skiff's --pods-per-shim; the kubelet sends no such annotation)", runtime.AnnotationShimGroup)
 	}
 	return fmt.Sprintf("%s, started by the harness with a plain CRI config: runc v2 (cgroupfs, SystemdCgroup = false%s), "+
 		"restrict_oom_score_adj = true, overlayfs, sandbox_image %s (a Go pause binary, skiff-pause), "+
