@@ -105,8 +105,8 @@ func (r *Runtime) listContainers(ctx context.Context, f *runtimeapi.ContainerFil
 
 // ContainerStatus returns the container's detailed state; a missing
 // container gives an error wrapping runtime.ErrNotFound. CRI's status
-// lacks the sandbox ID, so it is looked up with a second (cheap) list call;
-// SandboxID stays empty if the container vanished in between.
+// lacks the sandbox ID, so SandboxID stays empty: a caller that needs it
+// takes it from ListContainers.
 func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtime.ContainerStatus, error) {
 	cctx, cancel := callCtx(ctx, r.timeout)
 	defer cancel()
