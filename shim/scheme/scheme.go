@@ -14,6 +14,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -48,6 +49,9 @@ var groups = []struct {
 	// Only for the Scale kind of the deployments' and replicasets' scale
 	// subresources; no autoscaling resource is served.
 	{autoscalingv1.SchemeGroupVersion, autoscalingv1.AddToScheme, nil},
+	// Jobs, served when a skiff-apiserver build adds their kind
+	// (server.Options.Kinds).
+	{batchv1.SchemeGroupVersion, batchv1.AddToScheme, nil},
 	// events.k8s.io/v1 Events are core/v1 Events inside (events.go).
 	{eventsv1.SchemeGroupVersion, eventsv1.AddToScheme, addEventsInternal},
 	// TokenRequest (serviceaccounts/token), TokenReview and SelfSubjectReview.

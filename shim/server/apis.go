@@ -31,10 +31,11 @@ type apiStorage struct {
 
 // newAPIStorage builds every served kind's Store (each starts its watch
 // cache on etcd) through optsGetter; the pods' log, exec, attach and
-// portforward subresources reach kubelets through kubelets.
-func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter, kubelets kubeletAccess) (*apiStorage, error) {
+// portforward subresources reach kubelets through kubelets. extra are
+// served beside the shim's own kinds (Options.Kinds).
+func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter, kubelets kubeletAccess, extra []*generic.Kind) (*apiStorage, error) {
 	st := &apiStorage{byGroup: map[string]map[string]rest.Storage{}}
-	kinds := append(append([]*generic.Kind{pod.Kind}, core.All...), apps.All...)
+	kinds := append(append(append([]*generic.Kind{pod.Kind}, core.All...), apps.All...), extra...)
 	for _, k := range kinds {
 		e, err := generic.NewEndpoints(k, optsGetter)
 		if err != nil {

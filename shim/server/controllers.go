@@ -48,8 +48,9 @@ type controllers struct {
 // newControllers builds the namespace controller, the per-namespace
 // objects (default ServiceAccount, kube-root-ca.crt with caPEM) and the
 // ReplicaSet and Deployment controllers, talking to the shim through
-// loopback.
-func newControllers(loopback *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, caPEM []byte) (*controllers, error) {
+// loopback, and those extra builds (Options.Controllers; nil: none).
+func newControllers(loopback *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, caPEM []byte,
+	extra func(ControllerContext) ([]func(context.Context), error)) (*controllers, error) {
 	meta, err := metadata.NewForConfig(loopback)
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
@@ -79,6 +80,13 @@ func newControllers(loopback *rest.Config, client kubernetes.Interface, factory 
 		return nil, err
 	}
 	c.runs = append(c.runs, apps...)
+	if extra != nil {
+		more, err := extra(ControllerContext{Client: client, Informers: factory})
+		if err != nil {
+			return nil, fmt.Errorf("extra controllers: %w", err)
+		}
+		c.runs = append(c.runs, more...)
+	}
 	return c, nil
 }
 

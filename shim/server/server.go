@@ -44,6 +44,7 @@ import (
 	nodeauthz "github.com/skiffnode/skiff/shim/authz/node"
 	"github.com/skiffnode/skiff/shim/etcd"
 	"github.com/skiffnode/skiff/shim/pki"
+	"github.com/skiffnode/skiff/shim/registry/generic"
 	"github.com/skiffnode/skiff/shim/scheme"
 	satoken "github.com/skiffnode/skiff/shim/serviceaccount"
 )
@@ -79,6 +80,24 @@ type Options struct {
 	// --service-account-issuer, and --api-audiences' default); empty:
 	// serviceaccount.DefaultIssuer.
 	ServiceAccountIssuer string
+	// Kinds are served beside the shim's own; their API groups must be in
+	// shim/scheme. A skiff-apiserver build adds through them the kinds
+	// this module does not describe (validated by packages it may not
+	// import).
+	Kinds []*generic.Kind
+	// Controllers, if set, builds more controllers on the shim's loopback
+	// client and shared informer factory. Each returned function runs in
+	// its own goroutine from the post-start hook until its context ends,
+	// beside the shim's own controllers.
+	Controllers func(ControllerContext) ([]func(context.Context), error)
+}
+
+// ControllerContext is what Options.Controllers builds controllers on.
+type ControllerContext struct {
+	// Client is the loopback client (system:apiserver).
+	Client kubernetes.Interface
+	// Informers is the shared factory, started once the server serves.
+	Informers informers.SharedInformerFactory
 }
 
 // Server is a prepared shim; Run serves it.
@@ -156,16 +175,17 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if s.storage, err = applyStorage(cfg, servers); err != nil {
 		return nil, err
 	}
+	built := s // s is nil once an error is returned
 	defer func() {
 		if retErr != nil {
-			s.closeStorage()
+			built.closeStorage()
 		}
 	}()
 	kubelets, err := kubeletTransport(o.DataDir, bundle, o.KubeletCAFile)
 	if err != nil {
 		return nil, err
 	}
-	storage, err := newAPIStorage(cfg.RESTOptionsGetter, kubeletAccess{transport: kubelets, node: o.NodeName, host: o.NodeKubeletHost})
+	storage, err := newAPIStorage(cfg.RESTOptionsGetter, kubeletAccess{transport: kubelets, node: o.NodeName, host: o.NodeKubeletHost}, o.Kinds)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +212,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if cfg.AdmissionControl, err = admissionChain(loopback, factory, o.NodeName, cfg.EffectiveVersion.BinaryVersion()); err != nil {
 		return nil, err
 	}
-	if s.controllers, err = newControllers(cfg.LoopbackClientConfig, loopback, factory, bundle.CACert); err != nil {
+	if s.controllers, err = newControllers(cfg.LoopbackClientConfig, loopback, factory, bundle.CACert, o.Controllers); err != nil {
 		return nil, err
 	}
 	g, err := cfg.Complete(factory).New("skiff-apiserver", genericapiserver.NewEmptyDelegate())
