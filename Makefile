@@ -89,10 +89,11 @@ APISERVER_BIN := bin/skiff-apiserver
 APISERVER_VERSION := $(KUBERNETES_VERSION)-skiff
 
 ## build-apiserver: bin/skiff-apiserver, the control-plane shim that `skiff agent --control-plane` runs
+# cmd/skiff-apiserver is a module of its own (it imports k8s.io/kubernetes).
 build-apiserver:
-	CGO_ENABLED=0 $(GO) build -trimpath -tags $(BUILD_TAGS) -o $(APISERVER_BIN) \
+	cd cmd/skiff-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -tags $(BUILD_TAGS) -o $(CURDIR)/$(APISERVER_BIN) \
 		-ldflags '-s -w -X k8s.io/component-base/version.gitVersion=$(APISERVER_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(KUBERNETES_MINOR)' \
-		./cmd/skiff-apiserver
+		.
 
 # Install as a systemd service (issue 18): `make install`, then
 # `systemctl daemon-reload && systemctl enable --now skiff`. PREFIX, BINDIR,
@@ -165,6 +166,7 @@ setup-runtime:
 unit:
 	env -u SKIFF_E2E -u SKIFF_ROOT_TESTS $(GO) test -race ./...
 	cd bench && env -u SKIFF_E2E -u SKIFF_ROOT_TESTS $(GO) test -race ./...
+	cd cmd/skiff-apiserver && env -u SKIFF_E2E -u SKIFF_ROOT_TESTS $(GO) test -race ./...
 	cd test/conformance/k8s && $(GO) test ./...
 
 # The packages with tests gated on SKIFF_ROOT_TESTS=1 (bench/ is a module of its own).
@@ -340,6 +342,7 @@ run: setup-runtime build images
 lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 	cd bench && $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
+	cd cmd/skiff-apiserver && $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run --config $(CURDIR)/.golangci.yml ./...
 
 # Fuzzing (issue 34): every go test fuzz target of the main module
 # (FuzzXxx in the packages that parse outside input), one at a time for

@@ -4,7 +4,7 @@
 # OldestAPIServer, or $2): the main module's and bench's
 # k8s.io libraries to v0.<minor>.<patch>, and the separate modules that build
 # upstream's binaries (test/controlplane, test/conformance/k8s,
-# bench/kubelet) to k8s.io/kubernetes v1.<minor>.<patch>
+# bench/kubelet) and skiff-apiserver to k8s.io/kubernetes v1.<minor>.<patch>
 # with every staging module pinned by a replace directive, as upstream's own
 # go.mod requires of its importers. docs/kubernetes-version.md says what else
 # a bump involves; internal/k8sversion's TestModulesAtVersion checks that
@@ -77,3 +77,7 @@ for m in . bench; do
 	[ ${#args[@]} -gt 0 ] || { echo "bump-kubernetes: $m requires no k8s.io staging module" >&2; exit 1; }
 	(cd "$m" && $go get "${args[@]}" && $go mod tidy)
 done
+
+# skiff-apiserver links k8s.io/kubernetes and skiff's module (replace ../..,
+# decision 111): pinned after the main module moved.
+pin cmd/skiff-apiserver "$version"

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/upstream"
 	"github.com/skiffnode/skiff/shim/server"
 	"github.com/skiffnode/skiff/shim/serviceaccount"
 )
@@ -85,6 +86,9 @@ func newRootCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			gcSettings(gcPercent, memoryLimitMiB)
 			if err := setFeatureGates(featureGates); err != nil {
+				return err
+			}
+			if err := upstream.Add(&o); err != nil {
 				return err
 			}
 			s, err := server.New(cmd.Context(), o)

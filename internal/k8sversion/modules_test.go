@@ -24,9 +24,9 @@ func TestModulesAtVersion(t *testing.T) {
 		t.Fatalf("OldestAPIServer %q is not v1.<minor>.<patch>", OldestAPIServer)
 	}
 	release := map[string]string{"test/controlplane/oldest": OldestAPIServer}
-	withKubernetes := map[string]bool{"test/controlplane": true, "test/conformance/k8s": true, "bench/kubelet": true, "test/controlplane/oldest": true}
+	withKubernetes := map[string]bool{"cmd/skiff-apiserver": true, "test/controlplane": true, "test/conformance/k8s": true, "bench/kubelet": true, "test/controlplane/oldest": true}
 	// test/metricsserver keeps its release's libraries (see its go.mod).
-	for _, dir := range []string{".", "bench", "test/controlplane", "test/conformance/k8s", "bench/kubelet", "test/controlplane/oldest"} {
+	for _, dir := range []string{".", "bench", "cmd/skiff-apiserver", "test/controlplane", "test/conformance/k8s", "bench/kubelet", "test/controlplane/oldest"} {
 		want := Version
 		if r, ok := release[dir]; ok {
 			want = r

@@ -59,6 +59,19 @@ type Kind struct {
 	// subresource, after the spec and owner references were kept (pods:
 	// status fields a client may not clear).
 	PrepareForStatusUpdate func(obj, old runtime.Object)
+	// ValidateStatusUpdate checks an update through the status subresource,
+	// after the metadata update checks.
+	ValidateStatusUpdate func(obj, old runtime.Object) field.ErrorList
+	// WarningsOnCreate and WarningsOnUpdate give the warnings of a valid
+	// create or update of the main resource (the Warning headers kubectl
+	// prints); nil: none.
+	WarningsOnCreate func(obj runtime.Object) []string
+	WarningsOnUpdate func(obj, old runtime.Object) []string
+	// OrphanByDefault: a delete request of this version without a
+	// propagation policy orphans the object's dependents (batch/v1 Jobs,
+	// as upstream for compatibility); otherwise the garbage collector
+	// deletes them in the background.
+	OrphanByDefault bool
 	// UpdateSubresources are update-only subresources by name (pods:
 	// "resize"), each served by an UpdateREST over the kind's storage.
 	UpdateSubresources map[string]*UpdateSubresource
@@ -235,6 +248,9 @@ func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fi
 	}
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(meta, oldMeta, field.NewPath("metadata"))
 	if s.statusOnly {
+		if s.kind.ValidateStatusUpdate != nil {
+			errs = append(errs, s.kind.ValidateStatusUpdate(obj, old)...)
+		}
 		return errs
 	}
 	errs = append(errs, s.validate(obj)...)
@@ -247,10 +263,27 @@ func (s *strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fi
 	return errs
 }
 
-func (s *strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+func (s *strategy) WarningsOnCreate(_ context.Context, obj runtime.Object) []string {
+	if s.kind.WarningsOnCreate == nil {
+		return nil
+	}
+	return s.kind.WarningsOnCreate(obj)
+}
 
-func (s *strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
+func (s *strategy) WarningsOnUpdate(_ context.Context, obj, old runtime.Object) []string {
+	if s.kind.WarningsOnUpdate == nil || s.statusOnly || s.sub != nil {
+		return nil
+	}
+	return s.kind.WarningsOnUpdate(obj, old)
+}
+
+// DefaultGarbageCollectionPolicy implements
+// rest.GarbageCollectionDeleteStrategy: Kind.OrphanByDefault.
+func (s *strategy) DefaultGarbageCollectionPolicy(context.Context) rest.GarbageCollectionPolicy {
+	if s.kind.OrphanByDefault {
+		return rest.OrphanDependents
+	}
+	return rest.DeleteDependents
 }
 
 func (s *strategy) Canonicalize(runtime.Object) {}

@@ -1,0 +1,117 @@
+package upstream
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// testJob is a valid Job as a client sends it, defaulted as the shim's
+// decoder defaults it.
+func testJob(t *testing.T, name string) *batchv1.Job {
+	t.Helper()
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: batchv1.JobSpec{
+			Completions: ptr.To[int32](2),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "c", Image: "busybox"}},
+			}},
+		},
+	}
+	s := runtime.NewScheme()
+	if err := addBatchToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	s.Default(j)
+	return j
+}
+
+func testConverter(t *testing.T) converter {
+	t.Helper()
+	c := converter{scheme: runtime.NewScheme()}
+	if err := addBatchToScheme(c.scheme); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestJobsKind: the Jobs kind's hooks are upstream's job strategy's:
+// the generated selector and labels, upstream's validation texts, its
+// immutable fields and warnings, status validation, and kubectl's columns.
+func TestJobsKind(t *testing.T) {
+	k := jobs(testConverter(t))
+
+	j := testJob(t, "pi")
+	k.PrepareForCreate(j)
+	if got := j.Spec.Selector.MatchLabels[batchv1.ControllerUidLabel]; got != "uid-pi" {
+		t.Errorf("generated selector = %v, want %s=uid-pi", j.Spec.Selector, batchv1.ControllerUidLabel)
+	}
+	if got := j.Spec.Template.Labels[batchv1.JobNameLabel]; got != "pi" || j.Generation != 1 {
+		t.Errorf("template labels %v, generation %d", j.Spec.Template.Labels, j.Generation)
+	}
+	if j.Kind != "" || j.APIVersion != "" {
+		t.Errorf("type meta changed to %s %s", j.APIVersion, j.Kind)
+	}
+	if errs := k.ValidateCreate(j); len(errs) != 0 {
+		t.Fatalf("valid job: %v", errs)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		mutate func(*batchv1.Job)
+		want   string
+	}{
+		{"restartPolicy Always", func(j *batchv1.Job) { j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways },
+			`spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"`},
+		{"negative parallelism", func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](-1) },
+			"spec.parallelism: Invalid value: -1: must be greater than or equal to 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := j.DeepCopy()
+			tc.mutate(bad)
+			if errs := k.ValidateCreate(bad); !strings.Contains(errs.ToAggregate().Error(), tc.want) {
+				t.Errorf("errors %v, want %q", errs, tc.want)
+			}
+		})
+	}
+
+	changed := j.DeepCopy()
+	changed.Spec.Completions = ptr.To[int32](5)
+	k.PrepareForUpdate(changed, j)
+	if errs := k.ValidateUpdate(changed, j); !strings.Contains(errs.ToAggregate().Error(), "spec.completions: Invalid value: 5: field is immutable") {
+		t.Errorf("update of completions: %v", errs)
+	}
+
+	status := j.DeepCopy()
+	status.Status.Active = -1
+	if errs := k.ValidateStatusUpdate(status, j); !strings.Contains(errs.ToAggregate().Error(), "status.active") {
+		t.Errorf("status update with active -1: %v, want an error on status.active", errs)
+	}
+
+	dotted := testJob(t, "a.b")
+	k.PrepareForCreate(dotted)
+	if w := k.WarningsOnCreate(dotted); len(w) == 0 || !strings.Contains(w[0], "a DNS label is recommended") {
+		t.Errorf("warnings for a dotted name = %v", w)
+	}
+
+	table, err := k.Table.ConvertToTable(context.Background(), &batchv1.JobList{Items: []batchv1.Job{*j}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var columns []string
+	for _, c := range table.ColumnDefinitions {
+		columns = append(columns, c.Name)
+	}
+	if got := strings.Join(columns, ","); !strings.HasPrefix(got, "Name,Status,Completions,Duration,Age") || len(table.Rows) != 1 {
+		t.Errorf("table columns %s, %d rows", got, len(table.Rows))
+	}
+}

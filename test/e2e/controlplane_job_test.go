@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// jobManifest is a Job of busybox pods that run command (sh -c) once,
+// parallelism at a time, until completions succeed or backoffLimit pods
+// failed.
+const jobManifest = `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: %[1]s
+spec:
+  completions: %[2]d
+  parallelism: 2
+  backoffLimit: %[3]d
+  template:
+    spec:
+      restartPolicy: Never
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: work
+        image: ` + busyboxImage + `
+        command: ["sh", "-c", %[4]q]
+`
+
+// TestControlPlaneJob_Issue36: against `skiff agent --control-plane`, a
+// Job applied with kubectl runs its pods on the node, two at a time, until
+// three succeed (kubectl wait --for=condition=complete; get shows 3/3 and
+// its logs the pods' output); a Job whose pods fail stops after its
+// backoffLimit (condition Failed, reason BackoffLimitExceeded); kubectl's
+// validation texts are upstream's; deleting a Job deletes its pods.
+func TestControlPlaneJob_Issue36(t *testing.T) {
+	e := NewEnv(t)
+	args := controlPlaneArgs(t, e)
+	if os.Getenv("SKIFF_CONTROLPLANE") == "" {
+		t.Skip("SKIFF_CONTROLPLANE is not set (kubectl): build it with `make controlplane` (make e2e does)")
+	}
+	e.StartAgent(t, AgentOptions{Args: args})
+	cs, kc := adminClient(t, e)
+	waitNodeReady(t, cs)
+
+	cpKubectl(t, kc, fmt.Sprintf(jobManifest, "pi", 3, 6, "echo done"), "apply", "-f", "-")
+	cpKubectl(t, kc, fmt.Sprintf(jobManifest, "fails", 1, 1, "exit 3"), "apply", "-f", "-")
+	cpKubectl(t, kc, "", "wait", "--for=condition=complete", "job/pi", "--timeout=3m")
+	if out := cpKubectl(t, kc, "", "get", "job", "pi", "--no-headers"); !strings.Contains(out, "Complete") || !strings.Contains(out, "3/3") {
+		t.Errorf("kubectl get job pi = %q, want Complete and 3/3", out)
+	}
+	if out := cpKubectl(t, kc, "", "logs", "job/pi"); strings.TrimSpace(out) != "done" {
+		t.Errorf("kubectl logs job/pi = %q, want done", out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=pi"})
+	if err != nil || len(pods.Items) != 3 {
+		t.Fatalf("pods of job pi: %d, %v; want 3", len(pods.Items), err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || p.Status.Phase != "Succeeded" {
+			t.Errorf("pod %s on %q in phase %s, want Succeeded on the node", p.Name, p.Spec.NodeName, p.Status.Phase)
+		}
+	}
+
+	cpKubectl(t, kc, "", "wait", "--for=condition=failed", "job/fails", "--timeout=3m")
+	failed, err := cs.BatchV1().Jobs(namespace).Get(ctx, "fails", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed.Status.Failed != 2 || !hasJobCondition(failed.Status.Conditions, "Failed", "BackoffLimitExceeded") {
+		t.Errorf("job fails: %d failed, conditions %+v; want 2 (backoffLimit 1) and Failed/BackoffLimitExceeded", failed.Status.Failed, failed.Status.Conditions)
+	}
+
+	bad := strings.Replace(fmt.Sprintf(jobManifest, "bad", 1, 1, "true"), "restartPolicy: Never", "restartPolicy: Always", 1)
+	if out, err := cpKubectlErr(kc, bad, "apply", "-f", "-"); err == nil ||
+		!strings.Contains(out, `spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"`) {
+		t.Errorf("a job with restartPolicy Always: %v\n%s\nwant upstream's validation error", err, out)
+	}
+
+	cpKubectl(t, kc, "", "delete", "job", "pi", "fails", "--wait=true")
+	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		left, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name"})
+		return err == nil && len(left.Items) == 0, nil
+	}); err != nil {
+		t.Fatalf("the deleted jobs' pods were not deleted: %v", err)
+	}
+}
+
+// cpKubectlErr is cpKubectl for a command that may fail: its output and
+// error.
+func cpKubectlErr(kubeconfig, stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	full := append([]string{"kubectl", "--kubeconfig", kubeconfig, "-n", namespace}, args...)
+	cmd := exec.CommandContext(ctx, os.Getenv("SKIFF_CONTROLPLANE"), full...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// hasJobCondition reports whether conds has typ True with reason.
+func hasJobCondition(conds []batchv1.JobCondition, typ batchv1.JobConditionType, reason string) bool {
+	for _, c := range conds {
+		if c.Type == typ && c.Status == v1.ConditionTrue && c.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
