@@ -38,10 +38,20 @@ spec:
         command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
 `
 
-// cpKubectl runs the control plane's kubectl 1.34 against kubeconfig
-// (stdin may be empty) and returns its output; a failure fails the test.
+// cpKubectl runs the control plane's kubectl against kubeconfig (stdin
+// may be empty) and returns its output; a failure fails the test.
 func cpKubectl(t *testing.T, kubeconfig, stdin string, args ...string) string {
 	t.Helper()
+	out, err := cpKubectlErr(kubeconfig, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// cpKubectlErr is cpKubectl for a command that may fail: its output and
+// error.
+func cpKubectlErr(kubeconfig, stdin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	full := append([]string{"kubectl", "--kubeconfig", kubeconfig, "-n", namespace}, args...)
@@ -50,10 +60,7 @@ func cpKubectl(t *testing.T, kubeconfig, stdin string, args ...string) string {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return string(out), err
 }
 
 // TestControlPlaneDeployment_J1_J2: against `skiff agent --control-plane`,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -96,18 +95,6 @@ func TestControlPlaneJob_Issue36(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the deleted jobs' pods were not deleted: %v", err)
 	}
-}
-
-// cpKubectlErr is cpKubectl for a command that may fail: its output and
-// error.
-func cpKubectlErr(kubeconfig, stdin string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	full := append([]string{"kubectl", "--kubeconfig", kubeconfig, "-n", namespace}, args...)
-	cmd := exec.CommandContext(ctx, os.Getenv("SKIFF_CONTROLPLANE"), full...)
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // hasJobCondition reports whether conds has typ True with reason.
