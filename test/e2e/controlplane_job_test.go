@@ -41,7 +41,8 @@ spec:
 // three succeed (kubectl wait --for=condition=complete; get shows 3/3 and
 // its logs the pods' output); a Job whose pods fail stops after its
 // backoffLimit (condition Failed, reason BackoffLimitExceeded); kubectl's
-// validation texts are upstream's; deleting a Job deletes its pods.
+// validation texts are upstream's; a CronJob starts Jobs on its schedule
+// and on `kubectl create job --from`; deleting a Job deletes its pods.
 func TestControlPlaneJob_Issue36(t *testing.T) {
 	e := NewEnv(t)
 	args := controlPlaneArgs(t, e)
@@ -88,6 +89,8 @@ func TestControlPlaneJob_Issue36(t *testing.T) {
 		t.Errorf("a job with restartPolicy Always: %v\n%s\nwant upstream's validation error", err, out)
 	}
 
+	testCronJob(t, kc)
+
 	cpKubectl(t, kc, "", "delete", "job", "pi", "fails", "--wait=true")
 	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		left, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name"})
@@ -101,6 +104,68 @@ func TestControlPlaneJob_Issue36(t *testing.T) {
 func hasJobCondition(conds []batchv1.JobCondition, typ batchv1.JobConditionType, reason string) bool {
 	for _, c := range conds {
 		if c.Type == typ && c.Status == v1.ConditionTrue && c.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// cronJobManifest is a CronJob every minute whose Jobs echo tick.
+const cronJobManifest = `apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: tick
+spec:
+  schedule: "* * * * *"
+  successfulJobsHistoryLimit: 1
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          automountServiceAccountToken: false
+          terminationGracePeriodSeconds: 1
+          containers:
+          - name: tick
+            image: ` + busyboxImage + `
+            command: ["sh", "-c", "echo tick"]
+`
+
+// testCronJob: the CronJob tick starts a Job that completes, at the next
+// minute and at once on kubectl create job --from; deleting the CronJob
+// deletes its Jobs.
+func testCronJob(t *testing.T, kc string) {
+	t.Helper()
+	cpKubectl(t, kc, cronJobManifest, "apply", "-f", "-")
+	cpKubectl(t, kc, "", "create", "job", "now", "--from=cronjob/tick")
+	cpKubectl(t, kc, "", "wait", "--for=condition=complete", "job/now", "--timeout=2m")
+	if out := cpKubectl(t, kc, "", "logs", "job/now"); strings.TrimSpace(out) != "tick" {
+		t.Errorf("kubectl logs job/now = %q, want tick", out)
+	}
+	// The scheduled run: within a minute, plus the Job's own time.
+	deadline := time.Now().Add(150 * time.Second)
+	for {
+		out := cpKubectl(t, kc, "", "get", "jobs",
+			"-o", `jsonpath={range .items[?(@.metadata.ownerReferences[0].name=="tick")]}{.metadata.name}={.status.succeeded}{"\n"}{end}`)
+		if scheduledJobSucceeded(out) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no scheduled Job of CronJob tick succeeded: %q\n%s", out, cpKubectl(t, kc, "", "get", "cronjob,jobs,pods", "-o", "wide"))
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if out := cpKubectl(t, kc, "", "get", "cronjob", "tick", "--no-headers"); !strings.Contains(out, "* * * * *") {
+		t.Errorf("kubectl get cronjob tick = %q, want its schedule", out)
+	}
+	cpKubectl(t, kc, "", "delete", "cronjob", "tick", "--wait=true")
+}
+
+// scheduledJobSucceeded reports whether out, lines of name=succeeded,
+// has a Job other than "now" with one success.
+func scheduledJobSucceeded(out string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if name, n, ok := strings.Cut(line, "="); ok && name != "now" && n == "1" {
 			return true
 		}
 	}

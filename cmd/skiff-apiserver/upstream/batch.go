@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/pkg/apis/batch"
 	batchv1internal "k8s.io/kubernetes/pkg/apis/batch/v1"
+	cronjobregistry "k8s.io/kubernetes/pkg/registry/batch/cronjob"
 	jobregistry "k8s.io/kubernetes/pkg/registry/batch/job"
 
 	"github.com/skiffnode/skiff/shim/registry/generic"
@@ -32,4 +33,18 @@ func jobs(c converter) *generic.Kind {
 		Status:          true,
 		OrphanByDefault: true,
 	}, jobregistry.Strategy, jobregistry.StatusStrategy)
+}
+
+// cronJobs is batch/v1 CronJobs with upstream's cronjob strategy
+// (schedule and time zone validation, generation, status reset); their
+// Jobs are deleted with them by default.
+func cronJobs(c converter) *generic.Kind {
+	return c.withStrategy(&generic.Kind{
+		Group: batchv1.GroupName, Version: "v1", Resource: "cronjobs", Singular: "cronjob", Namespaced: true,
+		New:        func() runtime.Object { return &batchv1.CronJob{} },
+		NewList:    func() runtime.Object { return &batchv1.CronJobList{} },
+		ShortNames: []string{"cj"},
+		Categories: []string{"all"},
+		Status:     true,
+	}, cronjobregistry.Strategy, cronjobregistry.StatusStrategy)
 }

@@ -115,3 +115,54 @@ func TestJobsKind(t *testing.T) {
 		t.Errorf("table columns %s, %d rows", got, len(table.Rows))
 	}
 }
+
+// TestCronJobsKind: the CronJobs kind's validation is upstream's cronjob
+// strategy's (schedule, time zone, the job template), and kubectl's
+// columns are upstream's.
+func TestCronJobsKind(t *testing.T) {
+	k := cronJobs(testConverter(t))
+	job := testJob(t, "tick")
+	cj := &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "tick", Namespace: "default", UID: "uid-tick"},
+		Spec: batchv1.CronJobSpec{
+			Schedule:          "*/5 * * * *",
+			ConcurrencyPolicy: batchv1.AllowConcurrent,
+			JobTemplate:       batchv1.JobTemplateSpec{Spec: job.Spec},
+		},
+	}
+	k.PrepareForCreate(cj)
+	if errs := k.ValidateCreate(cj); len(errs) != 0 {
+		t.Fatalf("valid cronjob: %v", errs)
+	}
+	if cj.Generation != 1 {
+		t.Errorf("generation %d, want 1", cj.Generation)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*batchv1.CronJob)
+		want   string
+	}{
+		{"bad schedule", func(cj *batchv1.CronJob) { cj.Spec.Schedule = "every minute" }, `spec.schedule: Invalid value: "every minute"`},
+		{"bad time zone", func(cj *batchv1.CronJob) { cj.Spec.TimeZone = ptr.To("Mars/Olympus") }, `spec.timeZone: Invalid value: "Mars/Olympus": unknown time zone Mars/Olympus`},
+		{"bad concurrency policy", func(cj *batchv1.CronJob) { cj.Spec.ConcurrencyPolicy = "Sometimes" }, `spec.concurrencyPolicy: Unsupported value: "Sometimes"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := cj.DeepCopy()
+			tc.mutate(bad)
+			if errs := k.ValidateCreate(bad); !strings.Contains(errs.ToAggregate().Error(), tc.want) {
+				t.Errorf("errors %v, want %q", errs, tc.want)
+			}
+		})
+	}
+	table, err := k.Table.ConvertToTable(context.Background(), cj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var columns []string
+	for _, c := range table.ColumnDefinitions {
+		columns = append(columns, c.Name)
+	}
+	if got := strings.Join(columns, ","); !strings.HasPrefix(got, "Name,Schedule,Timezone,Suspend,Active,Last Schedule,Age") {
+		t.Errorf("table columns %s", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	batchv1internal "k8s.io/kubernetes/pkg/apis/batch/v1"
+	"k8s.io/kubernetes/pkg/controller/cronjob"
 	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/features"
 
@@ -14,12 +15,15 @@ import (
 	"github.com/skiffnode/skiff/shim/server"
 )
 
-// jobWorkers is the Job controller's workers (kube-controller-manager's
-// --concurrent-job-syncs default).
-const jobWorkers = 5
+// The controllers' workers: kube-controller-manager's defaults
+// (--concurrent-job-syncs, --concurrent-cron-job-syncs).
+const (
+	jobWorkers     = 5
+	cronJobWorkers = 5
+)
 
-// Add makes o serve upstream's kinds (batch/v1 Jobs) and run upstream's
-// controllers (the Job controller), and registers upstream's defaulting
+// Add makes o serve upstream's kinds (batch/v1 Jobs and CronJobs) and run
+// upstream's controllers (the Job and CronJob controllers), and registers upstream's defaulting
 // of those kinds in the shim's scheme, which the shim's decoders apply.
 // Call it once, before server.New.
 func Add(o *server.Options) error {
@@ -30,7 +34,7 @@ func Add(o *server.Options) error {
 	if err := batchv1internal.RegisterDefaults(scheme.Scheme); err != nil {
 		return fmt.Errorf("batch defaults: %w", err)
 	}
-	o.Kinds = append(o.Kinds, jobs(c))
+	o.Kinds = append(o.Kinds, jobs(c), cronJobs(c))
 	prev := o.Controllers
 	o.Controllers = func(cc server.ControllerContext) ([]func(context.Context), error) {
 		var runs []func(context.Context)
@@ -50,7 +54,13 @@ func Add(o *server.Options) error {
 		if err != nil {
 			return nil, fmt.Errorf("job controller: %w", err)
 		}
-		return append(runs, func(ctx context.Context) { jc.Run(ctx, jobWorkers) }), nil
+		cjc, err := cronjob.NewControllerV2(context.Background(), cc.Informers.Batch().V1().Jobs(), cc.Informers.Batch().V1().CronJobs(), cc.Client)
+		if err != nil {
+			return nil, fmt.Errorf("cronjob controller: %w", err)
+		}
+		return append(runs,
+			func(ctx context.Context) { jc.Run(ctx, jobWorkers) },
+			func(ctx context.Context) { cjc.Run(ctx, cronJobWorkers) }), nil
 	}
 	return nil
 }
