@@ -245,8 +245,10 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 	}
 	var podChanged func(types.UID)
 	var services agent.ServiceEnv // nil interface without an API server
+	var currentNode func() *v1.Node
 	if api.source != nil {
 		podChanged, services = api.source.status.PodChanged, api.source.services
+		currentNode = api.source.node.Node
 	}
 	return agent.New(agent.Config{
 		NodeName:          n.name,
@@ -278,10 +280,11 @@ func (n *Node) buildAgent(ctx context.Context, prober *probes.Manager, changes c
 		ContainerGCPeriod: o.GC.ContainerGCPeriod,
 		PodChanged:        podChanged,
 		Metrics:           rt.mx.kubelet,
-		Admitters:         []agent.PodAdmitter{featureAdmitter(features, rtName), api.shutdown.Admit, diskPressureAdmitter(api.disk)},
-		RuntimeFeatures:   features,
-		UserNamespaces:    usernsMgr,
-		OOMGroupKill:      oomGroupKill(mode, o.Resources.SingleProcessOOMKill),
+		Admitters: []agent.PodAdmitter{nodeAffinityAdmitter(currentNode, registeredNode(n.name, o.API.NodeLabels)),
+			featureAdmitter(features, rtName), api.shutdown.Admit, diskPressureAdmitter(api.disk)},
+		RuntimeFeatures: features,
+		UserNamespaces:  usernsMgr,
+		OOMGroupKill:    oomGroupKill(mode, o.Resources.SingleProcessOOMKill),
 
 		MaxContainerRestartPeriod: o.MaxContainerRestartPeriod,
 		CPUCFSQuotaPeriod:         o.Resources.CPUCFSQuotaPeriod,

@@ -35,8 +35,8 @@ func UnsupportedAPIPodFields(pod *v1.Pod) field.ErrorList {
 //     the API server (a static pod's would fail, as the kubelet's), but
 //     not their alpha user field (AtomicWriteVolumeUserFields);
 //   - the scheduler's, already satisfied when the pod was bound here:
-//     affinity (every DaemonSet pod), topologySpreadConstraints,
-//     schedulingGates;
+//     topologySpreadConstraints, schedulingGates (affinity is allowed for
+//     every pod: its node affinity is checked at admission);
 //   - stdin, stdinOnce and tty (kubectl run -it) and ephemeral containers
 //     (kubectl debug), which the agent runs and streams to;
 //   - windowsOptions, which a Linux node ignores as the kubelet does.
@@ -58,7 +58,7 @@ func apiPodExtraPaths() []string {
 		"spec.volumes[*].projected.sources[*].podCertificate.keyPath",
 		"spec.volumes[*].projected.sources[*].podCertificate.certificateChainPath",
 		"spec.volumes[*].projected.sources[*].podCertificate.userAnnotations",
-		"spec.affinity", "spec.topologySpreadConstraints", "spec.schedulingGates",
+		"spec.topologySpreadConstraints", "spec.schedulingGates",
 		"spec.securityContext.windowsOptions",
 	}
 	// Windows options are ignored on Linux, by the kubelet too; upstream's

@@ -36,6 +36,9 @@ func supportedFieldPaths() []string {
 		"spec.dnsPolicy", "spec.dnsConfig",
 		"spec.hostNetwork", "spec.hostname", "spec.subdomain", "spec.hostnameOverride",
 		"spec.nodeName", "spec.nodeSelector", "spec.tolerations",
+		// Node affinity is checked at admission; pod (anti-)affinity is
+		// the scheduler's, ignored on the node as by the kubelet.
+		"spec.affinity",
 		"spec.priority", "spec.priorityClassName", "spec.schedulerName",
 		"spec.os", "spec.readinessGates", "spec.enableServiceLinks",
 		"spec.serviceAccountName", "spec.serviceAccount",

@@ -46,9 +46,9 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 		{"ephemeralContainers", func(p *v1.Pod) {
 			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "e"}}}
 		}, "spec.ephemeralContainers"},
-		{"affinity", func(p *v1.Pod) {
-			p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{}}}}}
-		}, "spec.affinity"},
+		{"topologySpreadConstraints", func(p *v1.Pod) {
+			p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone"}}
+		}, "spec.topologySpreadConstraints"},
 		{"runtimeClassName", func(p *v1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }, "spec.runtimeClassName"},
 		{"overhead", func(p *v1.Pod) { p.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")} }, "spec.overhead"},
 		{"resources claims", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "c"}} }, "spec.containers[0].resources.claims"},

@@ -52,6 +52,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, validateNames(spec, path)...)
 	errs = append(errs, validateFileKeyRefVolumes(spec, path)...)
 	errs = append(errs, stableRuns(metav1validation.ValidateLabels(spec.NodeSelector, path.Child("nodeSelector")))...)
+	errs = append(errs, validateAffinity(spec.Affinity, path.Child("affinity"))...)
 	for i, t := range spec.Tolerations {
 		errs = append(errs, validateToleration(t, path.Child("tolerations").Index(i))...)
 	}

@@ -37,8 +37,8 @@ func testJob(t *testing.T, name string) *batchv1.Job {
 
 func testConverter(t *testing.T) converter {
 	t.Helper()
-	c := converter{scheme: runtime.NewScheme()}
-	if err := addBatchToScheme(c.scheme); err != nil {
+	c, err := newConverter()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return c

@@ -3,11 +3,14 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/util/flowcontrol"
 	batchv1internal "k8s.io/kubernetes/pkg/apis/batch/v1"
 	"k8s.io/kubernetes/pkg/controller/cronjob"
+	"k8s.io/kubernetes/pkg/controller/daemon"
 	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/features"
 
@@ -16,51 +19,74 @@ import (
 )
 
 // The controllers' workers: kube-controller-manager's defaults
-// (--concurrent-job-syncs, --concurrent-cron-job-syncs).
+// (--concurrent-job-syncs, --concurrent-cron-job-syncs,
+// --concurrent-daemonset-syncs), and the DaemonSet controller's back-off
+// for a node's failed pods (kube-controller-manager's).
 const (
-	jobWorkers     = 5
-	cronJobWorkers = 5
+	jobWorkers       = 5
+	cronJobWorkers   = 5
+	daemonSetWorkers = 2
+
+	daemonPodBackoffMin = time.Second
+	daemonPodBackoffMax = 15 * time.Minute
 )
 
-// Add makes o serve upstream's kinds (batch/v1 Jobs and CronJobs) and run
-// upstream's controllers (the Job and CronJob controllers), and registers upstream's defaulting
+// Add makes o serve upstream's kinds (batch/v1 Jobs and CronJobs, apps/v1
+// DaemonSets and ControllerRevisions) and run upstream's controllers (Job,
+// CronJob, DaemonSet), and registers upstream's defaulting
 // of those kinds in the shim's scheme, which the shim's decoders apply.
-// Call it once, before server.New.
+// It sets o.Controllers. Call it once, before server.New.
 func Add(o *server.Options) error {
-	c := converter{scheme: runtime.NewScheme()}
-	if err := addBatchToScheme(c.scheme); err != nil {
-		return fmt.Errorf("upstream scheme: %w", err)
+	c, err := newConverter()
+	if err != nil {
+		return err
 	}
 	if err := batchv1internal.RegisterDefaults(scheme.Scheme); err != nil {
 		return fmt.Errorf("batch defaults: %w", err)
 	}
-	o.Kinds = append(o.Kinds, jobs(c), cronJobs(c))
-	prev := o.Controllers
-	o.Controllers = func(cc server.ControllerContext) ([]func(context.Context), error) {
-		var runs []func(context.Context)
-		if prev != nil {
-			more, err := prev(cc)
-			if err != nil {
-				return nil, err
-			}
-			runs = append(runs, more...)
-		}
-		// With WorkloadWithJob the Job controller waits for Workload and
-		// PodGroup informers, which need kinds skiff-apiserver does not serve.
-		if utilfeature.DefaultFeatureGate.Enabled(features.WorkloadWithJob) {
-			return nil, fmt.Errorf("feature gate %s: scheduling.k8s.io Workloads and PodGroups are not served", features.WorkloadWithJob)
-		}
-		jc, err := job.NewController(context.Background(), cc.Client, cc.Informers.Core().V1().Pods(), cc.Informers.Batch().V1().Jobs(), nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("job controller: %w", err)
-		}
-		cjc, err := cronjob.NewControllerV2(context.Background(), cc.Informers.Batch().V1().Jobs(), cc.Informers.Batch().V1().CronJobs(), cc.Client)
-		if err != nil {
-			return nil, fmt.Errorf("cronjob controller: %w", err)
-		}
-		return append(runs,
-			func(ctx context.Context) { jc.Run(ctx, jobWorkers) },
-			func(ctx context.Context) { cjc.Run(ctx, cronJobWorkers) }), nil
-	}
+	addDaemonSetDefaults(scheme.Scheme)
+	o.Kinds = append(o.Kinds, jobs(c), cronJobs(c), daemonSets(c), controllerRevisions(c))
+	o.Controllers = newControllers
 	return nil
+}
+
+// newConverter returns a converter for the groups Add serves.
+func newConverter() (converter, error) {
+	c := converter{scheme: runtime.NewScheme()}
+	for _, add := range []func(*runtime.Scheme) error{addBatchToScheme, addAppsToScheme} {
+		if err := add(c.scheme); err != nil {
+			return converter{}, fmt.Errorf("upstream scheme: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// newControllers builds upstream's Job, CronJob and DaemonSet controllers
+// on the shim's loopback client and shared informers.
+func newControllers(cc server.ControllerContext) ([]func(context.Context), error) {
+	// With WorkloadWithJob the Job controller waits for Workload and
+	// PodGroup informers, which need kinds skiff-apiserver does not serve.
+	if utilfeature.DefaultFeatureGate.Enabled(features.WorkloadWithJob) {
+		return nil, fmt.Errorf("feature gate %s: scheduling.k8s.io Workloads and PodGroups are not served", features.WorkloadWithJob)
+	}
+	batch, apps := cc.Informers.Batch().V1(), cc.Informers.Apps().V1()
+	jc, err := job.NewController(context.Background(), cc.Client, cc.Informers.Core().V1().Pods(), batch.Jobs(), nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("job controller: %w", err)
+	}
+	cjc, err := cronjob.NewControllerV2(context.Background(), batch.Jobs(), batch.CronJobs(), cc.Client)
+	if err != nil {
+		return nil, fmt.Errorf("cronjob controller: %w", err)
+	}
+	dsc, err := daemon.NewDaemonSetsController(context.Background(), apps.DaemonSets(), apps.ControllerRevisions(),
+		cc.Informers.Core().V1().Pods(), cc.Informers.Core().V1().Nodes(), cc.Client,
+		flowcontrol.NewBackOff(daemonPodBackoffMin, daemonPodBackoffMax))
+	if err != nil {
+		return nil, fmt.Errorf("daemonset controller: %w", err)
+	}
+	return []func(context.Context){
+		func(ctx context.Context) { jc.Run(ctx, jobWorkers) },
+		func(ctx context.Context) { cjc.Run(ctx, cronJobWorkers) },
+		func(ctx context.Context) { dsc.Run(ctx, daemonSetWorkers) },
+	}, nil
 }

@@ -36,14 +36,17 @@ spec:
         command: ["sh", "-c", %[4]q]
 `
 
-// TestControlPlaneJob_Issue36: against `skiff agent --control-plane`, a
+// TestControlPlaneWorkloads_Issue36: against `skiff agent --control-plane`, a
 // Job applied with kubectl runs its pods on the node, two at a time, until
 // three succeed (kubectl wait --for=condition=complete; get shows 3/3 and
 // its logs the pods' output); a Job whose pods fail stops after its
 // backoffLimit (condition Failed, reason BackoffLimitExceeded); kubectl's
 // validation texts are upstream's; a CronJob starts Jobs on its schedule
-// and on `kubectl create job --from`; deleting a Job deletes its pods.
-func TestControlPlaneJob_Issue36(t *testing.T) {
+// and on `kubectl create job --from`; deleting a Job deletes its pods. A
+// DaemonSet runs one pod on the node and rolls it to a new template; a
+// pod whose nodeSelector the node does not match is rejected as by the
+// kubelet (NodeAffinity).
+func TestControlPlaneWorkloads_Issue36(t *testing.T) {
 	e := NewEnv(t)
 	args := controlPlaneArgs(t, e)
 	if os.Getenv("SKIFF_CONTROLPLANE") == "" {
@@ -90,6 +93,8 @@ func TestControlPlaneJob_Issue36(t *testing.T) {
 	}
 
 	testCronJob(t, kc)
+	testDaemonSet(t, kc)
+	testNodeAffinityRejected(t, kc)
 
 	cpKubectl(t, kc, "", "delete", "job", "pi", "fails", "--wait=true")
 	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
@@ -170,4 +175,79 @@ func scheduledJobSucceeded(out string) bool {
 		}
 	}
 	return false
+}
+
+// daemonSetManifest is a DaemonSet of busybox pods that stop at once on
+// SIGTERM.
+const daemonSetManifest = `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels: {app: agent}
+  template:
+    metadata:
+      labels: {app: agent}
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: agent
+        image: ` + busyboxImage + `
+        command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+`
+
+// testDaemonSet: the DaemonSet agent runs one pod on the node, a new
+// template replaces it (rollout status), and deleting the DaemonSet
+// deletes its pod.
+func testDaemonSet(t *testing.T, kc string) {
+	t.Helper()
+	cpKubectl(t, kc, daemonSetManifest, "apply", "-f", "-")
+	cpKubectl(t, kc, "", "rollout", "status", "daemonset/agent", "--timeout=2m")
+	first := strings.TrimSpace(cpKubectl(t, kc, "", "get", "pods", "-l", "app=agent", "-o", "jsonpath={.items[*].metadata.name}"))
+	if first == "" || strings.Contains(first, " ") {
+		t.Fatalf("daemon pods %q, want one", first)
+	}
+	cpKubectl(t, kc, "", "set", "env", "daemonset/agent", "ROLL=1")
+	cpKubectl(t, kc, "", "rollout", "status", "daemonset/agent", "--timeout=2m")
+	out := cpKubectl(t, kc, "", "get", "daemonset", "agent", "--no-headers")
+	if f := strings.Fields(out); len(f) < 6 || f[1] != "1" || f[2] != "1" || f[3] != "1" || f[4] != "1" {
+		t.Errorf("kubectl get daemonset agent = %q, want 1 desired, current, ready and up to date", out)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		pods := strings.TrimSpace(cpKubectl(t, kc, "", "get", "pods", "-l", "app=agent", "-o", "jsonpath={.items[*].metadata.name}"))
+		if pods != "" && pods != first && !strings.Contains(pods, " ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon pods after the rollout: %q (first %s), want one new pod", pods, first)
+		}
+		time.Sleep(time.Second)
+	}
+	cpKubectl(t, kc, "", "delete", "daemonset", "agent", "--wait=true")
+}
+
+// testNodeAffinityRejected: a pod whose nodeSelector the node does not
+// match fails at admission with the kubelet's NodeAffinity reason.
+func testNodeAffinityRejected(t *testing.T, kc string) {
+	t.Helper()
+	cpKubectl(t, kc, "", "run", "elsewhere", "--image="+busyboxImage, "--restart=Never",
+		`--overrides={"spec":{"nodeSelector":{"disk":"none"},"automountServiceAccountToken":false}}`, "--", "true")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out := cpKubectl(t, kc, "", "get", "pod", "elsewhere", "-o", "jsonpath={.status.phase}/{.status.reason}/{.status.message}")
+		if strings.HasPrefix(out, "Failed/") {
+			if want := "Failed/NodeAffinity/Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"; out != want {
+				t.Errorf("pod elsewhere: %q, want %q", out, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod elsewhere: %q, want Failed with NodeAffinity", out)
+		}
+		time.Sleep(time.Second)
+	}
+	cpKubectl(t, kc, "", "delete", "pod", "elsewhere", "--wait=true")
 }
