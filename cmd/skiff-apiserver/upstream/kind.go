@@ -32,9 +32,16 @@ type strategy interface {
 
 // converter converts between the served external types and upstream's
 // internal ones through a scheme holding both and upstream's generated
-// conversions.
+// conversions; printers are upstream's kubectl columns of every kind, on
+// internal objects.
 type converter struct {
-	scheme *runtime.Scheme
+	scheme   *runtime.Scheme
+	printers rest.TableConvertor
+}
+
+// newPrinters returns upstream's table printers of every kind.
+func newPrinters() rest.TableConvertor {
+	return printerstorage.TableConvertor{TableGenerator: printers.NewTableGenerator().With(printersinternal.AddHandlers)}
 }
 
 // internal returns obj (external) converted to its internal type.
@@ -97,7 +104,7 @@ func (c converter) validateUpdate(obj, old runtime.Object, f func(in, oldIn runt
 
 // withStrategy sets k's preparation, validation and warning hooks to
 // main's (the main resource) and status's (the status subresource; nil:
-// none), and k's Table to upstream's printers. Upstream's strategies take
+// none), and k's Table to upstream's printers (c). Upstream's strategies take
 // a context only for logging and request information: the hooks, which
 // have none, give them context.Background().
 func (c converter) withStrategy(k *generic.Kind, main, status strategy) *generic.Kind {
@@ -145,22 +152,16 @@ func (c converter) withStrategy(k *generic.Kind, main, status strategy) *generic
 			return c.validateUpdate(obj, old, func(in, oldIn runtime.Object) field.ErrorList { return status.ValidateUpdate(ctx, in, oldIn) })
 		}
 	}
-	k.Table = table{c: c, printers: printerstorage.TableConvertor{TableGenerator: printers.NewTableGenerator().With(printersinternal.AddHandlers)}}
+	k.Table = c
 	return k
 }
 
-// table is upstream's printers (kubectl's columns) on internal objects.
-type table struct {
-	c        converter
-	printers rest.TableConvertor
-}
-
-// ConvertToTable implements rest.TableConvertor: obj, an object or a list,
-// is converted to its internal type first.
-func (t table) ConvertToTable(ctx context.Context, obj, opts runtime.Object) (*metav1.Table, error) {
-	in, err := t.c.internal(obj)
+// ConvertToTable implements rest.TableConvertor with upstream's printers:
+// obj, an object or a list, is converted to its internal type first.
+func (c converter) ConvertToTable(ctx context.Context, obj, opts runtime.Object) (*metav1.Table, error) {
+	in, err := c.internal(obj)
 	if err != nil {
 		return nil, err
 	}
-	return t.printers.ConvertToTable(ctx, in, opts)
+	return c.printers.ConvertToTable(ctx, in, opts)
 }

@@ -52,7 +52,7 @@ func Add(o *server.Options) error {
 
 // newConverter returns a converter for the groups Add serves.
 func newConverter() (converter, error) {
-	c := converter{scheme: runtime.NewScheme()}
+	c := converter{scheme: runtime.NewScheme(), printers: newPrinters()}
 	for _, add := range []func(*runtime.Scheme) error{addBatchToScheme, addAppsToScheme} {
 		if err := add(c.scheme); err != nil {
 			return converter{}, fmt.Errorf("upstream scheme: %w", err)
