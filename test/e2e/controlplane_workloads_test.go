@@ -149,18 +149,11 @@ func testCronJob(t *testing.T, kc string) {
 		t.Errorf("kubectl logs job/now = %q, want tick", out)
 	}
 	// The scheduled run: within a minute, plus the Job's own time.
-	deadline := time.Now().Add(150 * time.Second)
-	for {
+	eventually(t, 150*time.Second, func() (bool, string) {
 		out := cpKubectl(t, kc, "", "get", "jobs",
 			"-o", `jsonpath={range .items[?(@.metadata.ownerReferences[0].name=="tick")]}{.metadata.name}={.status.succeeded}{"\n"}{end}`)
-		if scheduledJobSucceeded(out) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no scheduled Job of CronJob tick succeeded: %q\n%s", out, cpKubectl(t, kc, "", "get", "cronjob,jobs,pods", "-o", "wide"))
-		}
-		time.Sleep(2 * time.Second)
-	}
+		return scheduledJobSucceeded(out), fmt.Sprintf("no scheduled Job of CronJob tick succeeded: %q", out)
+	})
 	if out := cpKubectl(t, kc, "", "get", "cronjob", "tick", "--no-headers"); !strings.Contains(out, "* * * * *") {
 		t.Errorf("kubectl get cronjob tick = %q, want its schedule", out)
 	}
@@ -216,17 +209,11 @@ func testDaemonSet(t *testing.T, kc string) {
 	if f := strings.Fields(out); len(f) < 6 || f[1] != "1" || f[2] != "1" || f[3] != "1" || f[4] != "1" {
 		t.Errorf("kubectl get daemonset agent = %q, want 1 desired, current, ready and up to date", out)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	eventually(t, 2*time.Minute, func() (bool, string) {
 		pods := strings.TrimSpace(cpKubectl(t, kc, "", "get", "pods", "-l", "app=agent", "-o", "jsonpath={.items[*].metadata.name}"))
-		if pods != "" && pods != first && !strings.Contains(pods, " ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon pods after the rollout: %q (first %s), want one new pod", pods, first)
-		}
-		time.Sleep(time.Second)
-	}
+		return pods != "" && pods != first && !strings.Contains(pods, " "),
+			fmt.Sprintf("daemon pods after the rollout: %q (first %s), want one new pod", pods, first)
+	})
 	cpKubectl(t, kc, "", "delete", "daemonset", "agent", "--wait=true")
 }
 
@@ -236,19 +223,13 @@ func testNodeAffinityRejected(t *testing.T, kc string) {
 	t.Helper()
 	cpKubectl(t, kc, "", "run", "elsewhere", "--image="+busyboxImage, "--restart=Never",
 		`--overrides={"spec":{"nodeSelector":{"disk":"none"},"automountServiceAccountToken":false}}`, "--", "true")
-	deadline := time.Now().Add(time.Minute)
-	for {
-		out := cpKubectl(t, kc, "", "get", "pod", "elsewhere", "-o", "jsonpath={.status.phase}/{.status.reason}/{.status.message}")
-		if strings.HasPrefix(out, "Failed/") {
-			if want := "Failed/NodeAffinity/Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"; out != want {
-				t.Errorf("pod elsewhere: %q, want %q", out, want)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod elsewhere: %q, want Failed with NodeAffinity", out)
-		}
-		time.Sleep(time.Second)
+	var out string
+	eventually(t, time.Minute, func() (bool, string) {
+		out = cpKubectl(t, kc, "", "get", "pod", "elsewhere", "-o", "jsonpath={.status.phase}/{.status.reason}/{.status.message}")
+		return strings.HasPrefix(out, "Failed/"), fmt.Sprintf("pod elsewhere: %q, want Failed with NodeAffinity", out)
+	})
+	if want := "Failed/NodeAffinity/Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"; out != want {
+		t.Errorf("pod elsewhere: %q, want %q", out, want)
 	}
 	cpKubectl(t, kc, "", "delete", "pod", "elsewhere", "--wait=true")
 }

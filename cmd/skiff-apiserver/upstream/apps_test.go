@@ -57,15 +57,7 @@ func TestDaemonSetsKind(t *testing.T) {
 	if errs := k.ValidateUpdate(changed, ds); !strings.Contains(errs.ToAggregate().Error(), "spec.selector: Invalid value") {
 		t.Errorf("selector change: %v, want it refused", errs)
 	}
-	table, err := k.Table.ConvertToTable(context.Background(), ds, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var columns []string
-	for _, c := range table.ColumnDefinitions {
-		columns = append(columns, c.Name)
-	}
-	if got := strings.Join(columns, ","); !strings.HasPrefix(got, "Name,Desired,Current,Ready,Up-to-date,Available,Node Selector,Age") {
+	if got, _ := tableColumns(t, k, ds); !strings.HasPrefix(got, "Name,Desired,Current,Ready,Up-to-date,Available,Node Selector,Age") {
 		t.Errorf("table columns %s", got)
 	}
 }

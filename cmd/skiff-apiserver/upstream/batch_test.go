@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiffnode/skiff/shim/registry/generic"
 )
 
 // testJob is a valid Job as a client sends it, defaulted as the shim's
@@ -103,16 +105,8 @@ func TestJobsKind(t *testing.T) {
 		t.Errorf("warnings for a dotted name = %v", w)
 	}
 
-	table, err := k.Table.ConvertToTable(context.Background(), &batchv1.JobList{Items: []batchv1.Job{*j}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var columns []string
-	for _, c := range table.ColumnDefinitions {
-		columns = append(columns, c.Name)
-	}
-	if got := strings.Join(columns, ","); !strings.HasPrefix(got, "Name,Status,Completions,Duration,Age") || len(table.Rows) != 1 {
-		t.Errorf("table columns %s, %d rows", got, len(table.Rows))
+	if got, rows := tableColumns(t, k, &batchv1.JobList{Items: []batchv1.Job{*j}}); !strings.HasPrefix(got, "Name,Status,Completions,Duration,Age") || rows != 1 {
+		t.Errorf("table columns %s, %d rows", got, rows)
 	}
 }
 
@@ -154,7 +148,16 @@ func TestCronJobsKind(t *testing.T) {
 			}
 		})
 	}
-	table, err := k.Table.ConvertToTable(context.Background(), cj, nil)
+	if got, _ := tableColumns(t, k, cj); !strings.HasPrefix(got, "Name,Schedule,Timezone,Suspend,Active,Last Schedule,Age") {
+		t.Errorf("table columns %s", got)
+	}
+}
+
+// tableColumns returns the names of k's table columns for obj, comma
+// separated, and the table's row count.
+func tableColumns(t *testing.T, k *generic.Kind, obj runtime.Object) (string, int) {
+	t.Helper()
+	table, err := k.Table.ConvertToTable(context.Background(), obj, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +165,5 @@ func TestCronJobsKind(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		columns = append(columns, c.Name)
 	}
-	if got := strings.Join(columns, ","); !strings.HasPrefix(got, "Name,Schedule,Timezone,Suspend,Active,Last Schedule,Age") {
-		t.Errorf("table columns %s", got)
-	}
+	return strings.Join(columns, ","), len(table.Rows)
 }
