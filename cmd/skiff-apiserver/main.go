@@ -75,6 +75,7 @@ func setFeatureGates(gates string) error {
 
 func newRootCmd() *cobra.Command {
 	o := server.Options{}
+	up := upstream.Config{}
 	gcPercent, memoryLimitMiB := defaultGCPercent, 0
 	var featureGates string
 	cmd := &cobra.Command{
@@ -88,7 +89,7 @@ func newRootCmd() *cobra.Command {
 			if err := setFeatureGates(featureGates); err != nil {
 				return err
 			}
-			if err := upstream.Add(&o); err != nil {
+			if err := upstream.Add(&o, up); err != nil {
 				return err
 			}
 			s, err := server.New(cmd.Context(), o)
@@ -112,6 +113,8 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&o.NodeKubeletHost, "node-kubelet-host", "", "host at which the kubelet of --node-name is reached (logs, exec, attach, port-forward) instead of that Node's addresses, on the Node's kubelet port; empty: its addresses")
 	f.StringVar(&o.KubeletCAFile, "kubelet-certificate-authority", "", "CA bundle to verify kubelets' serving certificates with (logs, exec, attach, port-forward); empty: not verified, as kube-apiserver")
 	f.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", serviceaccount.DefaultIssuer, "\"iss\" of the service-account tokens the shim signs (serviceaccounts/token) and the API's audience, as kube-apiserver's --service-account-issuer")
+	f.StringVar(&up.ServiceCIDR, "service-cluster-ip-range", upstream.DefaultServiceCIDR, "IPv4 range (CIDR) the Services' cluster IPs are allocated from")
+	f.StringVar(&up.NodePortRange, "service-node-port-range", upstream.DefaultNodePortRange, "range of the Services' node ports (first-last)")
 	f.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable overrides it")
 	f.StringVar(&featureGates, "feature-gates", "", "k8s.io/apiserver feature gates (Name=true|false,...), applied over the shim's defaults ("+defaultFeatureGates+")")
 	f.IntVar(&memoryLimitMiB, "memory-limit-mib", 0, "Go soft memory limit in MiB (GOMEMLIMIT); 0: none")

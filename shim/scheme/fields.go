@@ -23,6 +23,7 @@ var FieldLabels = map[schema.GroupVersionKind][]string{
 		"involvedObject.resourceVersion", "involvedObject.fieldPath",
 		"reason", "reportingComponent", "source", "type"},
 	corev1.SchemeGroupVersion.WithKind("Secret"):     {"type"},
+	corev1.SchemeGroupVersion.WithKind("Service"):    {"spec.clusterIP", "spec.type"},
 	corev1.SchemeGroupVersion.WithKind("Namespace"):  {"status.phase"},
 	corev1.SchemeGroupVersion.WithKind("Node"):       {"spec.unschedulable"},
 	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"): {"status.replicas"},

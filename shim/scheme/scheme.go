@@ -17,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/conversion"
@@ -49,9 +50,11 @@ var groups = []struct {
 	// Only for the Scale kind of the deployments' and replicasets' scale
 	// subresources; no autoscaling resource is served.
 	{autoscalingv1.SchemeGroupVersion, autoscalingv1.AddToScheme, nil},
-	// Jobs, served when a skiff-apiserver build adds their kind
+	// Jobs and CronJobs, served when a skiff-apiserver build adds their kinds
 	// (server.Options.Kinds).
 	{batchv1.SchemeGroupVersion, batchv1.AddToScheme, nil},
+	// EndpointSlices, served with Services by skiff-apiserver's build.
+	{discoveryv1.SchemeGroupVersion, discoveryv1.AddToScheme, nil},
 	// events.k8s.io/v1 Events are core/v1 Events inside (events.go).
 	{eventsv1.SchemeGroupVersion, eventsv1.AddToScheme, addEventsInternal},
 	// TokenRequest (serviceaccounts/token), TokenReview and SelfSubjectReview.

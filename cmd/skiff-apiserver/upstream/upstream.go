@@ -11,7 +11,11 @@ import (
 	batchv1internal "k8s.io/kubernetes/pkg/apis/batch/v1"
 	"k8s.io/kubernetes/pkg/controller/cronjob"
 	"k8s.io/kubernetes/pkg/controller/daemon"
+	"k8s.io/kubernetes/pkg/controller/endpoint"
+	"k8s.io/kubernetes/pkg/controller/endpointslice"
+	"k8s.io/kubernetes/pkg/controller/endpointslicemirroring"
 	"k8s.io/kubernetes/pkg/controller/job"
+	"k8s.io/kubernetes/pkg/controller/ttlafterfinished"
 	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/skiffnode/skiff/shim/scheme"
@@ -26,18 +30,48 @@ const (
 	jobWorkers       = 5
 	cronJobWorkers   = 5
 	daemonSetWorkers = 2
+	ttlWorkers       = 5 // --concurrent-ttl-after-finished-syncs
+
+	// --concurrent-service-endpoint-syncs, --concurrent-endpoint-syncs,
+	// --mirroring-concurrent-service-endpoint-syncs, and the slices'
+	// sizes (--max-endpoints-per-slice,
+	// --mirroring-max-endpoints-per-subset).
+	endpointSliceWorkers  = 5
+	endpointsWorkers      = 5
+	mirroringWorkers      = 5
+	maxEndpointsPerSlice  = 100
+	maxEndpointsPerSubset = 1000
 
 	daemonPodBackoffMin = time.Second
 	daemonPodBackoffMax = 15 * time.Minute
 )
 
-// Add makes o serve upstream's kinds (batch/v1 Jobs and CronJobs, apps/v1
-// DaemonSets and ControllerRevisions) and run upstream's controllers (Job,
-// CronJob, DaemonSet), and registers upstream's defaulting
-// of those kinds in the shim's scheme, which the shim's decoders apply.
-// It sets o.Controllers. Call it once, before server.New.
-func Add(o *server.Options) error {
+// Config is what upstream's kinds need beyond server.Options.
+type Config struct {
+	// ServiceCIDR is the Services' cluster IP range (IPv4), as
+	// kube-apiserver's --service-cluster-ip-range; NodePortRange their node
+	// ports', as --service-node-port-range ("30000-32767").
+	ServiceCIDR   string
+	NodePortRange string
+}
+
+// Add makes o serve upstream's kinds (core/v1 Services and Endpoints,
+// discovery.k8s.io/v1 EndpointSlices, batch/v1 Jobs and CronJobs, apps/v1
+// DaemonSets and ControllerRevisions) and run upstream's controllers
+// (EndpointSlice, Endpoints, EndpointSlice mirroring, Job, TTL after
+// finished, CronJob, DaemonSet), and registers upstream's defaulting of
+// those kinds in the shim's scheme, which the shim's decoders apply. It
+// sets o.Controllers. Call it once, before server.New.
+func Add(o *server.Options, cfg Config) error {
 	c, err := newConverter()
+	if err != nil {
+		return err
+	}
+	alloc, err := newServiceAllocators(cfg.ServiceCIDR, cfg.NodePortRange)
+	if err != nil {
+		return err
+	}
+	svcs, err := services(c, alloc)
 	if err != nil {
 		return err
 	}
@@ -45,15 +79,23 @@ func Add(o *server.Options) error {
 		return fmt.Errorf("batch defaults: %w", err)
 	}
 	addDaemonSetDefaults(scheme.Scheme)
-	o.Kinds = append(o.Kinds, jobs(c), cronJobs(c), daemonSets(c), controllerRevisions(c))
-	o.Controllers = newControllers
+	addServiceDefaults(scheme.Scheme)
+	o.Kinds = append(o.Kinds, svcs, endpoints(c), endpointSlices(c),
+		jobs(c), cronJobs(c), daemonSets(c), controllerRevisions(c))
+	o.Controllers = func(cc server.ControllerContext) ([]func(context.Context), error) {
+		runs, err := newControllers(cc)
+		if err != nil {
+			return nil, err
+		}
+		return append(runs, func(ctx context.Context) { alloc.repair(ctx, cc.Client) }), nil
+	}
 	return nil
 }
 
 // newConverter returns a converter for the groups Add serves.
 func newConverter() (converter, error) {
 	c := converter{scheme: runtime.NewScheme(), printers: newPrinters()}
-	for _, add := range []func(*runtime.Scheme) error{addBatchToScheme, addAppsToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{addCoreToScheme, addBatchToScheme, addAppsToScheme} {
 		if err := add(c.scheme); err != nil {
 			return converter{}, fmt.Errorf("upstream scheme: %w", err)
 		}
@@ -61,15 +103,22 @@ func newConverter() (converter, error) {
 	return c, nil
 }
 
-// newControllers builds upstream's Job, CronJob and DaemonSet controllers
-// on the shim's loopback client and shared informers.
+// newControllers builds upstream's endpoint, Job, CronJob and DaemonSet
+// controllers on the shim's loopback client and shared informers.
 func newControllers(cc server.ControllerContext) ([]func(context.Context), error) {
 	// With WorkloadWithJob the Job controller waits for Workload and
 	// PodGroup informers, which need kinds skiff-apiserver does not serve.
 	if utilfeature.DefaultFeatureGate.Enabled(features.WorkloadWithJob) {
 		return nil, fmt.Errorf("feature gate %s: scheduling.k8s.io Workloads and PodGroups are not served", features.WorkloadWithJob)
 	}
-	batch, apps := cc.Informers.Batch().V1(), cc.Informers.Apps().V1()
+	batch, apps, core := cc.Informers.Batch().V1(), cc.Informers.Apps().V1(), cc.Informers.Core().V1()
+	slices := cc.Informers.Discovery().V1().EndpointSlices()
+	esc := endpointslice.NewController(context.Background(), core.Pods(), core.Services(), core.Nodes(), slices,
+		maxEndpointsPerSlice, cc.Client, 0)
+	epc := endpoint.NewEndpointController(context.Background(), core.Pods(), core.Services(), core.Endpoints(), cc.Client, 0)
+	mc := endpointslicemirroring.NewController(context.Background(), core.Endpoints(), slices, core.Services(),
+		maxEndpointsPerSubset, cc.Client, 0)
+	ttl := ttlafterfinished.New(context.Background(), batch.Jobs(), cc.Client)
 	jc, err := job.NewController(context.Background(), cc.Client, cc.Informers.Core().V1().Pods(), batch.Jobs(), nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("job controller: %w", err)
@@ -85,6 +134,10 @@ func newControllers(cc server.ControllerContext) ([]func(context.Context), error
 		return nil, fmt.Errorf("daemonset controller: %w", err)
 	}
 	return []func(context.Context){
+		func(ctx context.Context) { esc.Run(ctx, endpointSliceWorkers) },
+		func(ctx context.Context) { epc.Run(ctx, endpointsWorkers) },
+		func(ctx context.Context) { mc.Run(ctx, mirroringWorkers) },
+		func(ctx context.Context) { ttl.Run(ctx, ttlWorkers) },
 		func(ctx context.Context) { jc.Run(ctx, jobWorkers) },
 		func(ctx context.Context) { cjc.Run(ctx, cronJobWorkers) },
 		func(ctx context.Context) { dsc.Run(ctx, daemonSetWorkers) },

@@ -3,11 +3,13 @@ package upstream
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -16,12 +18,23 @@ import (
 	"github.com/skiffnode/skiff/shim/server"
 )
 
+// testConfig is Add's configuration in tests: the default ranges.
+var testConfig = Config{ServiceCIDR: DefaultServiceCIDR, NodePortRange: DefaultNodePortRange}
+
 // startServer runs skiff-apiserver's server with Add on a free port and
 // returns an admin client once the default namespace exists.
 func startServer(ctx context.Context, t *testing.T) kubernetes.Interface {
 	t.Helper()
-	o := server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1"}
-	if err := Add(&o); err != nil {
+	client, _ := startServerIn(ctx, t, t.TempDir(), testConfig)
+	return client
+}
+
+// startServerIn is startServer with dataDir and cfg; stop stops the
+// server and waits for it (also at the test's end).
+func startServerIn(ctx context.Context, t *testing.T, dataDir string, cfg Config) (client kubernetes.Interface, stop func()) {
+	t.Helper()
+	o := server.Options{DataDir: dataDir, BindAddress: "127.0.0.1"}
+	if err := Add(&o, cfg); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -32,20 +45,24 @@ func startServer(ctx context.Context, t *testing.T) kubernetes.Interface {
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("run: %v", err)
-		}
-	})
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	rc, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := kubernetes.NewForConfigOrDie(cfg)
+	client = kubernetes.NewForConfigOrDie(rc)
 	for {
 		if _, err := client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
-			return client
+			return client, stop
 		}
 		select {
 		case <-ctx.Done():
@@ -57,7 +74,8 @@ func startServer(ctx context.Context, t *testing.T) kubernetes.Interface {
 
 // TestJobRunsToCompletion: upstream's Job controller in the server creates
 // a Job's pods, parallelism at a time, and completes the Job once the
-// pods succeed (this test writes their status, as a kubelet would).
+// pods succeed (this test writes their status, as a kubelet would); the
+// TTL-after-finished controller then deletes it.
 func TestJobRunsToCompletion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -66,6 +84,7 @@ func TestJobRunsToCompletion(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "pi"},
 		Spec: batchv1.JobSpec{
 			Completions: ptr.To[int32](3), Parallelism: ptr.To[int32](2),
+			TTLSecondsAfterFinished: ptr.To[int32](2),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
 				Containers:    []corev1.Container{{Name: "c", Image: "busybox"}},
@@ -85,6 +104,7 @@ func TestJobRunsToCompletion(t *testing.T) {
 			if j.Status.Succeeded != 3 || len(succeeded) != 3 {
 				t.Fatalf("complete with %d succeeded, %d pods run; want 3", j.Status.Succeeded, len(succeeded))
 			}
+			waitJobDeleted(ctx, t, client, "pi")
 			return
 		}
 		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=pi"})
@@ -110,6 +130,22 @@ func TestJobRunsToCompletion(t *testing.T) {
 		select {
 		case <-ctx.Done():
 			t.Fatalf("job not complete: %+v", j.Status)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitJobDeleted waits until the Job name is gone.
+func waitJobDeleted(ctx context.Context, t *testing.T, client kubernetes.Interface, name string) {
+	t.Helper()
+	for {
+		_, err := client.BatchV1().Jobs("default").Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("job %s not deleted after its TTL: %v", name, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
@@ -93,6 +94,12 @@ type Kind struct {
 	// Table gives `kubectl get` its columns (shim/printers); nil: NAME and
 	// CREATED AT.
 	Table rest.TableConvertor
+	// StoreHooks, if set, sets store-level hooks (BeginCreate, BeginUpdate,
+	// AfterDelete) on the kind's completed Stores: main's, and status's
+	// for kinds with Status (else nil), which starts as a copy of main's
+	// without them. Upstream's Services allocate and release their
+	// cluster IPs and node ports this way.
+	StoreHooks func(main, status *genericregistry.Store)
 }
 
 // UpdateSubresource describes an update-only subresource: get, update and

@@ -177,12 +177,18 @@ func NewREST(k *Kind, optsGetter generic.RESTOptionsGetter) (*REST, *StatusREST,
 		return nil, nil, fmt.Errorf("store for %s: %w", gr, err)
 	}
 	if !k.Status {
+		if k.StoreHooks != nil {
+			k.StoreHooks(store, nil)
+		}
 		return &REST{Store: store, kind: k}, nil, nil
 	}
 	statusStore := *store
 	status := newStrategy(k, true)
 	statusStore.UpdateStrategy = status
 	statusStore.ResetFieldsStrategy = status
+	if k.StoreHooks != nil {
+		k.StoreHooks(store, &statusStore)
+	}
 	return &REST{Store: store, kind: k}, &StatusREST{store: &statusStore}, nil
 }
 
