@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// webManifest is a Deployment of one busybox pod, app=web, that declares
+// port 8080, and the pod "client" of enableServiceLinks that prints its
+// environment.
+const webManifest = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: web
+        image: ` + busyboxImage + `
+        command: ["sleep", "3600"]
+        ports:
+        - containerPort: 8080
+`
+
+const clientManifest = `apiVersion: v1
+kind: Pod
+metadata:
+  name: client
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  containers:
+  - name: env
+    image: ` + busyboxImage + `
+    command: ["env"]
+`
+
+// TestControlPlaneServices_Issue36: against `skiff agent --control-plane`,
+// kubectl expose gives a Deployment a NodePort Service with a cluster IP
+// from the service range (10.96.0.0/12) and a node port from 30000-32767;
+// its EndpointSlice and Endpoints list the ready pod; a pod started after
+// it gets the Service's variables (WEB_SERVICE_HOST, as from the kubelet);
+// headless and ExternalName Services get no cluster IP; a taken node port
+// is refused with upstream's message, and kubectl's columns are upstream's.
+func TestControlPlaneServices_Issue36(t *testing.T) {
+	e := NewEnv(t)
+	args := controlPlaneArgs(t, e)
+	if os.Getenv("SKIFF_CONTROLPLANE") == "" {
+		t.Skip("SKIFF_CONTROLPLANE is not set (kubectl): build it with `make controlplane` (make e2e does)")
+	}
+	e.StartAgent(t, AgentOptions{Args: args})
+	cs, kc := adminClient(t, e)
+	waitNodeReady(t, cs)
+
+	cpKubectl(t, kc, webManifest, "apply", "-f", "-")
+	// The agent's cleanup waits for the pods, which the Deployment would
+	// recreate.
+	t.Cleanup(func() {
+		_, _ = cpKubectlErr(kc, "", "delete", "deployment/web", "pod/client", "--wait=true", "--ignore-not-found")
+	})
+	cpKubectl(t, kc, "", "expose", "deployment", "web", "--type=NodePort", "--port=80", "--target-port=8080")
+	clusterIP := cpKubectl(t, kc, "", "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}")
+	if ip, err := netip.ParseAddr(clusterIP); err != nil || !netip.MustParsePrefix("10.96.0.0/12").Contains(ip) {
+		t.Errorf("cluster IP %q, want one in 10.96.0.0/12", clusterIP)
+	}
+	nodePort := cpKubectl(t, kc, "", "get", "service", "web", "-o", "jsonpath={.spec.ports[0].nodePort}")
+	if p, err := strconv.Atoi(nodePort); err != nil || p < 30000 || p > 32767 {
+		t.Errorf("node port %q, want one in 30000-32767", nodePort)
+	}
+	if out := cpKubectl(t, kc, "", "get", "service", "web"); !strings.HasPrefix(out, "NAME   TYPE       CLUSTER-IP") ||
+		!strings.Contains(out, "80:"+nodePort+"/TCP") {
+		t.Errorf("kubectl get service web =\n%s\nwant upstream's columns and 80:%s/TCP", out, nodePort)
+	}
+
+	cpKubectl(t, kc, "", "rollout", "status", "deployment/web", "--timeout=2m")
+	podIP := cpKubectl(t, kc, "", "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].status.podIP}")
+	eventually(t, time.Minute, func() (bool, string) {
+		slice, _ := cpKubectlErr(kc, "", "get", "endpointslices", "-l", "kubernetes.io/service-name=web",
+			"-o", "jsonpath={.items[0].endpoints[0].addresses[0]}:{.items[0].ports[0].port} {.items[0].endpoints[0].conditions.ready}")
+		eps, _ := cpKubectlErr(kc, "", "get", "endpoints", "web", "-o", "jsonpath={.subsets[0].addresses[0].ip}:{.subsets[0].ports[0].port}")
+		// Endpoints come with upstream's deprecation warning first.
+		return slice == podIP+":8080 true" && strings.HasSuffix(eps, "\n"+podIP+":8080"),
+			"EndpointSlice " + slice + ", Endpoints " + eps + "; want the pod " + podIP
+	})
+
+	cpKubectl(t, kc, clientManifest, "apply", "-f", "-")
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		out, _ := cpKubectlErr(kc, "", "logs", "client")
+		return strings.Contains(out, "WEB_SERVICE_HOST="+clusterIP+"\n") && strings.Contains(out, "WEB_SERVICE_PORT=80\n"),
+			"client's environment:\n" + out
+	})
+
+	cpKubectl(t, kc, "", "create", "service", "clusterip", "db", "--clusterip=None")
+	cpKubectl(t, kc, "", "create", "service", "externalname", "ext", "--external-name=example.com")
+	if out := cpKubectl(t, kc, "", "get", "service", "db", "ext", "-o", "jsonpath={.items[*].spec.clusterIP}"); out != "None" {
+		t.Errorf("cluster IPs of headless db and ExternalName ext = %q, want None and none", out)
+	}
+	out, err := cpKubectlErr(kc, "", "create", "service", "nodeport", "clash", "--tcp=80:8080", "--node-port="+nodePort)
+	if want := "spec.ports[0].nodePort: Invalid value: " + nodePort + ": provided port is already allocated"; err == nil || !strings.Contains(out, want) {
+		t.Errorf("a taken node port: %v\n%s\nwant %q", err, out, want)
+	}
+	cpKubectl(t, kc, "", "delete", "service", "web")
+	cpKubectl(t, kc, "", "create", "service", "nodeport", "reuse", "--tcp=80:8080", "--node-port="+nodePort)
+}
