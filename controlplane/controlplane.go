@@ -45,6 +45,10 @@ type Config struct {
 	// kubelet API (skiff-apiserver's --node-kubelet-host) instead of the
 	// Node's addresses: the agent keeps it on loopback.
 	NodeKubeletHost string
+	// ServiceProxy runs the shim's service proxy for NodeName
+	// (skiff-apiserver's --service-proxy): this machine's nftables carry
+	// the Services' cluster IPs and node ports.
+	ServiceProxy bool
 	// LogFile receives the shim's output (default <DataDir>/skiff-apiserver.log).
 	LogFile string
 	Logger  *slog.Logger
@@ -151,6 +155,9 @@ func (s *Shim) args() []string {
 		a = append(a, "--node-name", s.cfg.NodeName)
 		if s.cfg.NodeKubeletHost != "" {
 			a = append(a, "--node-kubelet-host", s.cfg.NodeKubeletHost)
+		}
+		if s.cfg.ServiceProxy {
+			a = append(a, "--service-proxy")
 		}
 	}
 	for _, e := range s.cfg.EtcdServers {

@@ -19,6 +19,9 @@ type ControlPlaneConfig struct {
 	BindAddress string
 	Port        int
 	EtcdServers []string
+	// ServiceProxy runs the control plane's service proxy for this node
+	// (skiff-apiserver --service-proxy).
+	ServiceProxy bool
 }
 
 // validate checks the flags against the API source's: the control plane
@@ -61,7 +64,7 @@ func (o *ControlPlaneConfig) start(ctx context.Context, rootDir, node string, ap
 		Binary: bin, DataDir: o.dataDir(rootDir), NodeName: node,
 		BindAddress: o.BindAddress, Port: o.Port, EtcdServers: o.EtcdServers,
 		AdminKubeconfig: filepath.Join(rootDir, "admin.kubeconfig"), Logger: log,
-		NodeKubeletHost: k.apiServerHost(),
+		NodeKubeletHost: k.apiServerHost(), ServiceProxy: o.ServiceProxy,
 	})
 	if err != nil {
 		return nil, err

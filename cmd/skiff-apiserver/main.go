@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/proxy"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/upstream"
 	"github.com/skiffnode/skiff/shim/server"
 	"github.com/skiffnode/skiff/shim/serviceaccount"
@@ -76,6 +77,7 @@ func setFeatureGates(gates string) error {
 func newRootCmd() *cobra.Command {
 	o := server.Options{}
 	up := upstream.Config{}
+	var serviceProxy bool
 	gcPercent, memoryLimitMiB := defaultGCPercent, 0
 	var featureGates string
 	cmd := &cobra.Command{
@@ -91,6 +93,9 @@ func newRootCmd() *cobra.Command {
 			}
 			if err := upstream.Add(&o, up); err != nil {
 				return err
+			}
+			if serviceProxy {
+				withProxy(&o, proxy.Config{NodeName: o.NodeName, ServiceCIDR: up.ServiceCIDR})
 			}
 			s, err := server.New(cmd.Context(), o)
 			if err != nil {
@@ -115,8 +120,24 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", serviceaccount.DefaultIssuer, "\"iss\" of the service-account tokens the shim signs (serviceaccounts/token) and the API's audience, as kube-apiserver's --service-account-issuer")
 	f.StringVar(&up.ServiceCIDR, "service-cluster-ip-range", upstream.DefaultServiceCIDR, "IPv4 range (CIDR) the Services' cluster IPs are allocated from")
 	f.StringVar(&up.NodePortRange, "service-node-port-range", upstream.DefaultNodePortRange, "range of the Services' node ports (first-last)")
+	f.BoolVar(&serviceProxy, "service-proxy", false, "run the service proxy (kube-proxy's nftables mode) for --node-name: this machine's nftables then carry the Services' cluster IPs and node ports")
 	f.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable overrides it")
 	f.StringVar(&featureGates, "feature-gates", "", "k8s.io/apiserver feature gates (Name=true|false,...), applied over the shim's defaults ("+defaultFeatureGates+")")
 	f.IntVar(&memoryLimitMiB, "memory-limit-mib", 0, "Go soft memory limit in MiB (GOMEMLIMIT); 0: none")
 	return cmd
+}
+
+// withProxy adds the service proxy's run functions to o's controllers.
+func withProxy(o *server.Options, cfg proxy.Config) {
+	build := o.Controllers
+	o.Controllers = func(cc server.ControllerContext) ([]func(context.Context), error) {
+		var runs []func(context.Context)
+		if build != nil {
+			var err error
+			if runs, err = build(cc); err != nil {
+				return nil, err
+			}
+		}
+		return append(runs, proxy.Runs(cc, cfg)...), nil
+	}
 }

@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"fmt"
+	"io"
+	"net/http"
 	"net/netip"
 	"os"
 	"strconv"
@@ -9,9 +12,9 @@ import (
 	"time"
 )
 
-// webManifest is a Deployment of one busybox pod, app=web, that declares
-// port 8080, and the pod "client" of enableServiceLinks that prints its
-// environment.
+// webManifest is a Deployment of one testserver pod, app=web, serving
+// HTTP on 8080 and ready while its /ready says so; clientManifest is a
+// busybox pod of enableServiceLinks that sleeps.
 const webManifest = `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -27,10 +30,14 @@ spec:
       terminationGracePeriodSeconds: 1
       containers:
       - name: web
-        image: ` + busyboxImage + `
-        command: ["sleep", "3600"]
+        image: ` + testserverImage + `
+        command: ["/testserver", "--tcp-port=0", "--grpc-port=0"]
         ports:
         - containerPort: 8080
+        readinessProbe:
+          httpGet: {path: /ready, port: 8080}
+          periodSeconds: 1
+          failureThreshold: 1
 `
 
 const clientManifest = `apiVersion: v1
@@ -38,12 +45,12 @@ kind: Pod
 metadata:
   name: client
 spec:
-  restartPolicy: Never
   automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
   containers:
-  - name: env
+  - name: sh
     image: ` + busyboxImage + `
-    command: ["env"]
+    command: ["sleep", "3600"]
 `
 
 // TestControlPlaneServices_Issue36: against `skiff agent --control-plane`,
@@ -51,6 +58,8 @@ spec:
 // from the service range (10.96.0.0/12) and a node port from 30000-32767;
 // its EndpointSlice and Endpoints list the ready pod; a pod started after
 // it gets the Service's variables (WEB_SERVICE_HOST, as from the kubelet);
+// the cluster IP answers from the node and from a pod and the node port
+// from the node's address, until the only endpoint turns unready;
 // headless and ExternalName Services get no cluster IP; a taken node port
 // is refused with upstream's message, and kubectl's columns are upstream's.
 func TestControlPlaneServices_Issue36(t *testing.T) {
@@ -95,10 +104,37 @@ func TestControlPlaneServices_Issue36(t *testing.T) {
 	})
 
 	cpKubectl(t, kc, clientManifest, "apply", "-f", "-")
-	eventually(t, 2*time.Minute, func() (bool, string) {
-		out, _ := cpKubectlErr(kc, "", "logs", "client")
-		return strings.Contains(out, "WEB_SERVICE_HOST="+clusterIP+"\n") && strings.Contains(out, "WEB_SERVICE_PORT=80\n"),
-			"client's environment:\n" + out
+	cpKubectl(t, kc, "", "wait", "--for=condition=Ready", "pod/client", "--timeout=2m")
+	if out := cpKubectl(t, kc, "", "exec", "client", "--", "env"); !strings.Contains(out, "WEB_SERVICE_HOST="+clusterIP+"\n") ||
+		!strings.Contains(out, "WEB_SERVICE_PORT=80\n") {
+		t.Errorf("client's environment:\n%s\nwant WEB_SERVICE_HOST=%s and WEB_SERVICE_PORT=80", out, clusterIP)
+	}
+
+	// The service proxy: the cluster IP from the node and from a pod, the
+	// node port from the node's address; an unready endpoint gets nothing.
+	nodeIPs := cpKubectl(t, kc, "", "get", "node", "-o", "jsonpath={.items[0].status.addresses[?(@.type==\"InternalIP\")].address}")
+	nodeIP := strings.Fields(nodeIPs)[0] // IPv4 first; Services here are IPv4
+	for _, url := range []string{"http://" + clusterIP + "/healthz", "http://" + nodeIP + ":" + nodePort + "/healthz"} {
+		eventually(t, time.Minute, func() (bool, string) {
+			body, err := httpGetBody(url)
+			return body == "ok\n", fmt.Sprintf("GET %s from the node: %q, %v", url, body, err)
+		})
+	}
+	if out := cpKubectl(t, kc, "", "exec", "client", "--", "wget", "-qO-", "http://"+clusterIP+"/healthz"); out != "ok\n" {
+		t.Errorf("GET the cluster IP from a pod = %q, want ok", out)
+	}
+	if out := cpKubectl(t, kc, "", "exec", "client", "--", "wget", "-qO-", "--post-data=", "http://"+clusterIP+"/ready?state=false"); out != "" {
+		t.Logf("POST /ready?state=false: %q", out)
+	}
+	eventually(t, time.Minute, func() (bool, string) {
+		ready, _ := cpKubectlErr(kc, "", "get", "endpointslices", "-l", "kubernetes.io/service-name=web",
+			"-o", "jsonpath={.items[0].endpoints[0].conditions.ready}")
+		return ready == "false", "endpoint ready: " + ready
+	})
+	// The proxier syncs at most once a second.
+	eventually(t, 30*time.Second, func() (bool, string) {
+		body, err := httpGetBody("http://" + clusterIP + "/healthz")
+		return err != nil, fmt.Sprintf("GET the cluster IP with no ready endpoint = %q, want it refused", body)
 	})
 
 	cpKubectl(t, kc, "", "create", "service", "clusterip", "db", "--clusterip=None")
@@ -112,4 +148,17 @@ func TestControlPlaneServices_Issue36(t *testing.T) {
 	}
 	cpKubectl(t, kc, "", "delete", "service", "web")
 	cpKubectl(t, kc, "", "create", "service", "nodeport", "reuse", "--tcp=80:8080", "--node-port="+nodePort)
+}
+
+// httpGetBody is the body of GET url, on a new connection, with a short
+// timeout.
+func httpGetBody(url string) (string, error) {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }

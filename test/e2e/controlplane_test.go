@@ -32,6 +32,9 @@ func controlPlaneArgs(t *testing.T, e *Env) []string {
 	if err := os.RemoveAll(filepath.Join(e.s.Root, "apiserver")); err != nil {
 		t.Fatal(err)
 	}
+	// The control plane's service proxy leaves its nftables table, as
+	// kube-proxy does; the next test's would start from it.
+	e.afterAgent = append(e.afterAgent, func() { _ = exec.Command("nft", "delete", "table", "ip", "kube-proxy").Run() })
 	return []string{"--control-plane", "--control-plane-binary", bin, "--control-plane-port", strconv.Itoa(freeTCPPort(t))}
 }
 
