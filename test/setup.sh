@@ -43,23 +43,25 @@ fi
 # (cgo, seccomp) for the managed runtime; `go test -race` needs cgo too.
 # containerd and runc (Debian's 1.6 and 1.1): the external runtime of the
 # tests that prove skiff on a containerd 1.x, and make bench's external one.
-packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables kmod procps ca-certificates etcd-server gcc libc6-dev pkg-config libseccomp-dev)
+# nftables: nft, which the control plane's service proxy (kube-proxy's
+# nftables mode, in skiff-apiserver) runs; also put into the kube-proxy
+# image of `make conformance-full`.
+packages=(containerd runc containernetworking-plugins busybox-static iproute2 iptables nftables kmod procps ca-certificates etcd-server gcc libc6-dev pkg-config libseccomp-dev)
 # qemu-system-x86: the cgroup v2
 # VM of `make test-v2` (test/vm), which also needs a cloud kernel (below).
 # curl, netcat-openbsd and dash: put into the agnhost
 # image of `make conformance` (test/conformance), as upstream's has them.
 # debootstrap and e2fsprogs (mkfs.ext4 -d): the systemd VM of
 # `make test-systemd` builds its Debian 12 root with them (test/vm).
-# nftables: nft, put into the kube-proxy image of `make conformance-full`
-# (kube-proxy's nftables mode runs it); bind9-dnsutils: dig, put into the
+# bind9-dnsutils: dig, put into the
 # agnhost and glibc-dns-testing images (the DNS tests' probes run it).
-$runtime_only || packages+=(qemu-system-x86 curl netcat-openbsd dash debootstrap e2fsprogs nftables bind9-dnsutils)
+$runtime_only || packages+=(qemu-system-x86 curl netcat-openbsd dash debootstrap e2fsprogs bind9-dnsutils)
 
 # The commands the packages above must provide, checked after the install: a
 # package list that misses one fails right after the install, not halfway
 # through a test.
-commands=(containerd containerd-shim-runc-v2 runc iptables iptables-save ip busybox modprobe sysctl etcd gcc pkg-config)
-$runtime_only || commands+=(depmod qemu-system-x86_64 curl nc.openbsd dash debootstrap mkfs.ext4 nft dig)
+commands=(containerd containerd-shim-runc-v2 runc iptables iptables-save nft ip busybox modprobe sysctl etcd gcc pkg-config)
+$runtime_only || commands+=(depmod qemu-system-x86_64 curl nc.openbsd dash debootstrap mkfs.ext4 dig)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

@@ -66,6 +66,7 @@ func addCoreToScheme(s *runtime.Scheme) error {
 func addServiceDefaults(s *runtime.Scheme) {
 	s.AddTypeDefaultingFunc(&corev1.Service{}, func(obj any) { corev1internal.SetObjectDefaults_Service(obj.(*corev1.Service)) })
 	s.AddTypeDefaultingFunc(&corev1.ServiceList{}, func(obj any) { corev1internal.SetObjectDefaults_ServiceList(obj.(*corev1.ServiceList)) })
+	//nolint:staticcheck // core/v1 Endpoints are deprecated, and served as by kube-apiserver 1.37
 	s.AddTypeDefaultingFunc(&corev1.Endpoints{}, func(obj any) { corev1internal.SetObjectDefaults_Endpoints(obj.(*corev1.Endpoints)) })
 	s.AddTypeDefaultingFunc(&corev1.EndpointsList{}, func(obj any) { corev1internal.SetObjectDefaults_EndpointsList(obj.(*corev1.EndpointsList)) })
 	s.AddTypeDefaultingFunc(&discoveryv1.EndpointSlice{}, func(obj any) { discoveryv1internal.SetObjectDefaults_EndpointSlice(obj.(*discoveryv1.EndpointSlice)) })
@@ -191,7 +192,7 @@ func services(c converter, a *serviceAllocators) (*generic.Kind, error) {
 	k.StoreHooks = func(main, status *genericregistry.Store) {
 		main.BeginCreate = c.beginCreate(a, up.Store)
 		main.BeginUpdate = c.beginUpdate(a, up.Store)
-		main.AfterDelete = c.afterDelete(a, up.Store.AfterDelete)
+		main.AfterDelete = c.afterDelete(a, up.AfterDelete)
 		// As upstream: a status patch may remove the last finalizer.
 		status.AfterDelete = main.AfterDelete
 	}
@@ -270,7 +271,8 @@ func (c converter) afterDelete(a *serviceAllocators, up genericregistry.AfterDel
 func endpoints(c converter) *generic.Kind {
 	return c.withStrategy(&generic.Kind{
 		Version: "v1", Resource: "endpoints", Singular: "endpoints", Namespaced: true,
-		New:        func() runtime.Object { return &corev1.Endpoints{} },
+		New: func() runtime.Object { return &corev1.Endpoints{} }, //nolint:staticcheck // deprecated, served as upstream
+
 		NewList:    func() runtime.Object { return &corev1.EndpointsList{} },
 		ShortNames: []string{"ep"},
 	}, endpointsregistry.Strategy, nil)

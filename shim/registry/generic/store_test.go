@@ -48,13 +48,13 @@ func TestStoreHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if main.Store.BeginCreate == nil || main.Store.AfterDelete != nil {
-		t.Fatalf("main Store: BeginCreate set %v, AfterDelete set %v; want only BeginCreate", main.Store.BeginCreate != nil, main.Store.AfterDelete != nil)
+	if main.BeginCreate == nil || main.AfterDelete != nil {
+		t.Fatalf("main Store: BeginCreate set %v, AfterDelete set %v; want only BeginCreate", main.BeginCreate != nil, main.AfterDelete != nil)
 	}
 	if status.store.BeginCreate != nil || status.store.AfterDelete == nil {
 		t.Fatalf("status Store: BeginCreate set %v, AfterDelete set %v; want only AfterDelete", status.store.BeginCreate != nil, status.store.AfterDelete != nil)
 	}
-	_, _ = main.Store.BeginCreate(context.Background(), &corev1.Service{}, nil)
+	_, _ = main.BeginCreate(context.Background(), &corev1.Service{}, nil)
 	status.store.AfterDelete(&corev1.Service{}, nil)
 	if created != 1 || statusDeleted != 1 {
 		t.Errorf("hooks ran %d, %d times; want 1, 1", created, statusDeleted)
