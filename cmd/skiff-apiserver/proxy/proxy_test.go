@@ -26,7 +26,9 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestNodeIPv4(t *testing.T) {
-	addr := func(typ corev1.NodeAddressType, a string) corev1.NodeAddress { return corev1.NodeAddress{Type: typ, Address: a} }
+	addr := func(typ corev1.NodeAddressType, a string) corev1.NodeAddress {
+		return corev1.NodeAddress{Type: typ, Address: a}
+	}
 	for _, tc := range []struct {
 		name  string
 		addrs []corev1.NodeAddress

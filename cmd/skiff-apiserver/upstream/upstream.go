@@ -9,12 +9,15 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/util/flowcontrol"
 	batchv1internal "k8s.io/kubernetes/pkg/apis/batch/v1"
+	rbacv1internal "k8s.io/kubernetes/pkg/apis/rbac/v1"
+	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 	"k8s.io/kubernetes/pkg/controller/cronjob"
 	"k8s.io/kubernetes/pkg/controller/daemon"
 	"k8s.io/kubernetes/pkg/controller/endpoint"
 	"k8s.io/kubernetes/pkg/controller/endpointslice"
 	"k8s.io/kubernetes/pkg/controller/endpointslicemirroring"
 	"k8s.io/kubernetes/pkg/controller/job"
+	"k8s.io/kubernetes/pkg/controller/statefulset"
 	"k8s.io/kubernetes/pkg/controller/ttlafterfinished"
 	"k8s.io/kubernetes/pkg/features"
 
@@ -27,10 +30,12 @@ import (
 // --concurrent-daemonset-syncs), and the DaemonSet controller's back-off
 // for a node's failed pods (kube-controller-manager's).
 const (
-	jobWorkers       = 5
-	cronJobWorkers   = 5
-	daemonSetWorkers = 2
-	ttlWorkers       = 5 // --concurrent-ttl-after-finished-syncs
+	jobWorkers         = 5
+	cronJobWorkers     = 5
+	daemonSetWorkers   = 2
+	ttlWorkers         = 5 // --concurrent-ttl-after-finished-syncs
+	statefulSetWorkers = 5 // --concurrent-statefulset-syncs
+	aggregationWorkers = 5 // as kube-controller-manager runs clusterrole-aggregation
 
 	// --concurrent-service-endpoint-syncs, --concurrent-endpoint-syncs,
 	// --mirroring-concurrent-service-endpoint-syncs, and the slices'
@@ -55,13 +60,15 @@ type Config struct {
 	NodePortRange string
 }
 
-// Add makes o serve upstream's kinds (core/v1 Services and Endpoints,
-// discovery.k8s.io/v1 EndpointSlices, batch/v1 Jobs and CronJobs, apps/v1
-// DaemonSets and ControllerRevisions) and run upstream's controllers
-// (EndpointSlice, Endpoints, EndpointSlice mirroring, Job, TTL after
-// finished, CronJob, DaemonSet), and registers upstream's defaulting of
-// those kinds in the shim's scheme, which the shim's decoders apply. It
-// sets o.Controllers. Call it once, before server.New.
+// Add makes o serve upstream's kinds (core/v1 Services, Endpoints and
+// PersistentVolumeClaims, discovery.k8s.io/v1 EndpointSlices, batch/v1
+// Jobs and CronJobs, apps/v1 DaemonSets, StatefulSets and
+// ControllerRevisions, rbac.authorization.k8s.io/v1's four kinds) and run
+// upstream's controllers (EndpointSlice, Endpoints, EndpointSlice
+// mirroring, Job, TTL after finished, CronJob, DaemonSet, StatefulSet,
+// ClusterRole aggregation), and registers upstream's defaulting of those
+// kinds in the shim's scheme, which the shim's decoders apply. It sets
+// o.Controllers. Call it once, before server.New.
 func Add(o *server.Options, cfg Config) error {
 	c, err := newConverter()
 	if err != nil {
@@ -78,10 +85,15 @@ func Add(o *server.Options, cfg Config) error {
 	if err := batchv1internal.RegisterDefaults(scheme.Scheme); err != nil {
 		return fmt.Errorf("batch defaults: %w", err)
 	}
+	if err := rbacv1internal.RegisterDefaults(scheme.Scheme); err != nil {
+		return fmt.Errorf("rbac defaults: %w", err)
+	}
 	addDaemonSetDefaults(scheme.Scheme)
 	addServiceDefaults(scheme.Scheme)
-	o.Kinds = append(o.Kinds, svcs, endpoints(c), endpointSlices(c),
-		jobs(c), cronJobs(c), daemonSets(c), controllerRevisions(c))
+	addClaimDefaults(scheme.Scheme)
+	o.Kinds = append(o.Kinds, svcs, endpoints(c), endpointSlices(c), persistentVolumeClaims(c),
+		jobs(c), cronJobs(c), daemonSets(c), statefulSets(c), controllerRevisions(c))
+	o.Kinds = append(o.Kinds, rbacKinds(c)...)
 	o.Controllers = func(cc server.ControllerContext) ([]func(context.Context), error) {
 		runs, err := newControllers(cc)
 		if err != nil {
@@ -95,7 +107,7 @@ func Add(o *server.Options, cfg Config) error {
 // newConverter returns a converter for the groups Add serves.
 func newConverter() (converter, error) {
 	c := converter{scheme: runtime.NewScheme(), printers: newPrinters()}
-	for _, add := range []func(*runtime.Scheme) error{addCoreToScheme, addBatchToScheme, addAppsToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{addCoreToScheme, addBatchToScheme, addAppsToScheme, addRBACToScheme} {
 		if err := add(c.scheme); err != nil {
 			return converter{}, fmt.Errorf("upstream scheme: %w", err)
 		}
@@ -119,6 +131,9 @@ func newControllers(cc server.ControllerContext) ([]func(context.Context), error
 	mc := endpointslicemirroring.NewController(context.Background(), core.Endpoints(), slices, core.Services(),
 		maxEndpointsPerSubset, cc.Client, 0)
 	ttl := ttlafterfinished.New(context.Background(), batch.Jobs(), cc.Client)
+	ssc := statefulset.NewStatefulSetController(context.Background(), core.Pods(), apps.StatefulSets(),
+		core.PersistentVolumeClaims(), apps.ControllerRevisions(), cc.Client)
+	agg := clusterroleaggregation.NewClusterRoleAggregation(cc.Informers.Rbac().V1().ClusterRoles(), cc.Client.RbacV1())
 	jc, err := job.NewController(context.Background(), cc.Client, cc.Informers.Core().V1().Pods(), batch.Jobs(), nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("job controller: %w", err)
@@ -138,6 +153,8 @@ func newControllers(cc server.ControllerContext) ([]func(context.Context), error
 		func(ctx context.Context) { epc.Run(ctx, endpointsWorkers) },
 		func(ctx context.Context) { mc.Run(ctx, mirroringWorkers) },
 		func(ctx context.Context) { ttl.Run(ctx, ttlWorkers) },
+		func(ctx context.Context) { ssc.Run(ctx, statefulSetWorkers) },
+		func(ctx context.Context) { agg.Run(ctx, aggregationWorkers) },
 		func(ctx context.Context) { jc.Run(ctx, jobWorkers) },
 		func(ctx context.Context) { cjc.Run(ctx, cronJobWorkers) },
 		func(ctx context.Context) { dsc.Run(ctx, daemonSetWorkers) },

@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// statefulSetManifest is a headless Service and a StatefulSet of busybox
+// pods behind it, ready once /tmp/ready exists.
+const statefulSetManifest = `apiVersion: v1
+kind: Service
+metadata:
+  name: db
+spec:
+  clusterIP: None
+  selector: {app: db}
+  ports:
+  - {name: db, port: 5432}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+spec:
+  serviceName: db
+  replicas: 2
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata:
+      labels: {app: db}
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: db
+        image: ` + busyboxImage + `
+        command: ["sh", "-c", "touch /tmp/ready; exec sleep 3600"]
+        readinessProbe:
+          exec: {command: ["test", "-e", "/tmp/ready"]}
+          periodSeconds: 1
+`
+
+// TestControlPlaneStatefulSets_Issue36: against `skiff agent
+// --control-plane`, a StatefulSet behind a headless Service runs db-0 and
+// db-1 with their stable names as hostnames, scales to three, and rolls a
+// new template out (kubectl rollout status); the headless Service's
+// EndpointSlice names each pod; RBAC objects are stored and listed.
+func TestControlPlaneStatefulSets_Issue36(t *testing.T) {
+	e := NewEnv(t)
+	args := controlPlaneArgs(t, e)
+	if os.Getenv("SKIFF_CONTROLPLANE") == "" {
+		t.Skip("SKIFF_CONTROLPLANE is not set (kubectl): build it with `make controlplane` (make e2e does)")
+	}
+	e.StartAgent(t, AgentOptions{Args: args})
+	cs, kc := adminClient(t, e)
+	waitNodeReady(t, cs)
+
+	cpKubectl(t, kc, statefulSetManifest, "apply", "-f", "-")
+	t.Cleanup(func() { _, _ = cpKubectlErr(kc, "", "delete", "statefulset/db", "--wait=true", "--ignore-not-found") })
+	cpKubectl(t, kc, "", "rollout", "status", "statefulset/db", "--timeout=3m")
+	for _, pod := range []string{"db-0", "db-1"} {
+		if out := cpKubectl(t, kc, "", "exec", pod, "--", "hostname"); out != pod+"\n" {
+			t.Errorf("hostname of %s = %q", pod, out)
+		}
+	}
+	eventually(t, time.Minute, func() (bool, string) {
+		out, _ := cpKubectlErr(kc, "", "get", "endpointslices", "-l", "kubernetes.io/service-name=db",
+			"-o", "jsonpath={.items[0].endpoints[*].hostname}")
+		return out == "db-0 db-1" || out == "db-1 db-0", "headless EndpointSlice hostnames: " + out
+	})
+
+	cpKubectl(t, kc, "", "scale", "statefulset/db", "--replicas=3")
+	cpKubectl(t, kc, "", "rollout", "status", "statefulset/db", "--timeout=3m")
+	cpKubectl(t, kc, "", "set", "env", "statefulset/db", "VERSION=2")
+	cpKubectl(t, kc, "", "rollout", "status", "statefulset/db", "--timeout=3m")
+	if out := cpKubectl(t, kc, "", "exec", "db-0", "--", "sh", "-c", "echo $VERSION"); out != "2\n" {
+		t.Errorf("db-0 after the rollout: VERSION=%q, want 2", out)
+	}
+	if out := cpKubectl(t, kc, "", "get", "statefulset", "db", "--no-headers"); !strings.HasPrefix(strings.Join(strings.Fields(out), " "), "db 3/3") {
+		t.Errorf("kubectl get statefulset db = %q, want db 3/3", out)
+	}
+
+	cpKubectl(t, kc, "", "create", "role", "pod-reader", "--verb=get,list", "--resource=pods")
+	cpKubectl(t, kc, "", "create", "rolebinding", "read-pods", "--role=pod-reader", "--serviceaccount=default:default")
+	if out := cpKubectl(t, kc, "", "get", "rolebinding", "read-pods", "-o", "jsonpath={.roleRef.name} {.subjects[0].name}"); out != "pod-reader default" {
+		t.Errorf("rolebinding read-pods = %q", out)
+	}
+}
