@@ -71,14 +71,7 @@ func cpKubectlErr(kubeconfig, stdin string, args ...string) (string, error) {
 // once the ReplicaSets and pods are gone), background (they go after it),
 // orphan (the ReplicaSet loses its owner and the pods keep running).
 func TestControlPlaneDeployment_J1_J2(t *testing.T) {
-	e := NewEnv(t)
-	args := controlPlaneArgs(t, e)
-	if os.Getenv("SKIFF_CONTROLPLANE") == "" {
-		t.Skip("SKIFF_CONTROLPLANE is not set (kubectl 1.34): build it with `make controlplane` (make e2e does)")
-	}
-	e.StartAgent(t, AgentOptions{Args: args})
-	cs, kc := adminClient(t, e)
-	waitNodeReady(t, cs)
+	cs, kc := startControlPlane(t)
 
 	cpKubectl(t, kc, fmt.Sprintf(deployManifest, "web", 2), "apply", "-f", "-")
 	cpKubectl(t, kc, "", "rollout", "status", "deployment/web", "--timeout=2m")

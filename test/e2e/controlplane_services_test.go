@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,14 +62,7 @@ spec:
 // headless and ExternalName Services get no cluster IP; a taken node port
 // is refused with upstream's message, and kubectl's columns are upstream's.
 func TestControlPlaneServices_Issue36(t *testing.T) {
-	e := NewEnv(t)
-	args := controlPlaneArgs(t, e)
-	if os.Getenv("SKIFF_CONTROLPLANE") == "" {
-		t.Skip("SKIFF_CONTROLPLANE is not set (kubectl): build it with `make controlplane` (make e2e does)")
-	}
-	e.StartAgent(t, AgentOptions{Args: args})
-	cs, kc := adminClient(t, e)
-	waitNodeReady(t, cs)
+	_, kc := startControlPlane(t)
 
 	cpKubectl(t, kc, webManifest, "apply", "-f", "-")
 	// The agent's cleanup waits for the pods, which the Deployment would

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -49,14 +48,7 @@ spec:
 // new template out (kubectl rollout status); the headless Service's
 // EndpointSlice names each pod; RBAC objects are stored and listed.
 func TestControlPlaneStatefulSets_Issue36(t *testing.T) {
-	e := NewEnv(t)
-	args := controlPlaneArgs(t, e)
-	if os.Getenv("SKIFF_CONTROLPLANE") == "" {
-		t.Skip("SKIFF_CONTROLPLANE is not set (kubectl): build it with `make controlplane` (make e2e does)")
-	}
-	e.StartAgent(t, AgentOptions{Args: args})
-	cs, kc := adminClient(t, e)
-	waitNodeReady(t, cs)
+	_, kc := startControlPlane(t)
 
 	cpKubectl(t, kc, statefulSetManifest, "apply", "-f", "-")
 	t.Cleanup(func() { _, _ = cpKubectlErr(kc, "", "delete", "statefulset/db", "--wait=true", "--ignore-not-found") })

@@ -38,6 +38,22 @@ func controlPlaneArgs(t *testing.T, e *Env) []string {
 	return []string{"--control-plane", "--control-plane-binary", bin, "--control-plane-port", strconv.Itoa(freeTCPPort(t))}
 }
 
+// startControlPlane starts `skiff agent --control-plane` in a new Env and
+// returns an admin client and kubeconfig once its node is Ready; it skips
+// the test without kubectl (SKIFF_CONTROLPLANE).
+func startControlPlane(t *testing.T) (kubernetes.Interface, string) {
+	t.Helper()
+	e := NewEnv(t)
+	args := controlPlaneArgs(t, e)
+	if os.Getenv("SKIFF_CONTROLPLANE") == "" {
+		t.Skip("SKIFF_CONTROLPLANE is not set (kubectl): build it with `make controlplane` (make e2e does)")
+	}
+	e.StartAgent(t, AgentOptions{Args: args})
+	cs, kc := adminClient(t, e)
+	waitNodeReady(t, cs)
+	return cs, kc
+}
+
 func freeTCPPort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -47,14 +46,7 @@ spec:
 // pod whose nodeSelector the node does not match is rejected as by the
 // kubelet (NodeAffinity).
 func TestControlPlaneWorkloads_Issue36(t *testing.T) {
-	e := NewEnv(t)
-	args := controlPlaneArgs(t, e)
-	if os.Getenv("SKIFF_CONTROLPLANE") == "" {
-		t.Skip("SKIFF_CONTROLPLANE is not set (kubectl): build it with `make controlplane` (make e2e does)")
-	}
-	e.StartAgent(t, AgentOptions{Args: args})
-	cs, kc := adminClient(t, e)
-	waitNodeReady(t, cs)
+	cs, kc := startControlPlane(t)
 
 	cpKubectl(t, kc, fmt.Sprintf(jobManifest, "pi", 3, 6, "echo done"), "apply", "-f", "-")
 	cpKubectl(t, kc, fmt.Sprintf(jobManifest, "fails", 1, 1, "exit 3"), "apply", "-f", "-")
