@@ -179,6 +179,7 @@ replace k8s.io/cri-streaming => k8s.io/cri-streaming v0.37.2
 replace k8s.io/streaming => k8s.io/streaming v0.37.2
 
 require (
+	github.com/miekg/dns v1.1.73
 	github.com/skiffnode/skiff v0.0.0
 	github.com/spf13/cobra v1.10.2
 	k8s.io/api v0.37.2

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,7 +109,12 @@ func systemNamespacesHook(hc genericapiserver.PostStartHookContext) error {
 	}
 	for _, name := range systemNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		_, err := client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+		_, err := client.CoreV1().Namespaces().Create(hc.Context, ns, metav1.CreateOptions{})
+		if hc.Err() != nil {
+			// The server is stopping (a failed hook would end the
+			// process): the next start creates the rest.
+			return nil
+		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create namespace %s: %w", name, err)
 		}
