@@ -60,7 +60,8 @@ spec:
 // the cluster IP answers from the node and from a pod and the node port
 // from the node's address, until the only endpoint turns unready;
 // headless and ExternalName Services get no cluster IP; a taken node port
-// is refused with upstream's message, and kubectl's columns are upstream's.
+// is refused with upstream's message, and kubectl's columns are upstream's;
+// sessionAffinity ClientIP keeps the node's requests on one pod.
 func TestControlPlaneServices_Issue36(t *testing.T) {
 	_, kc := startControlPlane(t)
 
@@ -140,7 +141,67 @@ func TestControlPlaneServices_Issue36(t *testing.T) {
 	}
 	cpKubectl(t, kc, "", "delete", "service", "web")
 	cpKubectl(t, kc, "", "create", "service", "nodeport", "reuse", "--tcp=80:8080", "--node-port="+nodePort)
+
+	// sessionAffinity ClientIP: every request from the node reaches the
+	// same one of two pods (without it, 12 requests would all land on one
+	// pod once in 2,048 runs).
+	cpKubectl(t, kc, whoManifest, "apply", "-f", "-")
+	t.Cleanup(func() { _, _ = cpKubectlErr(kc, "", "delete", "deployment/who", "--wait=true", "--ignore-not-found") })
+	cpKubectl(t, kc, "", "rollout", "status", "deployment/who", "--timeout=2m")
+	whoIP := cpKubectl(t, kc, "", "get", "service", "who", "-o", "jsonpath={.spec.clusterIP}")
+	eventually(t, time.Minute, func() (bool, string) {
+		out, _ := cpKubectlErr(kc, "", "get", "endpointslices", "-l", "kubernetes.io/service-name=who",
+			"-o", "jsonpath={.items[*].endpoints[*].conditions.ready}")
+		return out == "true true", "who's endpoints ready: " + out
+	})
+	seen := map[string]int{}
+	for range 12 {
+		var body string
+		eventually(t, 30*time.Second, func() (bool, string) {
+			var err error
+			body, err = httpGetBody("http://" + whoIP + "/")
+			return err == nil, fmt.Sprintf("GET who: %v", err)
+		})
+		seen[body]++
+	}
+	if len(seen) != 1 {
+		t.Errorf("with sessionAffinity ClientIP the node reached %v, want one pod", seen)
+	}
 }
+
+// whoManifest is two busybox httpd pods that answer with their hostname,
+// behind a Service of sessionAffinity ClientIP.
+const whoManifest = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: who
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: who}
+  template:
+    metadata:
+      labels: {app: who}
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: httpd
+        image: ` + busyboxImage + `
+        command: ["sh", "-c", "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www"]
+        ports:
+        - containerPort: 8080
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: who
+spec:
+  selector: {app: who}
+  sessionAffinity: ClientIP
+  ports:
+  - {port: 80, targetPort: 8080}
+`
 
 // httpGetBody is the body of GET url, on a new connection, with a short
 // timeout.
