@@ -54,8 +54,12 @@ func TestStatefulSetRunsInOrder(t *testing.T) {
 		}
 		return strings.Join(names, ",")
 	}
-	waitFor(ctx, t, "pod web-0 alone", func() bool { return pods() == "web-0" })
-	time.Sleep(time.Second) // web-1 must not come while web-0 is not ready
+	// Once the controller has written the status of the sync that made
+	// web-0, it has decided on web-1 too: none while web-0 is not ready.
+	waitFor(ctx, t, "pod web-0 alone, in the StatefulSet's status", func() bool {
+		s, err := client.AppsV1().StatefulSets("default").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && s.Status.ObservedGeneration == 1 && s.Status.Replicas == 1 && pods() == "web-0"
+	})
 	if got := pods(); got != "web-0" {
 		t.Fatalf("pods %q before web-0 is ready, want web-0 alone", got)
 	}
