@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/skiffnode/skiff/internal/registries"
@@ -92,13 +91,11 @@ func startKubelet(ctx context.Context, o options, c *cluster.Cluster, root, regF
 	args = append(args, strings.Fields(o.agentArgs)...)
 	cmd := exec.Command(o.kubelet, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p, err := startProc(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start kubelet: %w", err)
 	}
 	logf("kubelet started: %s %s", o.kubelet, strings.Join(args, " "))
-	p := &agentProc{cmd: cmd, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
 	return &kubeletNode{proc: p, rt: rt}, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -349,6 +350,28 @@ type agentProc struct {
 	err  error
 }
 
+// startProc starts cmd with SIGKILL as its parent-death signal. That
+// signal fires when the *thread* that forked exits: the goroutine keeps its
+// thread locked while the process lives, so that no other goroutine that
+// exits locked (test/cluster's do) can end that thread and the process
+// with it.
+func startProc(cmd *exec.Cmd) (*agentProc, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &agentProc{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, <-started
+}
+
 func startAgent(o options, c *cluster.Cluster, root, regFile string) (*agentProc, error) {
 	manifests := filepath.Join(root, "manifests")
 	if err := os.MkdirAll(manifests, 0o755); err != nil {
@@ -382,13 +405,11 @@ func startAgent(o options, c *cluster.Cluster, root, regFile string) (*agentProc
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p, err := startProc(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start agent: %w", err)
 	}
 	logf("agent started: %s (copy of %s) %s", bin, o.skiff, strings.Join(args, " "))
-	p := &agentProc{cmd: cmd, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
 	return p, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,13 +52,28 @@ func startProcess(name, logPath, bin string, args ...string) (*process, error) {
 	defer logFile.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The agent must not outlive the harness.
+	// The agent must not outlive the harness. Pdeathsig fires when the
+	// *thread* that forked exits: the goroutine keeps its thread locked
+	// while the process lives, so that no other goroutine that exits
+	// locked (test/cluster's do) can end that thread and stop the process
+	// with it (it stopped the external containerd between the API and the
+	// shim scenarios).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	p := &process{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
 		return nil, fmt.Errorf("start %s %s: %w", name, bin, err)
 	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
 	return p, nil
 }
 
