@@ -21,6 +21,14 @@ import (
 	"github.com/skiffnode/skiff/internal/supervisor"
 )
 
+// The shim's Service range (skiff-apiserver's default
+// --service-cluster-ip-range) and, in it, the cluster DNS's address,
+// kubeadm's: the agent's default --cluster-dns with --control-plane.
+const (
+	ServiceCIDR       = "10.96.0.0/12"
+	DefaultClusterDNS = "10.96.0.10"
+)
+
 // restartPolicy: 1 s doubling to 30 s, forgotten after a minute of running.
 var restartPolicy = supervisor.Policy{Initial: time.Second, Max: 30 * time.Second, ResetAfter: time.Minute}
 
@@ -49,6 +57,13 @@ type Config struct {
 	// (skiff-apiserver's --service-proxy): this machine's nftables carry
 	// the Services' cluster IPs and node ports.
 	ServiceProxy bool
+	// ClusterDNS, when set, is the cluster IP at which the shim serves the
+	// cluster DNS for NodeName (skiff-apiserver's --cluster-dns), for
+	// ClusterDomain, answering DNSClients (the pod network) besides the
+	// node itself.
+	ClusterDNS    string
+	ClusterDomain string
+	DNSClients    []string
 	// LogFile receives the shim's output (default <DataDir>/skiff-apiserver.log).
 	LogFile string
 	Logger  *slog.Logger
@@ -158,6 +173,12 @@ func (s *Shim) args() []string {
 		}
 		if s.cfg.ServiceProxy {
 			a = append(a, "--service-proxy")
+		}
+		if s.cfg.ClusterDNS != "" {
+			a = append(a, "--cluster-dns", s.cfg.ClusterDNS, "--cluster-domain", s.cfg.ClusterDomain)
+			for _, c := range s.cfg.DNSClients {
+				a = append(a, "--cluster-dns-clients", c)
+			}
 		}
 	}
 	for _, e := range s.cfg.EtcdServers {

@@ -95,6 +95,9 @@ func (c *Config) Validate() error {
 	if err := c.ControlPlane.validate(&c.API); err != nil {
 		return err
 	}
+	if err := c.ControlPlane.defaultClusterDNS(&c.ClusterDNS, c.ClusterDomain); err != nil {
+		return err
+	}
 	if err := c.KubeletAPI.validate(c.joinsAPIServer()); err != nil {
 		return err
 	}

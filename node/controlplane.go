@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"time"
 
@@ -22,6 +24,9 @@ type ControlPlaneConfig struct {
 	// ServiceProxy runs the control plane's service proxy for this node
 	// (skiff-apiserver --service-proxy).
 	ServiceProxy bool
+	// ClusterDNS has the control plane serve the cluster DNS at the node's
+	// first --cluster-dns address (default controlplane.DefaultClusterDNS).
+	ClusterDNS bool
 }
 
 // validate checks the flags against the API source's: the control plane
@@ -41,6 +46,38 @@ func (o *ControlPlaneConfig) validate(api *APIConfig) error {
 	return nil
 }
 
+// defaultClusterDNS completes and checks --cluster-dns (dns) when the
+// control plane serves the cluster DNS: none given is its default address;
+// the first one given must be an IPv4 address of its Service range, being
+// the kube-dns Service's cluster IP; the zone is domain.
+func (o *ControlPlaneConfig) defaultClusterDNS(dns *[]string, domain string) error {
+	if !o.Enabled || !o.ClusterDNS {
+		return nil
+	}
+	if domain == "" {
+		return errors.New("--cluster-domain: the control plane's cluster DNS needs a domain (or --control-plane-cluster-dns=false)")
+	}
+	if len(*dns) == 0 {
+		*dns = []string{controlplane.DefaultClusterDNS}
+		return nil
+	}
+	ip, err := netip.ParseAddr((*dns)[0])
+	if err != nil || !ip.Is4() || !netip.MustParsePrefix(controlplane.ServiceCIDR).Contains(ip) {
+		return fmt.Errorf("--cluster-dns %s: the control plane serves the cluster DNS at the first address, which must be an IPv4 address in its Service range %s (or --control-plane-cluster-dns=false, for a DNS of your own)",
+			(*dns)[0], controlplane.ServiceCIDR)
+	}
+	return nil
+}
+
+// clusterDNS is what the control plane's Config says of the cluster DNS:
+// the first of dns, answering podCIDR; none unless it serves it.
+func (o *ControlPlaneConfig) clusterDNS(dns []string, podCIDR string) (address string, clients []string) {
+	if !o.ClusterDNS || len(dns) == 0 {
+		return "", nil
+	}
+	return dns[0], []string{podCIDR}
+}
+
 // dataDir is the shim's --data-dir, <root-dir>/apiserver.
 func (o *ControlPlaneConfig) dataDir(rootDir string) string {
 	return filepath.Join(rootDir, "apiserver")
@@ -52,10 +89,12 @@ func (o *ControlPlaneConfig) dataDir(rootDir string) string {
 // the shim's kubelet client certificate among them; the shim reaches this
 // node's kubelet API where k listens. It returns the shim's stop, to be
 // deferred (nil func when disabled).
-func (o *ControlPlaneConfig) start(ctx context.Context, rootDir, node string, api *APIConfig, k *KubeletAPIConfig, log *slog.Logger) (func(), error) {
+func (o *ControlPlaneConfig) start(ctx context.Context, c *Config, node string, log *slog.Logger) (func(), error) {
 	if !o.Enabled {
 		return func() {}, nil
 	}
+	rootDir, api, k := c.RootDir, &c.API, &c.KubeletAPI
+	dns, clients := o.clusterDNS(c.ClusterDNS, c.PodCIDR)
 	bin, err := controlplane.FindBinary(o.Binary)
 	if err != nil {
 		return nil, err
@@ -65,6 +104,7 @@ func (o *ControlPlaneConfig) start(ctx context.Context, rootDir, node string, ap
 		BindAddress: o.BindAddress, Port: o.Port, EtcdServers: o.EtcdServers,
 		AdminKubeconfig: filepath.Join(rootDir, "admin.kubeconfig"), Logger: log,
 		NodeKubeletHost: k.apiServerHost(), ServiceProxy: o.ServiceProxy,
+		ClusterDNS: dns, ClusterDomain: c.ClusterDomain, DNSClients: clients,
 	})
 	if err != nil {
 		return nil, err
@@ -83,7 +123,7 @@ func (o *ControlPlaneConfig) start(ctx context.Context, rootDir, node string, ap
 // startControlPlane is the control-plane phase: with --control-plane the
 // shim runs, and the API source joins it.
 func (n *Node) startControlPlane(ctx context.Context) error {
-	stop, err := n.cfg.ControlPlane.start(ctx, n.cfg.RootDir, n.name, &n.cfg.API, &n.cfg.KubeletAPI, n.log)
+	stop, err := n.cfg.ControlPlane.start(ctx, &n.cfg, n.name, n.log)
 	if err != nil {
 		return err
 	}

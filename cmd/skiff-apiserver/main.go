@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/dns"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/proxy"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/upstream"
 	"github.com/skiffnode/skiff/shim/server"
@@ -78,6 +80,7 @@ func newRootCmd() *cobra.Command {
 	o := server.Options{}
 	up := upstream.Config{}
 	var serviceProxy bool
+	var clusterDNS dnsFlags
 	gcPercent, memoryLimitMiB := defaultGCPercent, 0
 	var featureGates string
 	cmd := &cobra.Command{
@@ -95,7 +98,15 @@ func newRootCmd() *cobra.Command {
 				return err
 			}
 			if serviceProxy {
-				withProxy(&o, proxy.Config{NodeName: o.NodeName, ServiceCIDR: up.ServiceCIDR})
+				cfg := proxy.Config{NodeName: o.NodeName, ServiceCIDR: up.ServiceCIDR}
+				withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return proxy.Runs(cc, cfg) })
+			}
+			if clusterDNS.address != "" {
+				cfg, err := clusterDNS.config(o.NodeName, up.ServiceCIDR)
+				if err != nil {
+					return err
+				}
+				withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return dns.Runs(cc, cfg) })
 			}
 			s, err := server.New(cmd.Context(), o)
 			if err != nil {
@@ -121,23 +132,57 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&up.ServiceCIDR, "service-cluster-ip-range", upstream.DefaultServiceCIDR, "IPv4 range (CIDR) the Services' cluster IPs are allocated from")
 	f.StringVar(&up.NodePortRange, "service-node-port-range", upstream.DefaultNodePortRange, "range of the Services' node ports (first-last)")
 	f.BoolVar(&serviceProxy, "service-proxy", false, "run the service proxy (kube-proxy's nftables mode) for --node-name: this machine's nftables then carry the Services' cluster IPs and node ports")
+	f.StringVar(&clusterDNS.address, "cluster-dns", "", "serve the cluster DNS for --node-name: the kube-system/kube-dns Service at this cluster IP (in --service-cluster-ip-range), answered by a server on the node's address; empty: none")
+	f.StringVar(&clusterDNS.zone, "cluster-domain", dns.DefaultZone, "DNS domain of the cluster the cluster DNS answers")
+	f.IntVar(&clusterDNS.port, "cluster-dns-port", dns.DefaultPort, "port of the cluster DNS server on the node's address (UDP and TCP), the kube-dns EndpointSlice's")
+	f.StringSliceVar(&clusterDNS.clients, "cluster-dns-clients", nil, "networks (CIDRs) whose clients the cluster DNS answers, the pods'; besides the node's address and loopback it refuses every other client")
+	f.StringVar(&clusterDNS.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration naming the upstream servers the cluster DNS forwards other names to")
 	f.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable overrides it")
 	f.StringVar(&featureGates, "feature-gates", "", "k8s.io/apiserver feature gates (Name=true|false,...), applied over the shim's defaults ("+defaultFeatureGates+")")
 	f.IntVar(&memoryLimitMiB, "memory-limit-mib", 0, "Go soft memory limit in MiB (GOMEMLIMIT); 0: none")
 	return cmd
 }
 
-// withProxy adds the service proxy's run functions to o's controllers.
-func withProxy(o *server.Options, cfg proxy.Config) {
+// withRuns adds the run functions runs returns to o's controllers.
+func withRuns(o *server.Options, runs func(server.ControllerContext) []func(context.Context)) {
 	build := o.Controllers
 	o.Controllers = func(cc server.ControllerContext) ([]func(context.Context), error) {
-		var runs []func(context.Context)
+		var all []func(context.Context)
 		if build != nil {
 			var err error
-			if runs, err = build(cc); err != nil {
+			if all, err = build(cc); err != nil {
 				return nil, err
 			}
 		}
-		return append(runs, proxy.Runs(cc, cfg)...), nil
+		return append(all, runs(cc)...), nil
 	}
+}
+
+// dnsFlags are the cluster DNS's flags.
+type dnsFlags struct {
+	address, zone, resolvConf string
+	port                      int
+	clients                   []string
+}
+
+// config is the cluster DNS's configuration for node, whose address must
+// be in serviceCIDR.
+func (f dnsFlags) config(node, serviceCIDR string) (dns.Config, error) {
+	ip, err := netip.ParseAddr(f.address)
+	if err != nil {
+		return dns.Config{}, fmt.Errorf("--cluster-dns %q: not an IP address", f.address)
+	}
+	cidr, err := netip.ParsePrefix(serviceCIDR)
+	if err != nil {
+		return dns.Config{}, fmt.Errorf("--service-cluster-ip-range %q: %w", serviceCIDR, err)
+	}
+	cfg := dns.Config{NodeName: node, ServiceIP: ip, Zone: f.zone, Port: f.port, ResolvConf: f.resolvConf}
+	for _, c := range f.clients {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return dns.Config{}, fmt.Errorf("--cluster-dns-clients %q: not a CIDR", c)
+		}
+		cfg.Clients = append(cfg.Clients, p.Masked())
+	}
+	return cfg, cfg.Validate(cidr)
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,6 +203,11 @@ func TestControlPlaneFlags(t *testing.T) {
 		{[]string{"--control-plane", "--bootstrap-kubeconfig=/b"}, "--bootstrap-kubeconfig"},
 		{[]string{"--control-plane", "--rotate-certificates"}, "--rotate-certificates"},
 		{[]string{"--control-plane", "--control-plane-port=70000"}, "--control-plane-port"},
+		{[]string{"--control-plane", "--cluster-dns=10.96.0.53"}, ""},
+		{[]string{"--control-plane", "--cluster-dns=192.0.2.53"}, "in its Service range 10.96.0.0/12"},
+		{[]string{"--control-plane", "--cluster-dns=fd00::a"}, "--control-plane-cluster-dns=false"},
+		{[]string{"--control-plane", "--cluster-domain="}, "--cluster-domain"},
+		{[]string{"--control-plane", "--control-plane-cluster-dns=false", "--cluster-dns=192.0.2.53", "--cluster-domain="}, ""},
 	} {
 		o := agentFlagsOf(t, tc.args)
 		cp := o.node.ControlPlane
@@ -214,6 +220,29 @@ func TestControlPlaneFlags(t *testing.T) {
 			t.Errorf("%v: %v", tc.args, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%v: err %v, want one naming %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestControlPlaneClusterDNS: with --control-plane the pods' cluster DNS
+// defaults to the control plane's, 10.96.0.10; an address given is kept,
+// and without --control-plane none is made up.
+func TestControlPlaneClusterDNS(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--control-plane"}, []string{"10.96.0.10"}},
+		{[]string{"--control-plane", "--cluster-dns=10.96.0.53,10.96.0.54"}, []string{"10.96.0.53", "10.96.0.54"}},
+		{[]string{"--control-plane", "--control-plane-cluster-dns=false"}, nil},
+		{nil, nil},
+	} {
+		o := agentFlagsOf(t, tc.args)
+		if err := o.node.Validate(); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if !slices.Equal(o.node.ClusterDNS, tc.want) {
+			t.Errorf("%v: --cluster-dns %v, want %v", tc.args, o.node.ClusterDNS, tc.want)
 		}
 	}
 }

@@ -81,11 +81,11 @@ func (b *bench) shim(ctx context.Context) (*report.Shim, error) {
 // its Node is Ready in the shim, reads the shim's start -> ready from
 // skiff's log into ready and returns the admin's clientset.
 func (b *bench) startShimSkiff(ctx context.Context, port int, ready *float64) (kubernetes.Interface, error) {
-	// Without the service proxy, as kube-apiserver in the API pods
-	// scenario runs without kube-proxy; it would also leave its nftables
-	// table on the machine.
+	// Without the service proxy and the cluster DNS, as kube-apiserver in
+	// the API pods scenario runs without kube-proxy and CoreDNS; the proxy
+	// would also leave its nftables table on the machine.
 	a, err := b.startSkiff("--control-plane", "--control-plane-port", strconv.Itoa(port), "--control-plane-binary", b.apiServer,
-		"--control-plane-service-proxy=false")
+		"--control-plane-service-proxy=false", "--control-plane-cluster-dns=false")
 	if err != nil {
 		return nil, fmt.Errorf("skiff with --control-plane: %w", err) // b.skiff stays the stopped one
 	}

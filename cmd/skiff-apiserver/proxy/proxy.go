@@ -7,13 +7,9 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	kubeproxyconfigv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
@@ -22,8 +18,8 @@ import (
 	proxyconfig "k8s.io/kubernetes/pkg/proxy/config"
 	"k8s.io/kubernetes/pkg/proxy/nftables"
 	proxyutil "k8s.io/kubernetes/pkg/proxy/util"
-	netutils "k8s.io/utils/net"
 
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/nodeip"
 	"github.com/skiffnode/skiff/shim/server"
 )
 
@@ -36,10 +32,6 @@ type Config struct {
 	// unallocated address of it is rejected.
 	ServiceCIDR string
 }
-
-// nodeIPWait bounds how long the proxy waits for its Node's address
-// (the agent registers it within seconds of the API server's start).
-const nodeIPWait = 5 * time.Minute
 
 // Runs returns the proxy's run functions for server.Options.Controllers:
 // built on cc's informers now (before the factory starts), started once
@@ -56,7 +48,7 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 	return []func(context.Context){func(ctx context.Context) {
 		logger := klog.FromContext(ctx).WithName("proxy")
 		ctx = klog.NewContext(ctx, logger)
-		nodeIP, err := waitNodeIP(ctx, cfg.NodeName, func(name string) (*corev1.Node, error) { return nodes.Lister().Get(name) })
+		nodeIP, err := nodeip.Wait(ctx, cfg.NodeName, func(name string) (*corev1.Node, error) { return nodes.Lister().Get(name) })
 		if err != nil {
 			logger.Error(err, "Service proxy not started")
 			return
@@ -106,41 +98,4 @@ func defaults() (*kubeproxyconfig.KubeProxyConfiguration, error) {
 	}
 	kpc.Mode = kubeproxyconfig.ProxyModeNFTables
 	return kpc, nil
-}
-
-// waitNodeIP polls get for node name until it has an IPv4 address
-// (InternalIP first, as kube-proxy), for at most nodeIPWait.
-func waitNodeIP(ctx context.Context, name string, get func(string) (*corev1.Node, error)) (net.IP, error) {
-	if name == "" {
-		return nil, errors.New("no node name")
-	}
-	var ip net.IP
-	err := wait.PollUntilContextTimeout(ctx, time.Second, nodeIPWait, true, func(context.Context) (bool, error) {
-		node, err := get(name)
-		if err != nil {
-			return false, nil
-		}
-		ip = nodeIPv4(node)
-		return ip != nil, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("node %s has no IPv4 address: %w", name, err)
-	}
-	return ip, nil
-}
-
-// nodeIPv4 is node's first IPv4 InternalIP, else its first IPv4
-// ExternalIP, else nil.
-func nodeIPv4(node *corev1.Node) net.IP {
-	for _, typ := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
-		for _, a := range node.Status.Addresses {
-			if a.Type != typ {
-				continue
-			}
-			if ip := netutils.ParseIPSloppy(a.Address); ip != nil && ip.To4() != nil {
-				return ip
-			}
-		}
-	}
-	return nil
 }

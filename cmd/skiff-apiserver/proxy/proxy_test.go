@@ -1,12 +1,9 @@
 package proxy
 
 import (
-	"context"
-	"errors"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
 )
 
@@ -22,52 +19,5 @@ func TestDefaults(t *testing.T) {
 		kpc.ConfigSyncPeriod.Duration != 15*time.Minute {
 		t.Errorf("config = mode %q, sync %v, min sync %v, masquerade bit %v, config sync %v; want kube-proxy's defaults",
 			kpc.Mode, kpc.SyncPeriod, kpc.MinSyncPeriod, kpc.NFTables.MasqueradeBit, kpc.ConfigSyncPeriod)
-	}
-}
-
-func TestNodeIPv4(t *testing.T) {
-	addr := func(typ corev1.NodeAddressType, a string) corev1.NodeAddress {
-		return corev1.NodeAddress{Type: typ, Address: a}
-	}
-	for _, tc := range []struct {
-		name  string
-		addrs []corev1.NodeAddress
-		want  string
-	}{
-		{"internal first", []corev1.NodeAddress{addr(corev1.NodeExternalIP, "203.0.113.1"), addr(corev1.NodeInternalIP, "192.0.2.2")}, "192.0.2.2"},
-		{"IPv4 of dual stack", []corev1.NodeAddress{addr(corev1.NodeInternalIP, "fd00::2"), addr(corev1.NodeInternalIP, "192.0.2.2")}, "192.0.2.2"},
-		{"external without internal", []corev1.NodeAddress{addr(corev1.NodeHostName, "n1"), addr(corev1.NodeExternalIP, "203.0.113.1")}, "203.0.113.1"},
-		{"IPv6 only", []corev1.NodeAddress{addr(corev1.NodeInternalIP, "fd00::2")}, "<nil>"},
-		{"none", nil, "<nil>"},
-	} {
-		node := &corev1.Node{Status: corev1.NodeStatus{Addresses: tc.addrs}}
-		if got := nodeIPv4(node).String(); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
-		}
-	}
-}
-
-// TestWaitNodeIP: the address once the node has one; the context's end
-// otherwise.
-func TestWaitNodeIP(t *testing.T) {
-	calls := 0
-	get := func(string) (*corev1.Node, error) {
-		calls++
-		if calls < 2 {
-			return nil, errors.New("not found")
-		}
-		return &corev1.Node{Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.2"}}}}, nil
-	}
-	ip, err := waitNodeIP(context.Background(), "n1", get)
-	if err != nil || ip.String() != "192.0.2.2" {
-		t.Errorf("waitNodeIP = %v, %v", ip, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := waitNodeIP(ctx, "n1", func(string) (*corev1.Node, error) { return &corev1.Node{}, nil }); err == nil {
-		t.Error("no address and a cancelled context: no error")
-	}
-	if _, err := waitNodeIP(context.Background(), "", get); err == nil {
-		t.Error("no node name: no error")
 	}
 }

@@ -33,9 +33,19 @@ func startServer(ctx context.Context, t *testing.T) kubernetes.Interface {
 // server and waits for it (also at the test's end).
 func startServerIn(ctx context.Context, t *testing.T, dataDir string, cfg Config) (client kubernetes.Interface, stop func()) {
 	t.Helper()
+	return startServerWith(ctx, t, dataDir, cfg, nil)
+}
+
+// startServerWith is startServerIn with extra applied to the options
+// after Add (nil: none).
+func startServerWith(ctx context.Context, t *testing.T, dataDir string, cfg Config, extra func(*server.Options)) (client kubernetes.Interface, stop func()) {
+	t.Helper()
 	o := server.Options{DataDir: dataDir, BindAddress: "127.0.0.1"}
 	if err := Add(&o, cfg); err != nil {
 		t.Fatal(err)
+	}
+	if extra != nil {
+		extra(&o)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s, err := server.New(ctx, o)
