@@ -84,4 +84,14 @@ func TestControlPlaneDNS_Issue36(t *testing.T) {
 	if out, err := cpKubectlErr(kc, "", "exec", "client", "--", "nslookup", "nosuch.default.svc.cluster.local"); err == nil || !strings.Contains(out, "NXDOMAIN") {
 		t.Errorf("nslookup of a Service that does not exist: %v\n%s\nwant NXDOMAIN", err, out)
 	}
+
+	// README's "kubectl on one node", as written there.
+	cpKubectl(t, kc, "", "create", "deployment", "readme", "--image", busyboxImage, "--port", "8080", "--", "httpd", "-f", "-p", "8080", "-h", "/etc")
+	t.Cleanup(func() { _, _ = cpKubectlErr(kc, "", "delete", "deployment/readme", "--wait=true", "--ignore-not-found") })
+	cpKubectl(t, kc, "", "expose", "deployment", "readme", "--port", "80", "--target-port", "8080")
+	cpKubectl(t, kc, "", "rollout", "status", "deployment/readme", "--timeout=2m")
+	eventually(t, time.Minute, func() (bool, string) {
+		out, err := cpKubectlErr(kc, "", "exec", "client", "--", "wget", "-qO-", "http://readme/hostname")
+		return err == nil && strings.HasPrefix(out, "readme-"), "GET http://readme/hostname from a pod: " + out
+	})
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,8 @@ spec:
 
 // TestControlPlaneStatefulSets_Issue36: against `skiff agent
 // --control-plane`, a StatefulSet behind a headless Service runs db-0 and
-// db-1 with their stable names as hostnames, scales to three, and rolls a
+// db-1 with their stable names as hostnames (db-1 resolves db-0's name in
+// the cluster DNS), scales to three, and rolls a
 // new template out (kubectl rollout status); the headless Service's
 // EndpointSlice names each pod; RBAC objects are stored and listed.
 func TestControlPlaneStatefulSets_Issue36(t *testing.T) {
@@ -62,6 +64,13 @@ func TestControlPlaneStatefulSets_Issue36(t *testing.T) {
 		out, _ := cpKubectlErr(kc, "", "get", "endpointslices", "-l", "kubernetes.io/service-name=db",
 			"-o", "jsonpath={.items[0].endpoints[*].hostname}")
 		return out == "db-0 db-1" || out == "db-1 db-0", "headless EndpointSlice hostnames: " + out
+	})
+	// The stable network identity: db-1 finds db-0 by its name in the
+	// cluster DNS.
+	db0 := cpKubectl(t, kc, "", "get", "pod", "db-0", "-o", "jsonpath={.status.podIP}")
+	eventually(t, time.Minute, func() (bool, string) {
+		out, err := cpKubectlErr(kc, "", "exec", "db-1", "--", "nslookup", "db-0.db.default.svc.cluster.local")
+		return err == nil && strings.Contains(out, "Address: "+db0), fmt.Sprintf("nslookup db-0.db in db-1: %v\n%s\nwant %s", err, out, db0)
 	})
 
 	cpKubectl(t, kc, "", "scale", "statefulset/db", "--replicas=3")
