@@ -87,7 +87,9 @@ func TestControlPlaneDNS_Issue36(t *testing.T) {
 
 	// README's "kubectl on one node", as written there.
 	cpKubectl(t, kc, "", "create", "deployment", "readme", "--image", busyboxImage, "--port", "8080", "--", "httpd", "-f", "-p", "8080", "-h", "/etc")
-	t.Cleanup(func() { _, _ = cpKubectlErr(kc, "", "delete", "deployment/readme", "--wait=true", "--ignore-not-found") })
+	t.Cleanup(func() {
+		_, _ = cpKubectlErr(kc, "", "delete", "deployment/readme", "--wait=true", "--ignore-not-found")
+	})
 	cpKubectl(t, kc, "", "expose", "deployment", "readme", "--port", "80", "--target-port", "8080")
 	cpKubectl(t, kc, "", "rollout", "status", "deployment/readme", "--timeout=2m")
 	eventually(t, time.Minute, func() (bool, string) {
