@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/conversion"
@@ -58,6 +59,8 @@ var groups = []struct {
 	{discoveryv1.SchemeGroupVersion, discoveryv1.AddToScheme, nil},
 	// Roles and bindings, stored and served by skiff-apiserver's build.
 	{rbacv1.SchemeGroupVersion, rbacv1.AddToScheme, nil},
+	// PodDisruptionBudgets, served by skiff-apiserver's build.
+	{policyv1.SchemeGroupVersion, policyv1.AddToScheme, nil},
 	// events.k8s.io/v1 Events are core/v1 Events inside (events.go).
 	{eventsv1.SchemeGroupVersion, eventsv1.AddToScheme, addEventsInternal},
 	// TokenRequest (serviceaccounts/token), TokenReview and SelfSubjectReview.

@@ -81,7 +81,7 @@ func newControllers(loopback *rest.Config, client kubernetes.Interface, factory 
 	}
 	c.runs = append(c.runs, apps...)
 	if extra != nil {
-		more, err := extra(ControllerContext{Client: client, Informers: factory})
+		more, err := extra(ControllerContext{Client: client, Config: rest.CopyConfig(loopback), Informers: factory})
 		if err != nil {
 			return nil, fmt.Errorf("extra controllers: %w", err)
 		}

@@ -39,6 +39,7 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	nodeauthz "github.com/skiffnode/skiff/shim/authz/node"
@@ -96,6 +97,9 @@ type Options struct {
 type ControllerContext struct {
 	// Client is the loopback client (system:apiserver).
 	Client kubernetes.Interface
+	// Config is the loopback client's configuration, for clients of other
+	// kinds (scale, dynamic).
+	Config *rest.Config
 	// Informers is the shared factory, started once the server serves.
 	Informers informers.SharedInformerFactory
 }

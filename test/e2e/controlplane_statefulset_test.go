@@ -48,7 +48,8 @@ spec:
 // db-1 with their stable names as hostnames (db-1 resolves db-0's name in
 // the cluster DNS), scales to three, and rolls a
 // new template out (kubectl rollout status); the headless Service's
-// EndpointSlice names each pod; RBAC objects are stored and listed.
+// EndpointSlice names each pod; a PodDisruptionBudget of the three pods
+// gets its status; RBAC objects are stored and listed.
 func TestControlPlaneStatefulSets_Issue36(t *testing.T) {
 	_, kc := startControlPlane(t)
 
@@ -83,6 +84,16 @@ func TestControlPlaneStatefulSets_Issue36(t *testing.T) {
 	if out := cpKubectl(t, kc, "", "get", "statefulset", "db", "--no-headers"); !strings.HasPrefix(strings.Join(strings.Fields(out), " "), "db 3/3") {
 		t.Errorf("kubectl get statefulset db = %q, want db 3/3", out)
 	}
+	// A budget of the three: the disruption controller allows two
+	// disruptions with minAvailable 1.
+	cpKubectl(t, kc, "", "create", "poddisruptionbudget", "db", "--selector=app=db", "--min-available=1")
+	eventually(t, time.Minute, func() (bool, string) {
+		out, _ := cpKubectlErr(kc, "", "get", "pdb", "db")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		want := "db 1 N/A 2"
+		return len(lines) == 2 && strings.Fields(lines[0])[0] == "NAME" && strings.HasPrefix(strings.Join(strings.Fields(lines[1]), " "), want),
+			"kubectl get pdb db:\n" + out + "\nwant " + want
+	})
 
 	cpKubectl(t, kc, "", "create", "role", "pod-reader", "--verb=get,list", "--resource=pods")
 	cpKubectl(t, kc, "", "create", "rolebinding", "read-pods", "--role=pod-reader", "--serviceaccount=default:default")

@@ -60,13 +60,15 @@ type Config struct {
 	NodePortRange string
 }
 
-// Add makes o serve upstream's kinds (core/v1 Services, Endpoints and
-// PersistentVolumeClaims, discovery.k8s.io/v1 EndpointSlices, batch/v1
-// Jobs and CronJobs, apps/v1 DaemonSets, StatefulSets and
-// ControllerRevisions, rbac.authorization.k8s.io/v1's four kinds) and run
-// upstream's controllers (EndpointSlice, Endpoints, EndpointSlice
+// Add makes o serve upstream's kinds (core/v1 Services, Endpoints,
+// PersistentVolumeClaims and ReplicationControllers,
+// discovery.k8s.io/v1 EndpointSlices, batch/v1 Jobs and CronJobs, apps/v1
+// DaemonSets, StatefulSets and ControllerRevisions, policy/v1
+// PodDisruptionBudgets, rbac.authorization.k8s.io/v1's four kinds) and
+// run upstream's controllers (EndpointSlice, Endpoints, EndpointSlice
 // mirroring, Job, TTL after finished, CronJob, DaemonSet, StatefulSet,
-// ClusterRole aggregation), and registers upstream's defaulting of those
+// ClusterRole aggregation, replication, disruption), and registers
+// upstream's defaulting of those
 // kinds in the shim's scheme, which the shim's decoders apply. It sets
 // o.Controllers. Call it once, before server.New.
 func Add(o *server.Options, cfg Config) error {
@@ -91,8 +93,10 @@ func Add(o *server.Options, cfg Config) error {
 	addDaemonSetDefaults(scheme.Scheme)
 	addServiceDefaults(scheme.Scheme)
 	addClaimDefaults(scheme.Scheme)
+	addReplicationControllerDefaults(scheme.Scheme)
 	o.Kinds = append(o.Kinds, svcs, endpoints(c), endpointSlices(c), persistentVolumeClaims(c),
-		jobs(c), cronJobs(c), daemonSets(c), statefulSets(c), controllerRevisions(c))
+		jobs(c), cronJobs(c), daemonSets(c), statefulSets(c), controllerRevisions(c),
+		replicationControllers(c), podDisruptionBudgets(c))
 	o.Kinds = append(o.Kinds, rbacKinds(c)...)
 	o.Controllers = func(cc server.ControllerContext) ([]func(context.Context), error) {
 		runs, err := newControllers(cc)
@@ -107,7 +111,7 @@ func Add(o *server.Options, cfg Config) error {
 // newConverter returns a converter for the groups Add serves.
 func newConverter() (converter, error) {
 	c := converter{scheme: runtime.NewScheme(), printers: newPrinters()}
-	for _, add := range []func(*runtime.Scheme) error{addCoreToScheme, addBatchToScheme, addAppsToScheme, addRBACToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{addCoreToScheme, addBatchToScheme, addAppsToScheme, addRBACToScheme, addPolicyToScheme} {
 		if err := add(c.scheme); err != nil {
 			return converter{}, fmt.Errorf("upstream scheme: %w", err)
 		}
@@ -115,8 +119,8 @@ func newConverter() (converter, error) {
 	return c, nil
 }
 
-// newControllers builds upstream's endpoint, Job, CronJob and DaemonSet
-// controllers on the shim's loopback client and shared informers.
+// newControllers builds upstream's controllers (Add lists them) on the
+// shim's loopback client and shared informers.
 func newControllers(cc server.ControllerContext) ([]func(context.Context), error) {
 	// With WorkloadWithJob the Job controller waits for Workload and
 	// PodGroup informers, which need kinds skiff-apiserver does not serve.
@@ -148,7 +152,11 @@ func newControllers(cc server.ControllerContext) ([]func(context.Context), error
 	if err != nil {
 		return nil, fmt.Errorf("daemonset controller: %w", err)
 	}
-	return []func(context.Context){
+	policyRuns, err := policyControllers(cc)
+	if err != nil {
+		return nil, err
+	}
+	return append(policyRuns,
 		func(ctx context.Context) { esc.Run(ctx, endpointSliceWorkers) },
 		func(ctx context.Context) { epc.Run(ctx, endpointsWorkers) },
 		func(ctx context.Context) { mc.Run(ctx, mirroringWorkers) },
@@ -158,5 +166,5 @@ func newControllers(cc server.ControllerContext) ([]func(context.Context), error
 		func(ctx context.Context) { jc.Run(ctx, jobWorkers) },
 		func(ctx context.Context) { cjc.Run(ctx, cronJobWorkers) },
 		func(ctx context.Context) { dsc.Run(ctx, daemonSetWorkers) },
-	}, nil
+	), nil
 }

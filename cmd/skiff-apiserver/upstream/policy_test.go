@@ -1,0 +1,86 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// TestDisruptionBudgetOfReplicationController: upstream's replication
+// manager runs an RC's pods (and scales them through the scale
+// subresource); once they are ready (as a kubelet would report them) the
+// disruption controller writes the budget's status: one disruption
+// allowed of two pods with minAvailable 1. A budget with both bounds is
+// refused with upstream's message.
+func TestDisruptionBudgetOfReplicationController(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := startServer(ctx, t)
+	labels := map[string]string{"app": "rc"}
+	rc := &corev1.ReplicationController{
+		ObjectMeta: metav1.ObjectMeta{Name: "rc"},
+		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](2), Selector: labels, Template: &corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		}},
+	}
+	if _, err := client.CoreV1().ReplicationControllers("default").Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := func() []corev1.Pod {
+		list, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=rc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+	waitFor(ctx, t, "the RC's two pods", func() bool { return len(pods()) == 2 })
+	for _, p := range pods() {
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, &p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	bad := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "bad"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	}
+	_, err := client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, bad, metav1.CreateOptions{})
+	if want := "minAvailable and maxUnavailable cannot be both set"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("both bounds: %v, want %q", err, want)
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "rc"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	}
+	if _, err := client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	waitFor(ctx, t, "the budget's status: 2 expected, 2 healthy, 1 desired, 1 allowed", func() bool {
+		got, err := client.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "rc", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		s := got.Status
+		status = fmt.Sprintf("%d expected, %d healthy, %d desired, %d allowed", s.ExpectedPods, s.CurrentHealthy, s.DesiredHealthy, s.DisruptionsAllowed)
+		return status == "2 expected, 2 healthy, 1 desired, 1 allowed" && s.ObservedGeneration == got.Generation
+	})
+
+	scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "rc", Namespace: "default"}, Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
+	if _, err := client.CoreV1().ReplicationControllers("default").UpdateScale(ctx, "rc", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "three pods after the scale", func() bool { return len(pods()) == 3 })
+}
