@@ -63,6 +63,9 @@ func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter, kubelets kubele
 	if err := addPodSubresources(st.byGroup[""], kubelets); err != nil {
 		return nil, err
 	}
+	if err := addEviction(st.byGroup); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 

@@ -49,7 +49,8 @@ spec:
 // the cluster DNS), scales to three, and rolls a
 // new template out (kubectl rollout status); the headless Service's
 // EndpointSlice names each pod; a PodDisruptionBudget of the three pods
-// gets its status; RBAC objects are stored and listed.
+// gets its status, and kubectl drain evicts them within it; RBAC objects
+// are stored and listed.
 func TestControlPlaneStatefulSets_Issue36(t *testing.T) {
 	_, kc := startControlPlane(t)
 
@@ -94,6 +95,22 @@ func TestControlPlaneStatefulSets_Issue36(t *testing.T) {
 		return len(lines) == 2 && strings.Fields(lines[0])[0] == "NAME" && strings.HasPrefix(strings.Join(strings.Fields(lines[1]), " "), want),
 			"kubectl get pdb db:\n" + out + "\nwant " + want
 	})
+	// kubectl drain evicts the three through pods/eviction: two at once,
+	// the third only once a replacement is ready again (429 meanwhile).
+	// The StatefulSet's replacements land on the cordoned node all the
+	// same: the control plane places every pod on its one node.
+	node := cpKubectl(t, kc, "", "get", "nodes", "-o", "jsonpath={.items[0].metadata.name}")
+	t.Cleanup(func() { _, _ = cpKubectlErr(kc, "", "uncordon", node) })
+	out, err := cpKubectlErr(kc, "", "drain", node, "--pod-selector=app=db", "--timeout=3m")
+	for _, want := range []string{"evicting pod default/db-0", "evicting pod default/db-2",
+		"Cannot evict pod as it would violate the pod's disruption budget.", "node/" + node + " drained"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("kubectl drain %s: %v\n%s\nwant %q", node, err, out, want)
+			break
+		}
+	}
+	cpKubectl(t, kc, "", "uncordon", node)
+	cpKubectl(t, kc, "", "rollout", "status", "statefulset/db", "--timeout=3m")
 
 	cpKubectl(t, kc, "", "create", "role", "pod-reader", "--verb=get,list", "--resource=pods")
 	cpKubectl(t, kc, "", "create", "rolebinding", "read-pods", "--role=pod-reader", "--serviceaccount=default:default")

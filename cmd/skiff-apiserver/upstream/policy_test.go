@@ -10,6 +10,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -19,8 +20,9 @@ import (
 // manager runs an RC's pods (and scales them through the scale
 // subresource); once they are ready (as a kubelet would report them) the
 // disruption controller writes the budget's status: one disruption
-// allowed of two pods with minAvailable 1. A budget with both bounds is
-// refused with upstream's message.
+// allowed of two pods with minAvailable 1; pods/eviction then evicts one
+// pod and refuses the other (429). A budget with both bounds is refused
+// with upstream's message.
 func TestDisruptionBudgetOfReplicationController(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -77,6 +79,30 @@ func TestDisruptionBudgetOfReplicationController(t *testing.T) {
 		status = fmt.Sprintf("%d expected, %d healthy, %d desired, %d allowed", s.ExpectedPods, s.CurrentHealthy, s.DesiredHealthy, s.DisruptionsAllowed)
 		return status == "2 expected, 2 healthy, 1 desired, 1 allowed" && s.ObservedGeneration == got.Generation
 	})
+
+	// Eviction: the first pod goes, taking the one disruption; the second
+	// is refused with upstream's 429 while the budget allows none.
+	ready := pods()
+	evict := func(name string) error {
+		return client.CoreV1().Pods("default").EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}})
+	}
+	if err := evict(ready[0].Name); err != nil {
+		t.Fatalf("evict %s with one disruption allowed: %v", ready[0].Name, err)
+	}
+	got, err := client.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "rc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Status.DisruptedPods[ready[0].Name]; !ok {
+		t.Errorf("after the eviction the budget's disrupted pods are %v, want %s", got.Status.DisruptedPods, ready[0].Name)
+	}
+	err = evict(ready[1].Name)
+	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), "Cannot evict pod as it would violate the pod's disruption budget.") {
+		t.Errorf("evict %s with no disruption allowed: %v, want 429", ready[1].Name, err)
+	}
+	if _, err := client.CoreV1().Pods("default").Get(ctx, ready[1].Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod refused eviction: %v", err)
+	}
 
 	scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "rc", Namespace: "default"}, Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
 	if _, err := client.CoreV1().ReplicationControllers("default").UpdateScale(ctx, "rc", scale, metav1.UpdateOptions{}); err != nil {
