@@ -8,10 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/skiffnode/skiff/internal/childproc"
 )
 
 // process is one control plane component: a child process in its own
@@ -24,8 +25,7 @@ type process struct {
 	log  string // the log file's path
 
 	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has been waited for
-	err  error         // Wait's result, set before done is closed
+	proc *childproc.Proc // nil until started
 }
 
 // newProcess describes a component; start runs it.
@@ -44,26 +44,14 @@ func (p *process) start() error {
 	fmt.Fprintf(f, "=== %s: %s %s\n", time.Now().Format(time.RFC3339Nano), p.path, strings.Join(p.args, " "))
 	cmd := exec.Command(p.path, p.args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	// Pdeathsig fires when the *thread* that forked exits: the goroutine
-	// keeps its thread locked while the process lives, so no goroutine that
-	// exits locked can end that thread and kill the process with it.
+	// childproc keeps the parent-death signal from firing when another
+	// goroutine ends the thread that forked.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	done, started := make(chan struct{}), make(chan error, 1)
-	p.err = nil
-	go func() {
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
-		close(done)
-	}()
-	if err := <-started; err != nil {
+	proc, err := childproc.Start(cmd)
+	if err != nil {
 		return fmt.Errorf("%s: start: %w", p.name, err)
 	}
-	p.cmd, p.done = cmd, done
+	p.cmd, p.proc = cmd, proc
 	return nil
 }
 
@@ -73,8 +61,8 @@ func (p *process) exited() (bool, error) {
 		return true, nil
 	}
 	select {
-	case <-p.done:
-		return true, p.err
+	case <-p.proc.Done():
+		return true, p.proc.Err()
 	default:
 		return false, nil
 	}
@@ -92,12 +80,12 @@ func (p *process) stop(sig syscall.Signal, grace time.Duration) {
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 	select {
-	case <-p.done:
+	case <-p.proc.Done():
 		return
 	case <-time.After(grace):
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
+	<-p.proc.Done()
 }
 
 // logTail returns the last lines of the process's log, for errors.

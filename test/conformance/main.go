@@ -22,7 +22,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/skiffnode/skiff/internal/childproc"
 	"github.com/skiffnode/skiff/internal/testregistry"
 	"github.com/skiffnode/skiff/runtime/containerd"
 	"github.com/skiffnode/skiff/runtime/cri"
@@ -343,33 +343,22 @@ func runSuite(ctx context.Context, o options, kubeconfig string, dry bool) error
 	return cmd.Run()
 }
 
-// agentProc is the running skiff agent.
+// agentProc is the running skiff agent (or kubelet).
 type agentProc struct {
 	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	proc *childproc.Proc
 }
 
-// startProc starts cmd with SIGKILL as its parent-death signal. That
-// signal fires when the *thread* that forked exits: the goroutine keeps its
-// thread locked while the process lives, so that no other goroutine that
-// exits locked (test/cluster's do) can end that thread and the process
-// with it.
+// startProc starts cmd with SIGKILL as its parent-death signal, through
+// childproc (the signal must not fire when test/cluster's goroutines end
+// a thread).
 func startProc(cmd *exec.Cmd) (*agentProc, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &agentProc{cmd: cmd, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, <-started
+	p, err := childproc.Start(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return &agentProc{cmd: cmd, proc: p}, nil
 }
 
 func startAgent(o options, c *cluster.Cluster, root, regFile string) (*agentProc, error) {
@@ -416,18 +405,18 @@ func startAgent(o options, c *cluster.Cluster, root, regFile string) (*agentProc
 func (p *agentProc) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-p.proc.Done():
 	case <-time.After(30 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		<-p.proc.Done()
 	}
 }
 
 func waitNodeReady(ctx context.Context, cs kubernetes.Interface, agent *agentProc) error {
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
-		case <-agent.done:
-			return false, fmt.Errorf("agent exited: %w", agent.err)
+		case <-agent.proc.Done():
+			return false, fmt.Errorf("agent exited: %w", agent.proc.Err())
 		default:
 		}
 		n, err := cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})

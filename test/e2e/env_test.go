@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiffnode/skiff/internal/childproc"
 	"github.com/skiffnode/skiff/runtime"
 	"github.com/skiffnode/skiff/runtime/cri"
 )
@@ -69,8 +69,7 @@ type AgentOptions struct {
 // agentProc is a running `skiff agent`.
 type agentProc struct {
 	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	err  error         // Wait's result, valid after done
+	proc *childproc.Proc
 }
 
 // NewEnv prepares a test's directories, or skips the test when the suite is
@@ -159,27 +158,16 @@ func (e *Env) StartAgent(t *testing.T, opts AgentOptions) {
 	if len(opts.Env) > 0 {
 		cmd.Env = append(os.Environ(), opts.Env...)
 	}
-	// The agent must not outlive a test binary that dies. Pdeathsig fires
-	// when the *thread* that forked exits: the goroutine keeps its thread
-	// locked while the agent lives, so no goroutine that exits locked (the
-	// suite's containerd supervisor, killed by the faults suite) can end
-	// that thread and kill the agent with it.
+	// The agent must not outlive a test binary that dies; childproc keeps
+	// the signal from firing when a goroutine that exits locked (the
+	// suite's containerd supervisor, killed by the faults suite) ends the
+	// thread that forked.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &agentProc{cmd: cmd, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		goruntime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
+	proc, err := childproc.Start(cmd)
+	if err != nil {
 		t.Fatalf("start agent: %v", err)
 	}
+	p := &agentProc{cmd: cmd, proc: proc}
 	e.agent = p
 	e.waitHealthy(t, p)
 }
@@ -191,9 +179,9 @@ func (e *Env) waitHealthy(t *testing.T, p *agentProc) {
 	var last string
 	for {
 		select {
-		case <-p.done:
+		case <-p.proc.Done():
 			e.agent, e.startFailed = nil, true
-			t.Fatalf("agent exited during start-up: %v\n%s", p.err, e.agentLogTail())
+			t.Fatalf("agent exited during start-up: %v\n%s", p.proc.Err(), e.agentLogTail())
 		default:
 		}
 		code, body, err := e.get("/healthz")
@@ -203,7 +191,7 @@ func (e *Env) waitHealthy(t *testing.T, p *agentProc) {
 		last = fmt.Sprintf("code %d body %q err %v", code, body, err)
 		if time.Now().After(deadline) {
 			_ = p.cmd.Process.Kill()
-			<-p.done
+			<-p.proc.Done()
 			e.agent, e.startFailed = nil, true
 			t.Fatalf("agent not healthy after %s (last: %s)", agentStartTimeout, last)
 		}
@@ -235,14 +223,14 @@ func (e *Env) stopAgent(t *testing.T, sig syscall.Signal, wantClean bool) {
 		t.Fatalf("signal agent: %v", err)
 	}
 	select {
-	case <-p.done:
+	case <-p.proc.Done():
 	case <-time.After(agentStopTimeout):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		<-p.proc.Done()
 		t.Fatalf("agent did not exit within %s of %s", agentStopTimeout, sig)
 	}
-	if wantClean && p.err != nil {
-		t.Errorf("agent exit after %s: %v (want status 0)", sig, p.err)
+	if wantClean && p.proc.Err() != nil {
+		t.Errorf("agent exit after %s: %v (want status 0)", sig, p.proc.Err())
 	}
 }
 

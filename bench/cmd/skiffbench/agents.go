@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/skiffnode/skiff/bench/internal/criops"
+	"github.com/skiffnode/skiff/internal/childproc"
 )
 
 // nodeName is the --hostname-override of both agents; static pod names get
@@ -39,8 +39,7 @@ const agentNamespace = "default"
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	proc *childproc.Proc
 	log  string
 }
 
@@ -52,47 +51,34 @@ func startProcess(name, logPath, bin string, args ...string) (*process, error) {
 	defer logFile.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The agent must not outlive the harness. Pdeathsig fires when the
-	// *thread* that forked exits: the goroutine keeps its thread locked
-	// while the process lives, so that no other goroutine that exits
-	// locked (test/cluster's do) can end that thread and stop the process
-	// with it (it stopped the external containerd between the API and the
-	// shim scenarios).
+	// The agent must not outlive the harness; childproc keeps that signal
+	// from firing early (it stopped the external containerd between the
+	// API and the shim scenarios when test/cluster's goroutines ended the
+	// thread that had forked it).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
+	proc, err := childproc.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start %s %s: %w", name, bin, err)
 	}
-	return p, nil
+	return &process{name: name, cmd: cmd, proc: proc, log: logPath}, nil
 }
 
 // stop sends SIGTERM and waits up to a minute, then SIGKILL. Blocking,
 // idempotent.
 func (p *process) stop() error {
 	select {
-	case <-p.done:
+	case <-p.proc.Done():
 		return nil
 	default:
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-p.proc.Done():
 		return nil
 	case <-time.After(time.Minute):
 	}
 	_ = p.cmd.Process.Kill()
-	<-p.done
+	<-p.proc.Done()
 	return fmt.Errorf("%s did not stop within a minute of SIGTERM and was killed", p.name)
 }
 
@@ -106,8 +92,8 @@ func (p *process) waitFor(what string, timeout time.Duration, check func() error
 			return nil
 		}
 		select {
-		case <-p.done:
-			exit := p.err
+		case <-p.proc.Done():
+			exit := p.proc.Err()
 			if exit == nil {
 				exit = errors.New("exit status 0")
 			}
