@@ -35,16 +35,29 @@ func controlPlaneArgs(t *testing.T, e *Env) []string {
 	// The control plane's service proxy leaves its nftables table, as
 	// kube-proxy does; the next test's would start from it.
 	e.afterAgent = append(e.afterAgent, func() { _ = exec.Command("nft", "delete", "table", "ip", "kube-proxy").Run() })
+	// Before the agent stops: the proxier's rules and the end of the
+	// control plane's log, as they were when the test failed.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		rules, _ := exec.Command("nft", "list", "table", "ip", "kube-proxy").CombinedOutput()
+		log, _ := os.ReadFile(filepath.Join(e.s.Root, "apiserver", "skiff-apiserver.log"))
+		lines := strings.Split(string(log), "\n")
+		lines = lines[max(0, len(lines)-200):]
+		t.Logf("--- nft list table ip kube-proxy ---\n%s\n--- skiff-apiserver.log, last 200 lines ---\n%s", rules, strings.Join(lines, "\n"))
+	})
 	return []string{"--control-plane", "--control-plane-binary", bin, "--control-plane-port", strconv.Itoa(freeTCPPort(t))}
 }
 
-// startControlPlane starts `skiff agent --control-plane` in a new Env and
-// returns an admin client and kubeconfig once its node is Ready; it skips
-// the test without kubectl (SKIFF_CONTROLPLANE).
-func startControlPlane(t *testing.T) (kubernetes.Interface, string) {
+// startControlPlane starts `skiff agent --control-plane` (with extra
+// agent flags) in a new Env and returns an admin client and kubeconfig
+// once its node is Ready; it skips the test without kubectl
+// (SKIFF_CONTROLPLANE).
+func startControlPlane(t *testing.T, extra ...string) (kubernetes.Interface, string) {
 	t.Helper()
 	e := NewEnv(t)
-	args := controlPlaneArgs(t, e)
+	args := append(controlPlaneArgs(t, e), extra...)
 	if os.Getenv("SKIFF_CONTROLPLANE") == "" {
 		t.Skip("SKIFF_CONTROLPLANE is not set (kubectl): build it with `make controlplane` (make e2e does)")
 	}
