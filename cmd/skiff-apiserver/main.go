@@ -76,49 +76,76 @@ func setFeatureGates(gates string) error {
 	return nil
 }
 
+// flags are skiff-apiserver's command line.
+type flags struct {
+	o                         server.Options
+	up                        upstream.Config
+	serviceProxy              bool
+	clusterDNS                dnsFlags
+	gcPercent, memoryLimitMiB int
+	featureGates              string
+}
+
 func newRootCmd() *cobra.Command {
-	o := server.Options{}
-	up := upstream.Config{}
-	var serviceProxy bool
-	var clusterDNS dnsFlags
-	gcPercent, memoryLimitMiB := defaultGCPercent, 0
-	var featureGates string
+	fl := &flags{gcPercent: defaultGCPercent}
 	cmd := &cobra.Command{
 		Use:           "skiff-apiserver",
 		Short:         "Serve the Kubernetes API for one skiff node",
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			gcSettings(gcPercent, memoryLimitMiB)
-			if err := setFeatureGates(featureGates); err != nil {
-				return err
-			}
-			if err := upstream.Add(&o, up); err != nil {
-				return err
-			}
-			if serviceProxy {
-				cfg := proxy.Config{NodeName: o.NodeName, ServiceCIDR: up.ServiceCIDR}
-				withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return proxy.Runs(cc, cfg) })
-			}
-			if clusterDNS.address != "" {
-				cfg, err := clusterDNS.config(o.NodeName, up.ServiceCIDR)
-				if err != nil {
-					return err
-				}
-				withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return dns.Runs(cc, cfg) })
-			}
-			s, err := server.New(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(os.Stderr, "skiff-apiserver: serving %s; admin kubeconfig %s\n", s.URL, s.Kubeconfig)
-			if s.NodeKubeconfig != "" {
-				fmt.Fprintf(os.Stderr, "skiff-apiserver: node %s kubeconfig %s\n", o.NodeName, s.NodeKubeconfig)
-			}
-			return s.Run(cmd.Context())
-		},
+		RunE:          func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), fl) },
 	}
+	addFlags(cmd, fl)
+	return cmd
+}
+
+// run applies the process settings, assembles the server from fl and
+// serves until ctx ends.
+func run(ctx context.Context, fl *flags) error {
+	gcSettings(fl.gcPercent, fl.memoryLimitMiB)
+	if err := setFeatureGates(fl.featureGates); err != nil {
+		return err
+	}
+	o, err := fl.options()
+	if err != nil {
+		return err
+	}
+	s, err := server.New(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "skiff-apiserver: serving %s; admin kubeconfig %s\n", s.URL, s.Kubeconfig)
+	if s.NodeKubeconfig != "" {
+		fmt.Fprintf(os.Stderr, "skiff-apiserver: node %s kubeconfig %s\n", o.NodeName, s.NodeKubeconfig)
+	}
+	return s.Run(ctx)
+}
+
+// options are the server's options: upstream's kinds and controllers, and
+// the service proxy and cluster DNS when asked for.
+func (fl *flags) options() (server.Options, error) {
+	o := fl.o
+	if err := upstream.Add(&o, fl.up); err != nil {
+		return o, err
+	}
+	if fl.serviceProxy {
+		cfg := proxy.Config{NodeName: o.NodeName, ServiceCIDR: fl.up.ServiceCIDR}
+		withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return proxy.Runs(cc, cfg) })
+	}
+	if fl.clusterDNS.address != "" {
+		cfg, err := fl.clusterDNS.config(o.NodeName, fl.up.ServiceCIDR)
+		if err != nil {
+			return o, err
+		}
+		withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return dns.Runs(cc, cfg) })
+	}
+	return o, nil
+}
+
+// addFlags binds the command's flags to fl.
+func addFlags(cmd *cobra.Command, fl *flags) {
+	o, up, clusterDNS := &fl.o, &fl.up, &fl.clusterDNS
 	f := cmd.Flags()
 	f.StringVar(&o.DataDir, "data-dir", "/var/lib/skiff/apiserver", "state: embedded etcd in <data-dir>/etcd, certificates in <data-dir>/pki, admin.token and admin.kubeconfig")
 	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "external etcd client URLs (comma-separated) instead of the embedded etcd")
@@ -131,16 +158,15 @@ func newRootCmd() *cobra.Command {
 	f.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", serviceaccount.DefaultIssuer, "\"iss\" of the service-account tokens the shim signs (serviceaccounts/token) and the API's audience, as kube-apiserver's --service-account-issuer")
 	f.StringVar(&up.ServiceCIDR, "service-cluster-ip-range", upstream.DefaultServiceCIDR, "IPv4 range (CIDR) the Services' cluster IPs are allocated from")
 	f.StringVar(&up.NodePortRange, "service-node-port-range", upstream.DefaultNodePortRange, "range of the Services' node ports (first-last)")
-	f.BoolVar(&serviceProxy, "service-proxy", false, "run the service proxy (kube-proxy's nftables mode) for --node-name: this machine's nftables then carry the Services' cluster IPs and node ports")
+	f.BoolVar(&fl.serviceProxy, "service-proxy", false, "run the service proxy (kube-proxy's nftables mode) for --node-name: this machine's nftables then carry the Services' cluster IPs and node ports")
 	f.StringVar(&clusterDNS.address, "cluster-dns", "", "serve the cluster DNS for --node-name: the kube-system/kube-dns Service at this cluster IP (in --service-cluster-ip-range), answered by a server on the node's address; empty: none")
 	f.StringVar(&clusterDNS.zone, "cluster-domain", dns.DefaultZone, "DNS domain of the cluster the cluster DNS answers")
 	f.IntVar(&clusterDNS.port, "cluster-dns-port", dns.DefaultPort, "port of the cluster DNS server on the node's address (UDP and TCP), the kube-dns EndpointSlice's")
 	f.StringSliceVar(&clusterDNS.clients, "cluster-dns-clients", nil, "networks (CIDRs) whose clients the cluster DNS answers, the pods'; besides the node's address and loopback it refuses every other client")
 	f.StringVar(&clusterDNS.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration naming the upstream servers the cluster DNS forwards other names to")
-	f.IntVar(&gcPercent, "gc-percent", defaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable overrides it")
-	f.StringVar(&featureGates, "feature-gates", "", "k8s.io/apiserver feature gates (Name=true|false,...), applied over the shim's defaults ("+defaultFeatureGates+")")
-	f.IntVar(&memoryLimitMiB, "memory-limit-mib", 0, "Go soft memory limit in MiB (GOMEMLIMIT); 0: none")
-	return cmd
+	f.IntVar(&fl.gcPercent, "gc-percent", defaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable overrides it")
+	f.StringVar(&fl.featureGates, "feature-gates", "", "k8s.io/apiserver feature gates (Name=true|false,...), applied over the shim's defaults ("+defaultFeatureGates+")")
+	f.IntVar(&fl.memoryLimitMiB, "memory-limit-mib", 0, "Go soft memory limit in MiB (GOMEMLIMIT); 0: none")
 }
 
 // withRuns adds the run functions runs returns to o's controllers.
