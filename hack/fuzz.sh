@@ -16,7 +16,9 @@
 # Exits 1 when a target failed: a crash or broken property that go test
 # saved as testdata/fuzz/FuzzXxx/<hash> in the target's package (rerun it
 # with go test -run 'FuzzXxx/<hash>'), or a failing seed; 2 when no target
-# was found. Every target runs even after a failure.
+# was found. Every target runs even after a failure. A target whose go test
+# fails with no failing input (the coordinator lost a worker process) has
+# the end of its log printed and runs once more; its row says so.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -60,7 +62,20 @@ for t in "${targets[@]}"; do
 	log="$FUZZ_LOGDIR/${short//\//_}.$name.log"
 	start=$SECONDS
 	rc=0
+	retried=""
 	$GO test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZTIME" -parallel "$FUZZ_PARALLEL" "$pkg" >"$log" 2>&1 || rc=$?
+	if [[ $rc -ne 0 ]] && ! grep -qE 'Failing input written to|--- FAIL: .*seed#|failure while testing seed corpus' "$log"; then
+		# go test failed with no input to blame: its coordinator lost a
+		# worker process (one that took over a second to stop under load
+		# ends "hung or terminated unexpectedly"). Show why, then run the
+		# target once more; a crash is never retried.
+		echo "fuzz: $short.$name failed with no failing input; the end of its log:"
+		tail -n 15 "$log" | sed 's/^/fuzz:   | /'
+		mv "$log" "$log.first"
+		retried=" (retried after: $(grep -m1 -oE 'fuzzing process [a-z ]+|panic: .*' "$log.first" || echo "exit $rc"))"
+		rc=0
+		$GO test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZTIME" -parallel "$FUZZ_PARALLEL" "$pkg" >"$log" 2>&1 || rc=$?
+	fi
 	secs=$((SECONDS - start))
 	# The coordinator's last progress line carries the total:
 	# "fuzz: elapsed: 60s, execs: 123456 (2057/sec), new interesting: 3 (total: 40)".
@@ -75,7 +90,7 @@ for t in "${targets[@]}"; do
 		interesting="0 (baseline ${baseline:-?})"
 	fi
 	if [[ $rc -eq 0 ]]; then
-		result="none"
+		result="none$retried"
 	else
 		failed=1
 		crasher=$(sed -nE 's/.*Failing input written to (testdata\/fuzz\/[^ ]+).*/\1/p' "$log" | head -n 1)
@@ -85,6 +100,7 @@ for t in "${targets[@]}"; do
 			result="FAILED: a seed input (see $log)"
 		else
 			result="FAILED: exit $rc (see $log)"
+			tail -n 15 "$log" | sed 's/^/fuzz:   | /'
 		fi
 	fi
 	printf 'fuzz: %-26s %-24s execs %-10s new %-16s %4ss  %s\n' "$short" "$name" "${execs:--}" "${interesting:--}" "$secs" "$result"
