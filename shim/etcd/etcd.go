@@ -5,10 +5,12 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -80,12 +82,8 @@ func (s *Server) Err() <-chan error { return s.e.Err() }
 // Start starts the member and waits until it serves, or ctx ends. The
 // maintenance loop (Options.DefragInterval) runs until Close.
 func Start(ctx context.Context, o Options) (*Server, error) {
-	cfg, err := newConfig(o)
-	if err != nil {
-		return nil, err
-	}
 	setWALSegmentSize()
-	e, err := embed.StartEtcd(cfg)
+	e, err := startEtcd(o)
 	if err != nil {
 		return nil, fmt.Errorf("start embedded etcd: %w", err)
 	}
@@ -113,6 +111,25 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		s.startMaintenance(ctx, clk, interval)
 	}
 	return s, nil
+}
+
+// portAttempts is how often startEtcd picks a free client port: another
+// process may bind the one picked before etcd does.
+const portAttempts = 3
+
+// startEtcd starts the member of o; without o.ClientURL, again on
+// another free port while the one picked was taken meanwhile.
+func startEtcd(o Options) (*embed.Etcd, error) {
+	for attempt := 1; ; attempt++ {
+		cfg, err := newConfig(o)
+		if err != nil {
+			return nil, err
+		}
+		e, err := embed.StartEtcd(cfg)
+		if err == nil || o.ClientURL != "" || attempt == portAttempts || !errors.Is(err, syscall.EADDRINUSE) {
+			return e, err
+		}
+	}
 }
 
 // newConfig is the member's configuration from o.
