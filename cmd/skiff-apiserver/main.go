@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/crds"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/dns"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/proxy"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/upstream"
@@ -122,13 +123,15 @@ func run(ctx context.Context, fl *flags) error {
 	return s.Run(ctx)
 }
 
-// options are the server's options: upstream's kinds and controllers, and
-// the service proxy and cluster DNS when asked for.
+// options are the server's options: upstream's kinds and controllers,
+// the CustomResourceDefinitions server, and the service proxy and cluster
+// DNS when asked for.
 func (fl *flags) options() (server.Options, error) {
 	o := fl.o
 	if err := upstream.Add(&o, fl.up); err != nil {
 		return o, err
 	}
+	o.Extensions = crds.Server
 	if fl.serviceProxy {
 		cfg := proxy.Config{NodeName: o.NodeName, ServiceCIDR: fl.up.ServiceCIDR}
 		withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return proxy.Runs(cc, cfg) })

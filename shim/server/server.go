@@ -91,6 +91,23 @@ type Options struct {
 	// its own goroutine from the post-start hook until its context ends,
 	// beside the shim's own controllers.
 	Controllers func(ControllerContext) ([]func(context.Context), error)
+	// Extensions, if set, builds the API server the shim delegates to:
+	// it serves the paths the shim's own APIs do not (skiff-apiserver's
+	// CustomResourceDefinitions server). Its handlers, post-start hooks
+	// and health checks join the shim's.
+	Extensions func(ExtensionsConfig) (genericapiserver.DelegationTarget, error)
+}
+
+// ExtensionsConfig is what Options.Extensions builds its server on.
+type ExtensionsConfig struct {
+	// Config is a copy of the shim's: the same authentication,
+	// authorization, admission, loopback client and discovery manager,
+	// but no post-start hooks, REST options or OpenAPI of its own.
+	Config genericapiserver.Config
+	// Storage is the shim's etcd: the servers, prefix and transport.
+	Storage storagebackend.Config
+	// Informers is the shim's shared factory (core kinds).
+	Informers informers.SharedInformerFactory
 }
 
 // ControllerContext is what Options.Controllers builds controllers on.
@@ -176,7 +193,9 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	}
 	cfg.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(port))
 	s.URL = "https://" + cfg.ExternalAddress
-	if s.storage, err = applyStorage(cfg, servers); err != nil {
+	backend := storagebackend.NewDefaultConfig("/registry", nil)
+	backend.Transport.ServerList = servers
+	if s.storage, err = applyStorage(cfg, backend); err != nil {
 		return nil, err
 	}
 	built := s // s is nil once an error is returned
@@ -219,7 +238,11 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if s.controllers, err = newControllers(cfg.LoopbackClientConfig, loopback, factory, bundle.CACert, o.Controllers); err != nil {
 		return nil, err
 	}
-	g, err := cfg.Complete(factory).New("skiff-apiserver", genericapiserver.NewEmptyDelegate())
+	delegate, err := newDelegate(cfg, *backend, factory, o.Extensions)
+	if err != nil {
+		return nil, err
+	}
+	g, err := cfg.Complete(factory).New("skiff-apiserver", delegate)
 	if err != nil {
 		return nil, fmt.Errorf("new apiserver: %w", err)
 	}
@@ -381,12 +404,10 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle,
 // an external etcd holds what a kube-apiserver would read; every resource
 // reaches etcd through the returned client (sharedEtcd), closed by the
 // caller.
-func applyStorage(cfg *genericapiserver.Config, servers []string) (*sharedEtcd, error) {
+func applyStorage(cfg *genericapiserver.Config, backend *storagebackend.Config) (*sharedEtcd, error) {
 	// The default CompactionInterval (5 minutes) is what keeps etcd's
 	// history bounded: the embedded etcd compacts nothing itself
 	// (shim/etcd, docs/decisions/0105-shim-etcd-bounded.md).
-	backend := storagebackend.NewDefaultConfig("/registry", nil)
-	backend.Transport.ServerList = servers
 	etcdOpts := options.NewEtcdOptions(backend)
 	etcdOpts.DefaultStorageMediaType = "application/vnd.kubernetes.protobuf"
 	resources := serverstorage.NewResourceConfig()
@@ -407,7 +428,7 @@ func applyStorage(cfg *genericapiserver.Config, servers []string) (*sharedEtcd, 
 	// kube-apiserver's DefaultWatchCacheSizes (no cache for either; the
 	// shim keeps the core one, see shim/NOTES.md): a second cache would
 	// hold every event twice.
-	shared, err := newSharedEtcd(cfg.RESTOptionsGetter, servers, backend.CompactionInterval, eventsv1.Resource("events"))
+	shared, err := newSharedEtcd(cfg.RESTOptionsGetter, backend.Transport.ServerList, backend.CompactionInterval, eventsv1.Resource("events"))
 	if err != nil {
 		return nil, err
 	}
