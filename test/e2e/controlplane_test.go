@@ -46,8 +46,47 @@ func controlPlaneArgs(t *testing.T, e *Env) []string {
 		lines := strings.Split(string(log), "\n")
 		lines = lines[max(0, len(lines)-200):]
 		t.Logf("--- nft list table ip kube-proxy ---\n%s\n--- skiff-apiserver.log, last 200 lines ---\n%s", rules, strings.Join(lines, "\n"))
+		t.Logf("--- skiff-apiserver's service proxy goroutines and metrics ---\n%s", proxyGoroutines(e.s.Root))
 	})
 	return []string{"--control-plane", "--control-plane-binary", bin, "--control-plane-port", strconv.Itoa(freeTCPPort(t))}
+}
+
+// proxyGoroutines is the stacks of the control plane's goroutines that
+// are in its service proxy (k8s.io/kubernetes/pkg/proxy), from the API
+// server's /debug/pprof/goroutine, and kube-proxy's metrics, or why they
+// could not be had.
+func proxyGoroutines(root string) string {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(root, "admin.kubeconfig"))
+	if err != nil {
+		return err.Error()
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dump, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/goroutine").Param("debug", "2").DoRaw(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, g := range strings.Split(string(dump), "\n\n") {
+		if strings.Contains(g, "k8s.io/kubernetes/pkg/proxy") || strings.Contains(g, "skiff-apiserver/proxy") {
+			out = append(out, g)
+		}
+	}
+	// kube-proxy's metrics: when it last synced, the changes it saw.
+	metrics, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	for _, l := range strings.Split(string(metrics), "\n") {
+		if strings.HasPrefix(l, "kubeproxy_") && !strings.Contains(l, "_bucket{") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // startControlPlane starts `skiff agent --control-plane` (with extra

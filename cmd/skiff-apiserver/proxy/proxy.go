@@ -16,6 +16,7 @@ import (
 	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
 	kubeproxyscheme "k8s.io/kubernetes/pkg/proxy/apis/config/scheme"
 	proxyconfig "k8s.io/kubernetes/pkg/proxy/config"
+	proxymetrics "k8s.io/kubernetes/pkg/proxy/metrics"
 	"k8s.io/kubernetes/pkg/proxy/nftables"
 	proxyutil "k8s.io/kubernetes/pkg/proxy/util"
 
@@ -65,6 +66,9 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 			logger.Error(err, "Service proxy not started")
 			return
 		}
+		// kube-proxy's metrics (sync times, pending changes, failures),
+		// served on the API server's /metrics.
+		proxymetrics.RegisterMetrics(kubeproxyconfig.ProxyModeNFTables)
 		proxier, err := nftables.NewProxier(ctx, kpc, corev1.IPv4Protocol, proxyutil.NewNoOpLocalDetector(),
 			cfg.NodeName, nodeIP, recorder, nil, false)
 		if err != nil {
