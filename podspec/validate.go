@@ -25,17 +25,29 @@ import (
 // containers (A.28, B.12), and every set field skiff does not implement yet
 // (see supportedFieldPaths).
 func Validate(pod *v1.Pod) field.ErrorList {
+	return validate(pod, false)
+}
+
+// ValidateAPIPod is Validate for a pod of an API server (skiff-apiserver),
+// where service accounts exist and their tokens are served: any service
+// account name that is a DNS subdomain is accepted, as upstream's, where
+// Validate (static pods) accepts only "default".
+func ValidateAPIPod(pod *v1.Pod) field.ErrorList {
+	return validate(pod, true)
+}
+
+func validate(pod *v1.Pod, apiPod bool) field.ErrorList {
 	if pod == nil {
 		return field.ErrorList{field.Required(field.NewPath("pod"), "pod is nil")}
 	}
 	errs := validateObjectMeta(&pod.ObjectMeta)
-	errs = append(errs, validateSpec(&pod.Spec, field.NewPath("spec"))...)
+	errs = append(errs, validateSpec(&pod.Spec, field.NewPath("spec"), apiPod)...)
 	errs = append(errs, validateSupportedFields(pod)...)
 	return errs
 }
 
-// validateSpec checks the pod spec.
-func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
+// validateSpec checks the pod spec; apiPod as ValidateAPIPod.
+func validateSpec(spec *v1.PodSpec, path *field.Path, apiPod bool) field.ErrorList {
 	errs := validateContainerList(spec, path)
 	errs = append(errs, validateEnum(spec.RestartPolicy, path.Child("restartPolicy"),
 		v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever)...)
@@ -60,7 +72,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, invalidIf(validation.IsQualifiedName(string(g.ConditionType)),
 			path.Child("readinessGates").Index(i).Child("conditionType"), g.ConditionType)...)
 	}
-	errs = append(errs, validateServiceAccount(spec, path)...)
+	errs = append(errs, validateServiceAccount(spec, path, apiPod)...)
 	if sc := spec.SecurityContext; sc != nil {
 		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, path.Child("securityContext"))...)
 	}
@@ -207,15 +219,22 @@ func validateToleration(t v1.Toleration, path *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateServiceAccount accepts only the "default" service account: without
-// an API server skiff has no tokens to mount.
-func validateServiceAccount(spec *v1.PodSpec, path *field.Path) field.ErrorList {
+// validateServiceAccount accepts only the "default" service account of a
+// static pod (without an API server skiff has no tokens to mount) and, for
+// an API pod, any name that is a DNS subdomain (upstream's rule).
+func validateServiceAccount(spec *v1.PodSpec, path *field.Path, apiPod bool) field.ErrorList {
 	var errs field.ErrorList
 	for _, f := range []struct{ name, value string }{
 		{"serviceAccountName", spec.ServiceAccountName},
 		{"serviceAccount", spec.DeprecatedServiceAccount},
 	} {
-		if f.value != "" && f.value != "default" {
+		switch {
+		case f.value == "" || f.value == "default":
+		case apiPod:
+			for _, msg := range validation.IsDNS1123Subdomain(f.value) {
+				errs = append(errs, field.Invalid(path.Child(f.name), f.value, msg))
+			}
+		default:
 			errs = append(errs, field.NotSupported(path.Child(f.name), f.value, []string{"default"}))
 		}
 	}

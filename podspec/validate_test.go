@@ -263,3 +263,41 @@ func TestValidateNil(t *testing.T) {
 		t.Errorf("Validate(nil) = %v, want one error", errs)
 	}
 }
+
+// TestValidateAPIPodServiceAccount: an API server's pod may name any
+// service account that is a DNS subdomain; a static pod only "default".
+func TestValidateAPIPodServiceAccount(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		sa        string
+		wantAPI   []string
+		wantLocal []string
+	}{
+		{"default", "default", nil, nil},
+		{"empty", "", nil, nil},
+		{"another", "guest", nil, []string{`spec.serviceAccountName: Unsupported value: "guest": supported values: "default"`}},
+		{"not a DNS subdomain", "Guest_1",
+			[]string{`spec.serviceAccountName: Invalid value: "Guest_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+			[]string{`spec.serviceAccountName: Unsupported value: "Guest_1": supported values: "default"`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := validPod()
+			pod.Spec.ServiceAccountName = tt.sa
+			if got, want := errorStrings(ValidateAPIPod(pod)), lines(tt.wantAPI); got != want {
+				t.Errorf("ValidateAPIPod =\n%s want\n%s", got, want)
+			}
+			if got, want := errorStrings(Validate(pod)), lines(tt.wantLocal); got != want {
+				t.Errorf("Validate =\n%s want\n%s", got, want)
+			}
+		})
+	}
+}
+
+// lines is errorStrings' form of the errors msgs.
+func lines(msgs []string) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m + "\n")
+	}
+	return b.String()
+}

@@ -1,7 +1,7 @@
 // Package apps describes the shim's apps/v1 kinds: Deployments and
 // ReplicaSets, each with status and scale subresources, validated as
 // upstream's pkg/apis/apps/validation (the pod template by skiff's
-// podspec.Validate, as pods are).
+// podspec.ValidateAPIPod, as pods are).
 package apps
 
 import (

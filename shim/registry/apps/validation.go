@@ -75,14 +75,14 @@ func validateSelectorAndTemplate(sel *metav1.LabelSelector, t *corev1.PodTemplat
 }
 
 // validateTemplate validates the template's labels and annotations, its
-// spec as a pod's (podspec.Validate), restartPolicy Always and no
+// spec as a pod's (podspec.ValidateAPIPod), restartPolicy Always and no
 // activeDeadlineSeconds (upstream's rules for ReplicaSet templates).
 func validateTemplate(t *corev1.PodTemplateSpec) field.ErrorList {
 	path := specPath.Child("template")
 	errs := metav1validation.ValidateLabels(t.Labels, path.Child("metadata", "labels"))
 	errs = append(errs, apivalidation.ValidateAnnotations(t.Annotations, path.Child("metadata", "annotations"))...)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "template", Namespace: "template"}, Spec: t.Spec}
-	for _, e := range podspec.Validate(pod) {
+	for _, e := range podspec.ValidateAPIPod(pod) {
 		if !strings.HasPrefix(e.Field, "metadata") {
 			e.Field = path.String() + "." + e.Field
 			errs = append(errs, e)

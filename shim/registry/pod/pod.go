@@ -1,5 +1,5 @@
 // Package pod is the shim's Pod kind: skiff's own pod validation
-// (podspec.Validate), the status set at creation, the fields a pod
+// (podspec.ValidateAPIPod), the status set at creation, the fields a pod
 // update may change, metadata.generation, what a status update keeps,
 // pods/resize, graceful deletion and the field selectors the kubelet and
 // kubectl use.
@@ -53,7 +53,7 @@ var Kind = &generic.Kind{
 // strategy checks that the same way for every kind).
 func validate(obj runtime.Object) field.ErrorList {
 	var errs field.ErrorList
-	for _, e := range podspec.Validate(obj.(*corev1.Pod)) {
+	for _, e := range podspec.ValidateAPIPod(obj.(*corev1.Pod)) {
 		if !strings.HasPrefix(e.Field, "metadata") {
 			errs = append(errs, e)
 		}
