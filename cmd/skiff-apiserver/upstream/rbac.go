@@ -3,6 +3,7 @@ package upstream
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/apis/rbac"
 	rbacv1internal "k8s.io/kubernetes/pkg/apis/rbac/v1"
 	"k8s.io/kubernetes/pkg/registry/rbac/clusterrole"
@@ -27,7 +28,7 @@ func addRBACToScheme(s *runtime.Scheme) error {
 // and served (a chart's RBAC objects install), not yet enforced: the
 // shim's authorizers decide (decision 112's follow-ups).
 func rbacKinds(c converter) []*generic.Kind {
-	return []*generic.Kind{
+	kinds := []*generic.Kind{
 		c.withStrategy(&generic.Kind{
 			Group: rbacv1.GroupName, Version: "v1", Resource: "roles", Singular: "role", Namespaced: true,
 			New:     func() runtime.Object { return &rbacv1.Role{} },
@@ -49,4 +50,9 @@ func rbacKinds(c converter) []*generic.Kind {
 			NewList: func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} },
 		}, clusterrolebinding.Strategy, nil),
 	}
+	// Upstream prints the bindings (role, subjects) but not the roles:
+	// their storage has the default Table (name, creation time).
+	kinds[0].Table = rest.NewDefaultTableConvertor(rbac.Resource("roles"))
+	kinds[2].Table = rest.NewDefaultTableConvertor(rbac.Resource("clusterroles"))
+	return kinds
 }
