@@ -71,6 +71,11 @@ func proxyGoroutines(root string) string {
 		return err.Error()
 	}
 	var out []string
+	if f, err := os.CreateTemp("", "skiff-apiserver-goroutines-*.txt"); err == nil {
+		_, _ = f.Write(dump)
+		_ = f.Close()
+		out = append(out, "all goroutines: "+f.Name())
+	}
 	for _, g := range strings.Split(string(dump), "\n\n") {
 		if strings.Contains(g, "k8s.io/kubernetes/pkg/proxy") || strings.Contains(g, "skiff-apiserver/proxy") {
 			out = append(out, g)
