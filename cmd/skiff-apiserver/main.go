@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/netip"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
 
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/crds"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/dns"
@@ -98,6 +100,7 @@ func newRootCmd() *cobra.Command {
 		RunE:          func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), fl) },
 	}
 	addFlags(cmd, fl)
+	addLogFlags(cmd)
 	return cmd
 }
 
@@ -170,6 +173,16 @@ func addFlags(cmd *cobra.Command, fl *flags) {
 	f.IntVar(&fl.gcPercent, "gc-percent", defaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable overrides it")
 	f.StringVar(&fl.featureGates, "feature-gates", "", "k8s.io/apiserver feature gates (Name=true|false,...), applied over the shim's defaults ("+defaultFeatureGates+")")
 	f.IntVar(&fl.memoryLimitMiB, "memory-limit-mib", 0, "Go soft memory limit in MiB (GOMEMLIMIT); 0: none")
+}
+
+// addLogFlags adds klog's -v and --vmodule, as kube-apiserver has them
+// (e.g. --vmodule=proxier=4 for the service proxy's syncs).
+func addLogFlags(cmd *cobra.Command) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	for _, name := range []string{"v", "vmodule"} {
+		cmd.Flags().AddGoFlag(fs.Lookup(name))
+	}
 }
 
 // withRuns adds the run functions runs returns to o's controllers.

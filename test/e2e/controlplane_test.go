@@ -32,6 +32,12 @@ func controlPlaneArgs(t *testing.T, e *Env) []string {
 	if err := os.RemoveAll(filepath.Join(e.s.Root, "apiserver")); err != nil {
 		t.Fatal(err)
 	}
+	// A table left by an earlier test (one that did not clean up) would
+	// be the new proxier's starting point: say so, and remove it.
+	if out, err := exec.Command("nft", "list", "table", "ip", "kube-proxy").CombinedOutput(); err == nil {
+		t.Logf("a kube-proxy nftables table is left from before this test; deleting it:\n%s", out)
+		_ = exec.Command("nft", "delete", "table", "ip", "kube-proxy").Run()
+	}
 	// The control plane's service proxy leaves its nftables table, as
 	// kube-proxy does; the next test's would start from it.
 	e.afterAgent = append(e.afterAgent, func() { _ = exec.Command("nft", "delete", "table", "ip", "kube-proxy").Run() })
