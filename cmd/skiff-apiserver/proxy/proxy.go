@@ -8,11 +8,19 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	kubeproxyconfigv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	"k8s.io/kubernetes/pkg/proxy/apis"
 	kubeproxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
 	kubeproxyscheme "k8s.io/kubernetes/pkg/proxy/apis/config/scheme"
 	proxyconfig "k8s.io/kubernetes/pkg/proxy/config"
@@ -34,18 +42,18 @@ type Config struct {
 	ServiceCIDR string
 }
 
-// Runs returns the proxy's run functions for server.Options.Controllers:
-// built on cc's informers now (before the factory starts), started once
-// the server serves. The proxier's own sync loop, upstream's SyncLoop,
-// never returns: it ends with the process, which is why only
-// skiff-apiserver's main may run the proxy.
+// Runs returns the proxy's run functions for server.Options.Controllers,
+// started once the server serves. The proxier watches Services and
+// EndpointSlices through informers of its own, as kube-proxy does (with
+// its label selectors), whose handlers are registered before they start:
+// joining the shim's shared, running informers late lost a Service now
+// and then (decision 113). The Node comes from cc's informers. The
+// proxier's own sync loop, upstream's SyncLoop, never returns: it ends
+// with the process, which is why only skiff-apiserver's main may run the
+// proxy.
 func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
-	core := cc.Informers.Core().V1()
-	services, slices, nodes := core.Services(), cc.Informers.Discovery().V1().EndpointSlices(), core.Nodes()
-	// Registered with the factory before it starts.
-	services.Informer()
-	slices.Informer()
-	nodes.Informer()
+	nodes := cc.Informers.Core().V1().Nodes()
+	nodes.Informer() // registered with the factory before it starts
 	return []func(context.Context){func(ctx context.Context) {
 		logger := klog.FromContext(ctx).WithName("proxy")
 		ctx = klog.NewContext(ctx, logger)
@@ -76,12 +84,19 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 			return
 		}
 		proxier.OnServiceCIDRsChanged([]string{cfg.ServiceCIDR})
-		sc := proxyconfig.NewServiceConfig(ctx, services, kpc.ConfigSyncPeriod.Duration)
+		services, slices := proxyInformers(cc.Client, kpc.ConfigSyncPeriod.Duration)
+		sc := proxyconfig.NewServiceConfig(ctx, services.Core().V1().Services(), kpc.ConfigSyncPeriod.Duration)
 		sc.RegisterEventHandler(proxier)
-		esc := proxyconfig.NewEndpointSliceConfig(ctx, slices, kpc.ConfigSyncPeriod.Duration)
+		esc := proxyconfig.NewEndpointSliceConfig(ctx, slices.Discovery().V1().EndpointSlices(), kpc.ConfigSyncPeriod.Duration)
 		esc.RegisterEventHandler(proxier)
 		ntc := proxyconfig.NewNodeTopologyConfig(ctx, nodes, kpc.ConfigSyncPeriod.Duration)
 		ntc.RegisterEventHandler(proxier)
+		// As kube-proxy: the handlers are registered, then the informers
+		// start (they stop with ctx; the factories' goroutines with them).
+		services.Start(ctx.Done())
+		slices.Start(ctx.Done())
+		defer services.Shutdown()
+		defer slices.Shutdown()
 		// Each returns once its informer synced and the handlers were told.
 		sc.Run(ctx.Done())
 		esc.Run(ctx.Done())
@@ -89,6 +104,31 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 		go proxier.SyncLoop() // never returns; see Runs
 		<-ctx.Done()
 	}}
+}
+
+// proxyInformers are kube-proxy's informer factories: Services without a
+// service.kubernetes.io/service-proxy-name label (those belong to another
+// proxy), EndpointSlices without service.kubernetes.io/headless (DNS
+// serves those), managed fields dropped.
+func proxyInformers(client kubernetes.Interface, resync time.Duration) (services, slices informers.SharedInformerFactory) {
+	noProxyName, _ := labels.NewRequirement(apis.LabelServiceProxyName, selection.DoesNotExist, nil)
+	noHeadless, _ := labels.NewRequirement(corev1.IsHeadlessService, selection.DoesNotExist, nil)
+	factory := func(r *labels.Requirement) informers.SharedInformerFactory {
+		selector := labels.NewSelector().Add(*r).String()
+		return informers.NewSharedInformerFactoryWithOptions(client, resync,
+			informers.WithTransform(trimManagedFields),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	}
+	return factory(noProxyName), factory(noHeadless)
+}
+
+// trimManagedFields drops an object's managed fields, as kube-proxy's
+// informers do.
+func trimManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // defaults returns kube-proxy's default configuration (v1alpha1's
