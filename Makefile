@@ -330,7 +330,7 @@ test-fresh:
 run-control-plane: setup-runtime build build-apiserver images
 	install -d $(ROOT_DIR)/images
 	cp $(IMAGES_DIR)/busybox.tar $(ROOT_DIR)/images/busybox.tar
-	exec $(BIN) agent --control-plane --control-plane-cluster-dns --pod-manifest-path $(MANIFESTS) --root-dir $(ROOT_DIR)
+	exec $(BIN) agent --control-plane --pod-manifest-path $(MANIFESTS) --root-dir $(ROOT_DIR)
 
 ## run: start the agent with the example manifests (root)
 run: setup-runtime build images

@@ -207,7 +207,8 @@ func TestControlPlaneFlags(t *testing.T) {
 		{[]string{"--control-plane", "--control-plane-cluster-dns", "--cluster-dns=192.0.2.53"}, "in its Service range 10.96.0.0/12"},
 		{[]string{"--control-plane", "--control-plane-cluster-dns", "--cluster-dns=fd00::a"}, "--control-plane-cluster-dns=false"},
 		{[]string{"--control-plane", "--control-plane-cluster-dns", "--cluster-domain="}, "--cluster-domain"},
-		{[]string{"--control-plane", "--cluster-dns=192.0.2.53", "--cluster-domain="}, ""},
+		{[]string{"--control-plane", "--cluster-dns=192.0.2.53"}, "in its Service range 10.96.0.0/12"},
+		{[]string{"--control-plane", "--control-plane-cluster-dns=false", "--cluster-dns=192.0.2.53", "--cluster-domain="}, ""},
 	} {
 		o := agentFlagsOf(t, tc.args)
 		cp := o.node.ControlPlane
@@ -224,9 +225,9 @@ func TestControlPlaneFlags(t *testing.T) {
 	}
 }
 
-// TestControlPlaneClusterDNS: with --control-plane-cluster-dns the pods'
-// cluster DNS defaults to the control plane's, 10.96.0.10; an address
-// given is kept; without it (the default for now) or without
+// TestControlPlaneClusterDNS: with --control-plane-cluster-dns (the
+// default) the pods' cluster DNS defaults to the control plane's,
+// 10.96.0.10; an address given is kept; with it false or without
 // --control-plane none is made up.
 func TestControlPlaneClusterDNS(t *testing.T) {
 	for _, tc := range []struct {
@@ -235,8 +236,11 @@ func TestControlPlaneClusterDNS(t *testing.T) {
 	}{
 		{[]string{"--control-plane", "--control-plane-cluster-dns"}, []string{"10.96.0.10"}},
 		{[]string{"--control-plane", "--control-plane-cluster-dns", "--cluster-dns=10.96.0.53,10.96.0.54"}, []string{"10.96.0.53", "10.96.0.54"}},
-		{[]string{"--control-plane"}, nil},
+		{[]string{"--control-plane"}, []string{"10.96.0.10"}},
+		{[]string{"--control-plane", "--control-plane-cluster-dns=false"}, nil},
+		{[]string{"--control-plane", "--control-plane-cluster-dns=false", "--cluster-dns=192.0.2.53"}, []string{"192.0.2.53"}},
 		{[]string{"--control-plane-cluster-dns"}, nil},
+		{nil, nil},
 	} {
 		o := agentFlagsOf(t, tc.args)
 		if err := o.node.Validate(); err != nil {

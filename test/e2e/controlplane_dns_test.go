@@ -36,7 +36,7 @@ spec:
 // name its ready pod, _http._tcp.<svc> the named port (SRV), a pod's
 // dashed address its address, and a name that does not exist NXDOMAIN.
 func TestControlPlaneDNS_Issue36(t *testing.T) {
-	_, kc := startControlPlane(t, "--control-plane-cluster-dns")
+	_, kc := startControlPlane(t)
 	cpKubectl(t, kc, webManifest+"---\n"+dnsServicesManifest, "apply", "-f", "-")
 	cpKubectl(t, kc, clientManifest, "apply", "-f", "-")
 	t.Cleanup(func() {

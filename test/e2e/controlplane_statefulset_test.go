@@ -52,7 +52,7 @@ spec:
 // gets its status, and kubectl drain evicts them within it; RBAC objects
 // are stored and listed.
 func TestControlPlaneStatefulSets_Issue36(t *testing.T) {
-	_, kc := startControlPlane(t, "--control-plane-cluster-dns")
+	_, kc := startControlPlane(t)
 
 	cpKubectl(t, kc, statefulSetManifest, "apply", "-f", "-")
 	t.Cleanup(func() { _, _ = cpKubectlErr(kc, "", "delete", "statefulset/db", "--wait=true", "--ignore-not-found") })
