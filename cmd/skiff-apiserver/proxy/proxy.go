@@ -46,8 +46,9 @@ type Config struct {
 // started once the server serves. The proxier watches Services and
 // EndpointSlices through informers of its own, as kube-proxy does (with
 // its label selectors), whose handlers are registered before they start:
-// joining the shim's shared, running informers late lost a Service now
-// and then (decision 113). The Node comes from cc's informers. The
+// on the shim's running shared informers, upstream's configs delivered the
+// existing objects before the proxier was registered with them, and lost
+// them (decision 113). The Node comes from cc's informers. The
 // proxier's own sync loop, upstream's SyncLoop, never returns: it ends
 // with the process, which is why only skiff-apiserver's main may run the
 // proxy.
