@@ -26,7 +26,15 @@ type ControlPlaneConfig struct {
 	ServiceProxy bool
 	// ClusterDNS has the control plane serve the cluster DNS at the node's
 	// first --cluster-dns address (default controlplane.DefaultClusterDNS).
+	// It needs ServiceProxy: the address is a Service's cluster IP.
 	ClusterDNS bool
+}
+
+// servesDNS reports whether the control plane serves the cluster DNS: asked
+// for, and reachable (its address is a cluster IP, which only the service
+// proxy carries).
+func (o *ControlPlaneConfig) servesDNS() bool {
+	return o.Enabled && o.ClusterDNS && o.ServiceProxy
 }
 
 // validate checks the flags against the API source's: the control plane
@@ -47,11 +55,12 @@ func (o *ControlPlaneConfig) validate(api *APIConfig) error {
 }
 
 // defaultClusterDNS completes and checks --cluster-dns (dns) when the
-// control plane serves the cluster DNS: none given is its default address;
+// control plane serves the cluster DNS (servesDNS: without the service
+// proxy it does not, and pods get --cluster-dns as given): none given is its default address;
 // the first one given must be an IPv4 address of its Service range, being
 // the kube-dns Service's cluster IP; the zone is domain.
 func (o *ControlPlaneConfig) defaultClusterDNS(dns *[]string, domain string) error {
-	if !o.Enabled || !o.ClusterDNS {
+	if !o.servesDNS() {
 		return nil
 	}
 	if domain == "" {
@@ -72,7 +81,7 @@ func (o *ControlPlaneConfig) defaultClusterDNS(dns *[]string, domain string) err
 // clusterDNS is what the control plane's Config says of the cluster DNS:
 // the first of dns, answering podCIDR; none unless it serves it.
 func (o *ControlPlaneConfig) clusterDNS(dns []string, podCIDR string) (address string, clients []string) {
-	if !o.ClusterDNS || len(dns) == 0 {
+	if !o.servesDNS() || len(dns) == 0 {
 		return "", nil
 	}
 	return dns[0], []string{podCIDR}

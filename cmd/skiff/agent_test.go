@@ -241,6 +241,10 @@ func TestControlPlaneClusterDNS(t *testing.T) {
 		{[]string{"--control-plane", "--control-plane-cluster-dns=false", "--cluster-dns=192.0.2.53"}, []string{"192.0.2.53"}},
 		{[]string{"--control-plane-cluster-dns"}, nil},
 		{nil, nil},
+		// The DNS's address is a cluster IP: without the service proxy
+		// the control plane does not serve it.
+		{[]string{"--control-plane", "--control-plane-service-proxy=false"}, nil},
+		{[]string{"--control-plane", "--control-plane-service-proxy=false", "--cluster-dns=192.0.2.53"}, []string{"192.0.2.53"}},
 	} {
 		o := agentFlagsOf(t, tc.args)
 		if err := o.node.Validate(); err != nil {

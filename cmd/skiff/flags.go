@@ -73,7 +73,7 @@ func addControlPlaneFlags(f *pflag.FlagSet, o *node.ControlPlaneConfig) {
 	f.StringVar(&o.BindAddress, "control-plane-bind-address", "127.0.0.1", "address the control plane's API listens on")
 	f.IntVar(&o.Port, "control-plane-port", 6443, "HTTPS port of the control plane's API")
 	f.StringSliceVar(&o.EtcdServers, "control-plane-etcd-servers", nil, "external etcd client URLs for the control plane instead of its embedded etcd")
-	f.BoolVar(&o.ClusterDNS, "control-plane-cluster-dns", true, "have the control plane serve the cluster DNS (kube-system/kube-dns) at the first --cluster-dns address (default then: 10.96.0.10), for --cluster-domain, answering this node and --pod-cidr; false: pods get --cluster-dns as given (a DNS of your own) or none")
+	f.BoolVar(&o.ClusterDNS, "control-plane-cluster-dns", true, "have the control plane serve the cluster DNS (kube-system/kube-dns) at the first --cluster-dns address (default then: 10.96.0.10), for --cluster-domain, answering this node and --pod-cidr; needs --control-plane-service-proxy; false: pods get --cluster-dns as given (a DNS of your own) or none")
 	f.BoolVar(&o.ServiceProxy, "control-plane-service-proxy", true, "run the control plane's service proxy (kube-proxy's nftables mode, needs nft) for this node: its nftables carry the Services' cluster IPs (10.96.0.0/12) and node ports")
 }
 
