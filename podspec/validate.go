@@ -238,6 +238,11 @@ func validateServiceAccount(spec *v1.PodSpec, path *field.Path, apiPod bool) fie
 			errs = append(errs, field.NotSupported(path.Child(f.name), f.value, []string{"default"}))
 		}
 	}
+	// Upstream copies the deprecated field into serviceAccountName; skiff
+	// reads serviceAccountName only, so another account there is refused.
+	if d := spec.DeprecatedServiceAccount; apiPod && d != "" && d != "default" && d != spec.ServiceAccountName {
+		errs = append(errs, field.Invalid(path.Child("serviceAccount"), d, "must equal spec.serviceAccountName, which names the pod's service account"))
+	}
 	return errs
 }
 

@@ -268,21 +268,28 @@ func TestValidateNil(t *testing.T) {
 // service account that is a DNS subdomain; a static pod only "default".
 func TestValidateAPIPodServiceAccount(t *testing.T) {
 	for _, tt := range []struct {
-		name      string
-		sa        string
-		wantAPI   []string
-		wantLocal []string
+		name       string
+		sa         string
+		deprecated string
+		wantAPI    []string
+		wantLocal  []string
 	}{
-		{"default", "default", nil, nil},
-		{"empty", "", nil, nil},
-		{"another", "guest", nil, []string{`spec.serviceAccountName: Unsupported value: "guest": supported values: "default"`}},
-		{"not a DNS subdomain", "Guest_1",
+		{"default", "default", "", nil, nil},
+		{"empty", "", "", nil, nil},
+		{"another", "guest", "", nil, []string{`spec.serviceAccountName: Unsupported value: "guest": supported values: "default"`}},
+		{"both the same", "guest", "guest", nil, []string{
+			`spec.serviceAccountName: Unsupported value: "guest": supported values: "default"`,
+			`spec.serviceAccount: Unsupported value: "guest": supported values: "default"`}},
+		{"the deprecated field only", "", "guest", []string{`spec.serviceAccount: Invalid value: "guest": must equal spec.serviceAccountName, which names the pod's service account`},
+			[]string{`spec.serviceAccount: Unsupported value: "guest": supported values: "default"`}},
+		{"deprecated default", "", "default", nil, nil},
+		{"not a DNS subdomain", "Guest_1", "",
 			[]string{`spec.serviceAccountName: Invalid value: "Guest_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 			[]string{`spec.serviceAccountName: Unsupported value: "Guest_1": supported values: "default"`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := validPod()
-			pod.Spec.ServiceAccountName = tt.sa
+			pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = tt.sa, tt.deprecated
 			if got, want := errorStrings(ValidateAPIPod(pod)), lines(tt.wantAPI); got != want {
 				t.Errorf("ValidateAPIPod =\n%s want\n%s", got, want)
 			}
