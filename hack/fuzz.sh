@@ -64,7 +64,7 @@ for t in "${targets[@]}"; do
 	rc=0
 	retried=""
 	$GO test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZTIME" -parallel "$FUZZ_PARALLEL" "$pkg" >"$log" 2>&1 || rc=$?
-	if [[ $rc -ne 0 ]] && ! grep -qE 'Failing input written to|--- FAIL: .*seed#|failure while testing seed corpus' "$log"; then
+	if [[ $rc -ne 0 ]] && ! grep -qE 'Failing input written to|--- FAIL: .*seed#|failure while testing seed corpus|panic: test timed out|\[build failed\]' "$log"; then
 		# go test failed with no input to blame: its coordinator lost a
 		# worker process (one that took over a second to stop under load
 		# ends "hung or terminated unexpectedly"). Show why, then run the

@@ -46,9 +46,12 @@ func TestControlPlaneCustomResources_Issue36(t *testing.T) {
 	cpKubectl(t, kc, widgetsCRD, "apply", "-f", "-")
 	t.Cleanup(func() { _, _ = cpKubectlErr(kc, "", "delete", "crd/widgets.example.com", "--ignore-not-found") })
 	cpKubectl(t, kc, "", "wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=1m")
-	if out := cpKubectl(t, kc, "", "api-resources", "--api-group=example.com", "--no-headers"); strings.Join(strings.Fields(out), " ") != "widgets wd example.com/v1 true Widget" {
-		t.Errorf("kubectl api-resources --api-group=example.com = %q", out)
-	}
+	// Discovery follows the CRD a moment later (upstream's discovery
+	// controller has its own queue).
+	eventually(t, time.Minute, func() (bool, string) {
+		out, _ := cpKubectlErr(kc, "", "api-resources", "--api-group=example.com", "--no-headers")
+		return strings.Join(strings.Fields(out), " ") == "widgets wd example.com/v1 true Widget", "kubectl api-resources --api-group=example.com = " + out
+	})
 
 	cpKubectl(t, kc, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: small}\nspec: {size: 3}\n", "apply", "-f", "-")
 	out := cpKubectl(t, kc, "", "get", "widgets")
@@ -72,7 +75,8 @@ func TestControlPlaneCustomResources_Issue36(t *testing.T) {
 		out, err := cpKubectlErr(kc, "", "get", "--raw", "/apis/example.com/v1/namespaces/default/widgets")
 		return err != nil && strings.Contains(out, "NotFound"), "GET widgets after the CRD's deletion:\n" + out
 	})
-	if out := cpKubectl(t, kc, "", "api-resources", "--api-group=example.com", "--no-headers"); out != "" {
-		t.Errorf("kubectl api-resources --api-group=example.com after the CRD's deletion = %q", out)
-	}
+	eventually(t, time.Minute, func() (bool, string) {
+		out, err := cpKubectlErr(kc, "", "api-resources", "--api-group=example.com", "--no-headers")
+		return err == nil && out == "", "kubectl api-resources --api-group=example.com after the CRD's deletion = " + out
+	})
 }

@@ -101,6 +101,9 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 		// Each returns once its informer synced and the handlers were told.
 		sc.Run(ctx.Done())
 		esc.Run(ctx.Done())
+		if ctx.Err() != nil {
+			return // stopped before the informers synced
+		}
 		logger.Info("Service proxy started", "mode", "nftables", "nodeIP", nodeIP)
 		go proxier.SyncLoop() // never returns; see Runs
 		<-ctx.Done()
