@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"slices"
 
 	discoveryendpoint "k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -28,6 +29,12 @@ func newDelegate(cfg *genericapiserver.Config, backend storagebackend.Config, fa
 	ext.Config.PostStartHooks = map[string]genericapiserver.PostStartHookConfigEntry{}
 	ext.Config.RESTOptionsGetter = nil
 	ext.Config.OpenAPIConfig, ext.Config.OpenAPIV3Config = nil, nil
+	// The copy shares the checks' backing arrays: clipped, an append by
+	// either server gets an array of its own instead of overwriting the
+	// other's next element.
+	ext.Config.HealthzChecks = slices.Clip(ext.Config.HealthzChecks)
+	ext.Config.LivezChecks = slices.Clip(ext.Config.LivezChecks)
+	ext.Config.ReadyzChecks = slices.Clip(ext.Config.ReadyzChecks)
 	d, err := build(ext)
 	if err != nil {
 		return nil, fmt.Errorf("extensions server: %w", err)
