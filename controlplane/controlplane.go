@@ -64,6 +64,10 @@ type Config struct {
 	ClusterDNS    string
 	ClusterDomain string
 	DNSClients    []string
+	// LocalPathDir, when set, is where the shim's local-path provisioner
+	// makes NodeName's PersistentVolumes, for its default StorageClass
+	// (skiff-apiserver's --local-path-dir).
+	LocalPathDir string
 	// LogFile receives the shim's output (default <DataDir>/skiff-apiserver.log).
 	LogFile string
 	Logger  *slog.Logger
@@ -179,6 +183,9 @@ func (s *Shim) args() []string {
 			for _, c := range s.cfg.DNSClients {
 				a = append(a, "--cluster-dns-clients", c)
 			}
+		}
+		if s.cfg.LocalPathDir != "" {
+			a = append(a, "--local-path-dir", s.cfg.LocalPathDir)
 		}
 	}
 	for _, e := range s.cfg.EtcdServers {

@@ -97,6 +97,9 @@ type apiSource struct {
 	trustBundles *apisource.TrustBundles
 	// podCerts issues the projected podCertificate sources' credentials.
 	podCerts *apisource.PodCertificates
+	// claims reads the claims and PersistentVolumes of
+	// persistentVolumeClaim volumes.
+	claims *apisource.Claims
 	// clusterCA is the PEM CA bundle --kubeconfig trusts the API server
 	// with (nil: none given).
 	clusterCA []byte
@@ -134,6 +137,7 @@ func (o *APIConfig) newAPISource(node, rootDir string, pods *lateBoundPods, fact
 	index := apisource.NewIndex()
 	s.objects = apisource.NewObjectManager(client, log)
 	s.tokens = apisource.NewTokenManager(client, nil, log)
+	s.claims = apisource.NewClaims(client)
 	s.services = apisource.NewServiceEnv(client.ServiceInformer())
 	s.objects.Offline, s.tokens.Offline, s.services.Offline = offline, offline, offline
 	s.offline = offline

@@ -92,6 +92,12 @@ func (o *ControlPlaneConfig) dataDir(rootDir string) string {
 	return filepath.Join(rootDir, "apiserver")
 }
 
+// localPathDir is the shim's --local-path-dir, <root-dir>/storage: the
+// directories of the PersistentVolumes it provisions.
+func (o *ControlPlaneConfig) localPathDir(rootDir string) string {
+	return filepath.Join(rootDir, "storage")
+}
+
 // start runs the shim (when enabled) and points the API source at it:
 // api.kubeconfig becomes the node kubeconfig the shim issued, whose CA
 // (the shim's) the kubelet API (k) then trusts for client certificates,
@@ -114,6 +120,7 @@ func (o *ControlPlaneConfig) start(ctx context.Context, c *Config, node string, 
 		AdminKubeconfig: filepath.Join(rootDir, "admin.kubeconfig"), Logger: log,
 		NodeKubeletHost: k.apiServerHost(), ServiceProxy: o.ServiceProxy,
 		ClusterDNS: dns, ClusterDomain: c.ClusterDomain, DNSClients: clients,
+		LocalPathDir: o.localPathDir(rootDir),
 	})
 	if err != nil {
 		return nil, err

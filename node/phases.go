@@ -118,9 +118,10 @@ func (n *Node) newStorage(context.Context) error {
 		tokens   volumes.TokenSource
 		bundles  volumes.TrustBundleSource
 		podCerts volumes.PodCertificateSource
+		claims   volumes.ClaimSource
 	)
 	if api := n.api.source; api != nil {
-		p.objs, tokens, bundles, podCerts = objects.Chain(n.api.store, api.objects), api.tokens, api.trustBundles, api.podCerts
+		p.objs, tokens, bundles, podCerts, claims = objects.Chain(n.api.store, api.objects), api.tokens, api.trustBundles, api.podCerts, api.claims
 		merged := make(chan struct{}, 1)
 		n.loopNoErr("object changes fan-in", signalFanIn(merged, p.changes, api.objects.Changes(), api.tokens.Changes(),
 			api.trustBundles.Changes(), api.podCerts.Changes()))
@@ -132,7 +133,8 @@ func (n *Node) newStorage(context.Context) error {
 	}
 	p.creds = creds
 	p.vols, err = volumes.New(volumes.Config{
-		PodsDir: filepath.Join(n.cfg.RootDir, "pods"), Objects: p.objs, Tokens: tokens, TrustBundles: bundles, PodCertificates: podCerts, Allocatable: n.allocatable, Logger: n.log,
+		PodsDir: filepath.Join(n.cfg.RootDir, "pods"), Objects: p.objs, Tokens: tokens, TrustBundles: bundles, PodCertificates: podCerts, Claims: claims,
+		Allocatable: n.allocatable, Logger: n.log,
 		RefreshFailed: func(pod *v1.Pod, err *volumes.SetUpError) {
 			n.api.events.PodEvent(pod, v1.EventTypeWarning, agent.EventFailedMount, err.Error())
 		},

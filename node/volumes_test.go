@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiffnode/skiff/agent"
 	"github.com/skiffnode/skiff/internal/objects"
@@ -71,5 +73,46 @@ func TestAgentVolumesTranslates(t *testing.T) {
 	other.UID = "uid3"
 	if _, err := av.SetUp(cancelled, other); !errors.Is(err, context.Canceled) || errors.As(err, &se) {
 		t.Errorf("cancelled set-up: %v, want context.Canceled as it is", err)
+	}
+}
+
+// fakeClaims serves claim default/data bound to PersistentVolume pv, a
+// hostPath at path.
+type fakeClaims struct{ path string }
+
+func (f fakeClaims) PersistentVolumeClaim(_ context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error) {
+	return &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: "claim-uid"},
+		Spec: v1.PersistentVolumeClaimSpec{VolumeName: "pv"}, Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}, nil
+}
+
+func (f fakeClaims) PersistentVolume(_ context.Context, name string) (*v1.PersistentVolume, error) {
+	typ := v1.HostPathDirectoryOrCreate
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PersistentVolumeSpec{
+		ClaimRef:               &v1.ObjectReference{Namespace: "default", Name: "data", UID: "claim-uid"},
+		PersistentVolumeSource: v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: f.path, Type: &typ}}}}, nil
+}
+
+// TestAgentVolumesReadOnlyClaim: a readOnly claim reaches the agent as a
+// read-only volume (every mount of it read-only), a writable one as
+// writable; both are the PersistentVolume's directory.
+func TestAgentVolumesReadOnlyClaim(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "pv")
+	m, err := volumes.New(volumes.Config{PodsDir: filepath.Join(t.TempDir(), "pods"), Claims: fakeClaims{path: data}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, readOnly := range []bool{true, false} {
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: types.UID(fmt.Sprint("uid-", readOnly))},
+			Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+				PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: readOnly}}}}},
+		}
+		vols, err := agentVolumes{m}.SetUp(context.Background(), pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (agent.PodVolume{HostPath: data, ReadOnly: readOnly}); vols["data"] != want {
+			t.Errorf("readOnly %v: volume %+v, want %+v", readOnly, vols["data"], want)
+		}
 	}
 }

@@ -18,9 +18,6 @@ func TestValidateRejectsUnsupportedFields(t *testing.T) {
 		mutate func(p *v1.Pod)
 		path   string
 	}{
-		{"G.1 persistentVolumeClaim volume", func(p *v1.Pod) {
-			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
-		}, "spec.volumes[0].persistentVolumeClaim"},
 		{"G.1 ephemeral volume", func(p *v1.Pod) {
 			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{}}}}}
 		}, "spec.volumes[0].ephemeral"},

@@ -31,7 +31,9 @@ func Validate(pod *v1.Pod) field.ErrorList {
 // ValidateAPIPod is Validate for a pod of an API server (skiff-apiserver),
 // where service accounts exist and their tokens are served: any service
 // account name that is a DNS subdomain is accepted, as upstream's, where
-// Validate (static pods) accepts only "default".
+// Validate (static pods) accepts only "default"; and persistentVolumeClaim
+// volumes (a claimName), which Validate refuses: the node reads the claim
+// and its PersistentVolume through the API server.
 func ValidateAPIPod(pod *v1.Pod) field.ErrorList {
 	return validate(pod, true)
 }
@@ -78,7 +80,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path, apiPod bool) field.ErrorLi
 	}
 	errs = append(errs, validatePodSecurity(spec, path)...)
 	errs = append(errs, validateHostPorts(spec, path)...)
-	errs = append(errs, validatePodVolumes(spec, path)...)
+	errs = append(errs, validatePodVolumes(spec, path, apiPod)...)
 	errs = append(errs, validateHostAliases(spec.HostAliases, path.Child("hostAliases"))...)
 	return errs
 }

@@ -15,13 +15,15 @@ import (
 const fileModeErrorMsg = "must be a number between 0 and 0777 (octal), both inclusive"
 
 // volumeFieldPaths are the volume fields skiff implements (added to
-// supportedFieldPaths): every other volume type (persistentVolumeClaim,
-// ephemeral, nfs, ...) and projected source (serviceAccountToken, ...) is
-// Forbidden with "not supported by skiff yet" by the allow-list walk.
+// supportedFieldPaths): every other volume type (ephemeral, nfs, ...) and
+// projected source (serviceAccountToken, ...) is Forbidden with "not
+// supported by skiff yet" by the allow-list walk. persistentVolumeClaim
+// passes the walk: validateVolumeSource refuses it in static pods.
 func volumeFieldPaths() []string {
 	return []string{
 		"spec.volumes[*].name", "spec.volumes[*].hostPath", "spec.volumes[*].emptyDir",
 		"spec.volumes[*].configMap", "spec.volumes[*].secret", "spec.volumes[*].downwardAPI",
+		"spec.volumes[*].persistentVolumeClaim",
 		"spec.volumes[*].projected.defaultMode",
 		"spec.volumes[*].projected.sources[*].configMap",
 		"spec.volumes[*].projected.sources[*].secret",
@@ -49,13 +51,20 @@ var supportedDownwardAPIVolumeFieldRefs = []string{
 // supportedVolumeTypes are the JSON names of the volume sources skiff sets up.
 var supportedVolumeTypes = map[string]bool{
 	"hostPath": true, "emptyDir": true, "configMap": true, "secret": true, "downwardAPI": true, "projected": true,
-	"image": true,
+	"image": true, "persistentVolumeClaim": true,
 }
 
+// staticClaimForbidden is the detail of the error for a static pod's
+// persistentVolumeClaim volume: a claim is an API object the node reads
+// through its API server, and upstream's NodeRestriction refuses the
+// mirror pod of a static pod that references one.
+const staticClaimForbidden = "a static pod may not use a PersistentVolumeClaim: only pods of an API server may"
+
 // validateVolumes checks spec.volumes as the API server's ValidateVolumes
-// does, plus skiff's limits (hostPath absolute, emptyDir media), and
-// returns the declared volumes by name for the mounts' checks.
-func validateVolumes(vols []v1.Volume, p *field.Path) (map[string]*v1.Volume, field.ErrorList) {
+// does, plus skiff's limits (hostPath absolute, emptyDir media, claims
+// only in API pods: apiPod as ValidateAPIPod), and returns the declared
+// volumes by name for the mounts' checks.
+func validateVolumes(vols []v1.Volume, p *field.Path, apiPod bool) (map[string]*v1.Volume, field.ErrorList) {
 	var errs field.ErrorList
 	byName := map[string]*v1.Volume{}
 	for i := range vols {
@@ -70,14 +79,14 @@ func validateVolumes(vols []v1.Volume, p *field.Path) (map[string]*v1.Volume, fi
 			errs = append(errs, field.Duplicate(vp.Child("name"), v.Name))
 		}
 		byName[v.Name] = v
-		errs = append(errs, validateVolumeSource(&v.VolumeSource, vp)...)
+		errs = append(errs, validateVolumeSource(&v.VolumeSource, vp, apiPod)...)
 	}
 	return byName, errs
 }
 
 // validateVolumeSource requires exactly one source and checks it. The
 // count covers every type, supported or not, as upstream's does.
-func validateVolumeSource(src *v1.VolumeSource, p *field.Path) field.ErrorList {
+func validateVolumeSource(src *v1.VolumeSource, p *field.Path, apiPod bool) field.ErrorList {
 	var errs field.ErrorList
 	n := 0
 	one := func(set bool, name string) bool {
@@ -125,9 +134,25 @@ func validateVolumeSource(src *v1.VolumeSource, p *field.Path) field.ErrorList {
 		}
 		errs = append(errs, validateEnum(src.Image.PullPolicy, ip.Child("pullPolicy"), v1.PullAlways, v1.PullIfNotPresent, v1.PullNever)...)
 	}
-	// Unsupported types: the allow-list walk reports those with content
-	// Forbidden, an empty one ("nfs: {}") is reported here; all count, so
-	// that two of them are "more than 1".
+	if one(src.PersistentVolumeClaim != nil, "persistentVolumeClaim") {
+		errs = append(errs, validateClaimSource(src.PersistentVolumeClaim, p.Child("persistentVolumeClaim"), apiPod)...)
+	}
+	unsupported, unsupportedErrs := unsupportedVolumeTypes(src, p)
+	n += unsupported
+	errs = append(errs, unsupportedErrs...)
+	if n == 0 {
+		errs = append(errs, field.Required(p, "must specify a volume type"))
+	}
+	return errs
+}
+
+// unsupportedVolumeTypes counts the volume types of src skiff does not
+// set up, so that two of them are "more than 1": the allow-list walk
+// reports those with content Forbidden, an empty one ("nfs: {}") is
+// reported here.
+func unsupportedVolumeTypes(src *v1.VolumeSource, p *field.Path) (int, field.ErrorList) {
+	var errs field.ErrorList
+	n := 0
 	v := reflect.ValueOf(src).Elem()
 	for i := range v.NumField() {
 		name, _ := jsonName(v.Type().Field(i))
@@ -140,10 +165,17 @@ func validateVolumeSource(src *v1.VolumeSource, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Forbidden(p.Child(name), notSupported))
 		}
 	}
-	if n == 0 {
-		errs = append(errs, field.Required(p, "must specify a volume type"))
+	return n, errs
+}
+
+// validateClaimSource: a claimName (upstream's Required, plus the DNS
+// subdomain every PersistentVolumeClaim name is, as skiff checks the
+// names of configMap and secret volumes), in an API pod only.
+func validateClaimSource(claim *v1.PersistentVolumeClaimVolumeSource, p *field.Path, apiPod bool) field.ErrorList {
+	if !apiPod {
+		return field.ErrorList{field.Forbidden(p, staticClaimForbidden)}
 	}
-	return errs
+	return requiredName(claim.ClaimName, p.Child("claimName"))
 }
 
 func requiredName(name string, p *field.Path) field.ErrorList {
@@ -431,9 +463,10 @@ func validateRecursiveReadOnly(m *v1.VolumeMount, p *field.Path) field.ErrorList
 		[]v1.RecursiveReadOnlyMode{v1.RecursiveReadOnlyDisabled, v1.RecursiveReadOnlyEnabled, v1.RecursiveReadOnlyIfPossible})}
 }
 
-// validatePodVolumes checks spec.volumes and every container's mounts.
-func validatePodVolumes(spec *v1.PodSpec, p *field.Path) field.ErrorList {
-	vols, errs := validateVolumes(spec.Volumes, p.Child("volumes"))
+// validatePodVolumes checks spec.volumes and every container's mounts;
+// apiPod as ValidateAPIPod.
+func validatePodVolumes(spec *v1.PodSpec, p *field.Path, apiPod bool) field.ErrorList {
+	vols, errs := validateVolumes(spec.Volumes, p.Child("volumes"), apiPod)
 	for _, list := range []struct {
 		name string
 		cs   []v1.Container

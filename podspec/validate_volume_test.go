@@ -1,10 +1,12 @@
 package podspec
 
 import (
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // volPod returns validPod with volumes vols; the app container mounts
@@ -72,8 +74,8 @@ func TestValidateVolumes_G1(t *testing.T) {
 		{"two volume types", volPod([]v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{
 			EmptyDir: &v1.EmptyDirVolumeSource{}, HostPath: &v1.HostPathVolumeSource{Path: "/x"}}}}),
 			[]string{"spec.volumes[0].emptyDir: Forbidden: may not specify more than 1 volume type"}},
-		{"empty unsupported type is forbidden", volPod([]v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{}}}}),
-			[]string{"spec.volumes[0].persistentVolumeClaim: Forbidden: not supported by skiff yet"}},
+		{"empty unsupported type is forbidden", volPod([]v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{}}}}),
+			[]string{"spec.volumes[0].nfs: Forbidden: not supported by skiff yet"}},
 		{"hostPath path required", volPod([]v1.Volume{hostPathVol("h", "", "")}), []string{"spec.volumes[0].hostPath.path: Required value"}},
 		{"hostPath path absolute", volPod([]v1.Volume{hostPathVol("h", "var/data", "")}), []string{`spec.volumes[0].hostPath.path: Invalid value: "var/data": must be an absolute path`}},
 		{"hostPath path without ..", volPod([]v1.Volume{hostPathVol("h", "/var/../etc", "")}), []string{`spec.volumes[0].hostPath.path: Invalid value: "/var/../etc": must not contain '..'`}},
@@ -155,6 +157,57 @@ func TestValidateVolumes_G1(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkValidate(t, tt.pod, tt.want)
+		})
+	}
+}
+
+// TestValidatePersistentVolumeClaim: an API pod may use a claim (a
+// claimName that is a DNS subdomain, readOnly); a static pod may not,
+// with an error that names the field and says why.
+func TestValidatePersistentVolumeClaim(t *testing.T) {
+	claim := func(name string, readOnly bool) v1.Volume {
+		return v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: name, ReadOnly: readOnly}}}
+	}
+	static := "spec.volumes[0].persistentVolumeClaim: Forbidden: " + staticClaimForbidden
+	mount := v1.VolumeMount{Name: "data", MountPath: "/data"}
+	tests := []struct {
+		name                string
+		vols                []v1.Volume
+		wantAPI, wantStatic []string
+	}{
+		{"a claim", []v1.Volume{claim("www-web-0", false)}, nil, []string{static}},
+		{"a read-only claim", []v1.Volume{claim("shared.example", true)}, nil, []string{static}},
+		{"claimName required", []v1.Volume{claim("", false)}, []string{"spec.volumes[0].persistentVolumeClaim.claimName: Required value"}, []string{static}},
+		{"claimName is a DNS subdomain", []v1.Volume{claim("Data_1", false)},
+			[]string{`spec.volumes[0].persistentVolumeClaim.claimName: Invalid value: "Data_1": a lowercase RFC 1123 subdomain`}, []string{static}},
+		{"an empty claim source", []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{}}}},
+			[]string{"spec.volumes[0].persistentVolumeClaim.claimName: Required value"}, []string{static}},
+		{"with another type", []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{},
+			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}},
+			[]string{"spec.volumes[0].persistentVolumeClaim: Forbidden: may not specify more than 1 volume type"},
+			[]string{"spec.volumes[0].persistentVolumeClaim: Forbidden: may not specify more than 1 volume type"}},
+		{"with an unsupported type", []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"},
+			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}},
+			[]string{"spec.volumes[0].nfs: Forbidden: not supported by skiff yet"}, []string{"spec.volumes[0].nfs: Forbidden: not supported by skiff yet", static}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := volPod(tt.vols, mount)
+			for _, check := range []struct {
+				name string
+				errs field.ErrorList
+				want []string
+			}{{"ValidateAPIPod", ValidateAPIPod(pod), tt.wantAPI}, {"Validate", Validate(pod), tt.wantStatic}} {
+				got := errorStrings(check.errs)
+				if len(check.want) == 0 && got != "" {
+					t.Errorf("%s = %s, want no errors", check.name, got)
+				}
+				for _, w := range check.want {
+					if !strings.Contains(got, w) {
+						t.Errorf("%s = %s\nwant an error containing %q", check.name, got, w)
+					}
+				}
+			}
 		})
 	}
 }

@@ -5,7 +5,9 @@
 //
 // Layout (the kubelet's): <pods-dir>/<uid>/volumes/<plugin>/<name>, with
 // the kubelet's plugin directory names (kubernetes.io~empty-dir, ...). A
-// hostPath volume has no directory there: containers mount the host path.
+// hostPath volume has no directory there: containers mount the host path;
+// nor has a persistentVolumeClaim volume: containers mount the directory
+// of its PersistentVolume (hostPath or local), which outlives the pod.
 // Memory-medium emptyDirs, secret and projected volumes are tmpfs mounts
 // at their directory, so secrets never reach the disk.
 package volumes
@@ -60,6 +62,10 @@ type Config struct {
 	// PodCertificates issues projected podCertificate sources'
 	// credentials; nil: such a volume fails to set up (no API server).
 	PodCertificates PodCertificateSource
+	// Claims reads the claims of persistentVolumeClaim volumes and their
+	// PersistentVolumes; nil: such a volume fails to set up (no API
+	// server).
+	Claims ClaimSource
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
 	// RefreshFailed, when set, is told of each volume of a running pod
@@ -223,7 +229,7 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Volume, er
 			return nil, err
 		}
 		v := &pod.Spec.Volumes[i]
-		vol, err := m.setUpVolume(pod, v)
+		vol, err := m.setUpVolume(ctx, pod, v)
 		if err != nil {
 			return nil, &SetUpError{Volume: v.Name, Err: err}
 		}
@@ -234,9 +240,11 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]Volume, er
 }
 
 // setUpVolume sets up one volume (idempotent).
-func (m *Manager) setUpVolume(pod *v1.Pod, v *v1.Volume) (Volume, error) {
+func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, v *v1.Volume) (Volume, error) {
 	src := &v.VolumeSource
 	switch {
+	case src.PersistentVolumeClaim != nil:
+		return m.setUpClaim(ctx, pod, src.PersistentVolumeClaim)
 	case src.Image != nil:
 		// The runtime mounts the image itself (the agent pulls it):
 		// nothing on the node's file system.

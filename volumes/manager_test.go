@@ -146,7 +146,9 @@ func TestSetUpErrors_G1(t *testing.T) {
 		{v1.Volume{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "absent"}}},
 			`MountVolume.SetUp failed for volume "s" : secret "absent" not found`},
 		{v1.Volume{Name: "pvc", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "x"}}},
-			`MountVolume.SetUp failed for volume "pvc" : volume type not supported by skiff yet`},
+			`MountVolume.SetUp failed for volume "pvc" : persistentVolumeClaim needs an API server`},
+		{v1.Volume{Name: "nfs", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/x"}}},
+			`MountVolume.SetUp failed for volume "nfs" : volume type not supported by skiff yet`},
 		{v1.Volume{Name: "p", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}},
 			`MountVolume.SetUp failed for volume "p" : failed to fetch token: serviceAccountToken needs an API server`},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/crds"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/dns"
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/localpath"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/proxy"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/upstream"
 	"github.com/skiffnode/skiff/shim/server"
@@ -85,6 +86,7 @@ type flags struct {
 	up                        upstream.Config
 	serviceProxy              bool
 	clusterDNS                dnsFlags
+	localPath                 localpath.Config
 	gcPercent, memoryLimitMiB int
 	featureGates              string
 }
@@ -127,8 +129,8 @@ func run(ctx context.Context, fl *flags) error {
 }
 
 // options are the server's options: upstream's kinds and controllers,
-// the CustomResourceDefinitions server, and the service proxy and cluster
-// DNS when asked for.
+// the CustomResourceDefinitions server, and the service proxy, cluster
+// DNS and local-path provisioner when asked for.
 func (fl *flags) options() (server.Options, error) {
 	o := fl.o
 	if err := upstream.Add(&o, fl.up); err != nil {
@@ -145,6 +147,13 @@ func (fl *flags) options() (server.Options, error) {
 			return o, err
 		}
 		withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return dns.Runs(cc, cfg) })
+	}
+	if fl.localPath.Dir != "" {
+		cfg := localpath.Config{Dir: fl.localPath.Dir, NodeName: o.NodeName}
+		if err := cfg.Validate(); err != nil {
+			return o, fmt.Errorf("--local-path-dir: %w", err)
+		}
+		withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return localpath.Runs(cc, cfg) })
 	}
 	return o, nil
 }
@@ -170,6 +179,7 @@ func addFlags(cmd *cobra.Command, fl *flags) {
 	f.IntVar(&clusterDNS.port, "cluster-dns-port", dns.DefaultPort, "port of the cluster DNS server on the node's address (UDP and TCP), the kube-dns EndpointSlice's")
 	f.StringSliceVar(&clusterDNS.clients, "cluster-dns-clients", nil, "networks (CIDRs) whose clients the cluster DNS answers, the pods'; besides the node's address and loopback it refuses every other client")
 	f.StringVar(&clusterDNS.resolvConf, "resolv-conf", "/etc/resolv.conf", "resolver configuration naming the upstream servers the cluster DNS forwards other names to")
+	f.StringVar(&fl.localPath.Dir, "local-path-dir", "", "provision PersistentVolumes as directories here, on --node-name's machine, for the default StorageClass \""+localpath.DefaultClassName+"\" (made at start unless it exists); empty: no provisioner and no default class")
 	f.IntVar(&fl.gcPercent, "gc-percent", defaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable overrides it")
 	f.StringVar(&fl.featureGates, "feature-gates", "", "k8s.io/apiserver feature gates (Name=true|false,...), applied over the shim's defaults ("+defaultFeatureGates+")")
 	f.IntVar(&fl.memoryLimitMiB, "memory-limit-mib", 0, "Go soft memory limit in MiB (GOMEMLIMIT); 0: none")

@@ -27,7 +27,7 @@ printf '//go:build tools\n\npackage ogen\n\nimport _ "k8s.io/kube-openapi/cmd/op
 	--go-header-file "$tmp/header.txt" \
 	--report-filename "$tmp/violations.txt" \
 	k8s.io/api/core/v1 k8s.io/api/coordination/v1 \
-	k8s.io/api/apps/v1 k8s.io/api/autoscaling/v1 k8s.io/api/batch/v1 k8s.io/api/scheduling/v1alpha3 k8s.io/api/discovery/v1 k8s.io/api/policy/v1 k8s.io/api/rbac/v1 k8s.io/api/events/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 \
+	k8s.io/api/apps/v1 k8s.io/api/autoscaling/v1 k8s.io/api/batch/v1 k8s.io/api/scheduling/v1alpha3 k8s.io/api/discovery/v1 k8s.io/api/policy/v1 k8s.io/api/rbac/v1 k8s.io/api/storage/v1 k8s.io/api/events/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 \
 	k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime \
 	k8s.io/apimachinery/pkg/version k8s.io/apimachinery/pkg/api/resource \
 	k8s.io/apimachinery/pkg/util/intstr

@@ -21,6 +21,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,6 +62,8 @@ var groups = []struct {
 	{rbacv1.SchemeGroupVersion, rbacv1.AddToScheme, nil},
 	// PodDisruptionBudgets, served by skiff-apiserver's build.
 	{policyv1.SchemeGroupVersion, policyv1.AddToScheme, nil},
+	// StorageClasses, served by skiff-apiserver's build.
+	{storagev1.SchemeGroupVersion, storagev1.AddToScheme, nil},
 	// events.k8s.io/v1 Events are core/v1 Events inside (events.go).
 	{eventsv1.SchemeGroupVersion, eventsv1.AddToScheme, addEventsInternal},
 	// TokenRequest (serviceaccounts/token), TokenReview and SelfSubjectReview.

@@ -21,11 +21,14 @@ import (
 
 // apiStorage is the REST storage of every served kind by API group and
 // resource, built before the server so that the Node authorizer can read
-// pods through the pods' Store.
+// pods (and PersistentVolumes) through their Stores.
 type apiStorage struct {
 	byGroup map[string]map[string]rest.Storage
 	// pods is the pods' main Store.
 	pods rest.Lister
+	// volumes is the PersistentVolumes' main Store; nil unless a build
+	// serves them (Options.Kinds).
+	volumes rest.Getter
 }
 
 // newAPIStorage builds every served kind's Store (each starts its watch
@@ -53,8 +56,11 @@ func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter, kubelets kubele
 		for name, sub := range e.Subresources {
 			st.byGroup[k.Group][k.Resource+"/"+name] = sub
 		}
-		if k == pod.Kind {
+		switch {
+		case k == pod.Kind:
 			st.pods = e.Main
+		case k.Group == "" && k.Resource == "persistentvolumes":
+			st.volumes = e.Main
 		}
 	}
 	if err := addNamespaces(st.byGroup[""], optsGetter); err != nil {

@@ -221,7 +221,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 		sa.issuer = satoken.DefaultIssuer
 	}
 	sa.addServiceAccountAPIs(storage)
-	if err := applySecurity(cfg, ln, bundle, storePods{storage.pods}, sa, sa.authenticator(storage)); err != nil {
+	if err := applySecurity(cfg, ln, bundle, storage.nodeGraph(), sa, sa.authenticator(storage)); err != nil {
 		return nil, err
 	}
 	addReviewAPIs(storage, cfg)
@@ -343,15 +343,15 @@ func dropManagedFields(obj any) (any, error) {
 // API's audiences sa.audiences()) authentication, and authorization: the
 // admin (group system:masters) may do everything; a node
 // (system:node:<name> in system:nodes) what the Node authorizer allows,
-// reading its pods through pods (NodeRestriction, in the admission chain,
-// narrows its writes); every authenticated user, service accounts
+// reading its pods and PersistentVolumes through graph (NodeRestriction,
+// in the admission chain, narrows its writes); every authenticated user, service accounts
 // included, may read discovery, version and health and create
 // SelfSubjectReviews and SelfSubjectAccessReviews, as on a fresh kubeadm
 // cluster, and nothing else;
 // anonymous requests are refused (no anonymous authenticator: 401). RBAC
 // is not planned
 // (docs/decisions/0068-service-accounts-shim-get-what-fresh.md).
-func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle, pods nodeauthz.Pods,
+func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle, graph nodeGraph,
 	sa serviceAccountTokens, saTokens authenticator.Token) error {
 	cert, err := dynamiccertificates.NewStaticCertKeyContent("serving-cert", b.ServingCert, b.ServingKey)
 	if err != nil {
@@ -381,7 +381,7 @@ func applySecurity(cfg *genericapiserver.Config, ln net.Listener, b *pki.Bundle,
 	// The first authorizer to allow or deny decides; NoOpinion from all is a 403.
 	union, err := unionauthz.New(
 		unionauthz.NamedAuthorizer{AuthorizerName: "privileged-groups", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
-		unionauthz.NamedAuthorizer{AuthorizerName: "node", Authorizer: nodeauthz.New(pods)},
+		unionauthz.NamedAuthorizer{AuthorizerName: "node", Authorizer: nodeauthz.New(graph.pods, graph.volumes)},
 		unionauthz.NamedAuthorizer{AuthorizerName: "discovery", Authorizer: discovery},
 		unionauthz.NamedAuthorizer{AuthorizerName: "basic-user", Authorizer: basicUser()},
 		unionauthz.NamedAuthorizer{AuthorizerName: "issuer-discovery", Authorizer: issuerDiscovery()},

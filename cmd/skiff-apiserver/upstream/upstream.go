@@ -61,13 +61,15 @@ type Config struct {
 }
 
 // Add makes o serve upstream's kinds (core/v1 Services, Endpoints,
-// PersistentVolumeClaims and ReplicationControllers,
+// PersistentVolumeClaims, PersistentVolumes and ReplicationControllers,
+// storage.k8s.io/v1 StorageClasses,
 // discovery.k8s.io/v1 EndpointSlices, batch/v1 Jobs and CronJobs, apps/v1
 // DaemonSets, StatefulSets and ControllerRevisions, policy/v1
 // PodDisruptionBudgets, rbac.authorization.k8s.io/v1's four kinds) and
 // run upstream's controllers (EndpointSlice, Endpoints, EndpointSlice
 // mirroring, Job, TTL after finished, CronJob, DaemonSet, StatefulSet,
-// ClusterRole aggregation, replication, disruption), and registers
+// ClusterRole aggregation, replication, disruption, PersistentVolume,
+// PVC and PV protection), and registers
 // upstream's defaulting of those
 // kinds in the shim's scheme, which the shim's decoders apply. It sets
 // o.Controllers. Call it once, before server.New.
@@ -92,10 +94,12 @@ func Add(o *server.Options, cfg Config) error {
 	}
 	addDaemonSetDefaults(scheme.Scheme)
 	addServiceDefaults(scheme.Scheme)
-	addClaimDefaults(scheme.Scheme)
+	if err := addVolumeDefaults(scheme.Scheme); err != nil {
+		return err
+	}
 	addReplicationControllerDefaults(scheme.Scheme)
 	o.Kinds = append(o.Kinds, svcs, endpoints(c), endpointSlices(c), persistentVolumeClaims(c),
-		jobs(c), cronJobs(c), daemonSets(c), statefulSets(c), controllerRevisions(c),
+		persistentVolumes(c), storageClasses(c), jobs(c), cronJobs(c), daemonSets(c), statefulSets(c), controllerRevisions(c),
 		replicationControllers(c), podDisruptionBudgets(c))
 	o.Kinds = append(o.Kinds, rbacKinds(c)...)
 	o.Controllers = func(cc server.ControllerContext) ([]func(context.Context), error) {
@@ -111,7 +115,7 @@ func Add(o *server.Options, cfg Config) error {
 // newConverter returns a converter for the groups Add serves.
 func newConverter() (converter, error) {
 	c := converter{scheme: runtime.NewScheme(), printers: newPrinters()}
-	for _, add := range []func(*runtime.Scheme) error{addCoreToScheme, addBatchToScheme, addAppsToScheme, addRBACToScheme, addPolicyToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{addCoreToScheme, addBatchToScheme, addAppsToScheme, addRBACToScheme, addPolicyToScheme, addStorageToScheme} {
 		if err := add(c.scheme); err != nil {
 			return converter{}, fmt.Errorf("upstream scheme: %w", err)
 		}
@@ -156,6 +160,11 @@ func newControllers(cc server.ControllerContext) ([]func(context.Context), error
 	if err != nil {
 		return nil, err
 	}
+	volumeRuns, err := volumeControllers(cc)
+	if err != nil {
+		return nil, err
+	}
+	policyRuns = append(policyRuns, volumeRuns...)
 	return append(policyRuns,
 		func(ctx context.Context) { esc.Run(ctx, endpointSliceWorkers) },
 		func(ctx context.Context) { epc.Run(ctx, endpointsWorkers) },

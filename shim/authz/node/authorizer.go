@@ -3,8 +3,9 @@
 // API. It re-implements Kubernetes 1.34's
 // plugin/pkg/auth/authorizer/node/node_authorizer.go for what the shim
 // serves, with its static rules (rules.go) and its graph of "objects
-// related to a node" answered from the pods bound to the node (Pods)
-// instead of a graph kept in memory. The NodeRestriction admission plugin
+// related to a node" answered from the pods bound to the node (Pods) and
+// the PersistentVolumes' claimRefs (Volumes) instead of a graph kept in
+// memory. The NodeRestriction admission plugin
 // (shim/admission/noderestriction) narrows the writes it allows.
 package node
 
@@ -28,11 +29,12 @@ type Pods interface {
 }
 
 // Authorizer decides requests of node identities and has no opinion on
-// anyone else's. Safe for concurrent use; Authorize blocks on Pods for
-// the related-object checks.
+// anyone else's. Safe for concurrent use; Authorize blocks on Pods (and
+// Volumes) for the related-object checks.
 type Authorizer struct {
-	pods  Pods
-	rules []rule
+	pods    Pods
+	volumes Volumes
+	rules   []rule
 	// subdivided resources are decided by their own function, as in
 	// upstream's Authorize; the rest by the static rules.
 	subdivided map[schema.GroupResource]decideFunc
@@ -42,9 +44,11 @@ type decideFunc func(ctx context.Context, node string, attrs authorizer.Attribut
 
 var _ authorizer.Authorizer = &Authorizer{}
 
-// New returns the Node authorizer over pods.
-func New(pods Pods) *Authorizer {
-	a := &Authorizer{pods: pods, rules: nodeRules()}
+// New returns the Node authorizer over pods and volumes; nil volumes (a
+// shim that serves no PersistentVolumes): every PersistentVolume is
+// refused.
+func New(pods Pods, volumes Volumes) *Authorizer {
+	a := &Authorizer{pods: pods, volumes: volumes, rules: nodeRules()}
 	unrelated := func(context.Context, string, authorizer.Attributes) (authorizer.Decision, string, error) {
 		return authorizer.DecisionNoOpinion, "no relationship to this object is known to the shim", nil
 	}
@@ -52,15 +56,15 @@ func New(pods Pods) *Authorizer {
 		{Resource: "secrets"}:                              a.readRelated,
 		{Resource: "configmaps"}:                           a.readRelated,
 		{Resource: "persistentvolumeclaims"}:               a.claim,
+		{Resource: "persistentvolumes"}:                    a.persistentVolume,
 		{Resource: "serviceaccounts"}:                      a.serviceAccount,
 		{Resource: "pods"}:                                 a.pod,
 		{Resource: "nodes"}:                                a.node,
 		{Group: "coordination.k8s.io", Resource: "leases"}: a.lease,
 		{Group: "storage.k8s.io", Resource: "csinodes"}:    a.csiNode,
 		// Not served by the shim, and upstream decides them through
-		// objects the shim does not have (PV -> PVC, VolumeAttachment ->
-		// node, ResourceClaim and ResourceSlice -> node): refused.
-		{Resource: "persistentvolumes"}:                          unrelated,
+		// objects the shim does not have (VolumeAttachment -> node,
+		// ResourceClaim and ResourceSlice -> node): refused.
 		{Group: "storage.k8s.io", Resource: "volumeattachments"}: unrelated,
 		{Group: "resource.k8s.io", Resource: "resourceclaims"}:   unrelated,
 		{Group: "resource.k8s.io", Resource: "resourceslices"}:   unrelated,
@@ -163,14 +167,18 @@ func (a *Authorizer) related(ctx context.Context, node string, attrs authorizer.
 	if attrs.GetName() == "" {
 		return authorizer.DecisionNoOpinion, "No Object name found", nil
 	}
-	pods, err := a.pods.PodsOnNode(ctx, attrs.GetNamespace(), node)
+	return a.relatedTo(ctx, node, attrs.GetNamespace(), attrs.GetResource(), attrs.GetName())
+}
+
+// relatedTo allows when a pod bound to the node in namespace references
+// the object resource/name (or, for pods, is it), as related.
+func (a *Authorizer) relatedTo(ctx context.Context, node, namespace, resource, name string) (authorizer.Decision, string, error) {
+	pods, err := a.pods.PodsOnNode(ctx, namespace, node)
 	if err != nil {
-		return authorizer.DecisionNoOpinion, fmt.Sprintf("no relationship found between node '%s' and this object", node),
-			fmt.Errorf("pods on node %s: %w", node, err)
+		return authorizer.DecisionNoOpinion, noRelationship(node), fmt.Errorf("pods on node %s: %w", node, err)
 	}
-	resource, name := attrs.GetResource(), attrs.GetName()
 	for _, p := range pods {
-		if p.Spec.NodeName != node || p.Namespace != attrs.GetNamespace() {
+		if p.Spec.NodeName != node || p.Namespace != namespace {
 			continue
 		}
 		if resource == "pods" {
@@ -186,7 +194,12 @@ func (a *Authorizer) related(ctx context.Context, node string, attrs authorizer.
 			return authorizer.DecisionAllow, "", nil
 		}
 	}
-	return authorizer.DecisionNoOpinion, fmt.Sprintf("no relationship found between node '%s' and this object", node), nil
+	return authorizer.DecisionNoOpinion, noRelationship(node), nil
+}
+
+// noRelationship is upstream's reason for a refused related object.
+func noRelationship(node string) string {
+	return fmt.Sprintf("no relationship found between node '%s' and this object", node)
 }
 
 // references reports whether pod references the object resource/name.

@@ -30,6 +30,47 @@ func (f *fakePods) PodsOnNode(_ context.Context, namespace, node string) ([]*cor
 	return out, f.err
 }
 
+// fakeVolumes serves PersistentVolumes from a map (a missing one is nil),
+// or err.
+type fakeVolumes struct {
+	volumes map[string]*corev1.PersistentVolume
+	err     error
+}
+
+func (f *fakeVolumes) PersistentVolume(_ context.Context, name string) (*corev1.PersistentVolume, error) {
+	return f.volumes[name], f.err
+}
+
+// boundTo is a PersistentVolume whose claimRef is namespace/claim ("":
+// no claimRef).
+func boundTo(namespace, claim string) *corev1.PersistentVolume {
+	pv := &corev1.PersistentVolume{}
+	if claim != "" {
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: namespace, Name: claim, UID: "u"}
+	}
+	return pv
+}
+
+// testVolumes are bound to claims of testPods: of web (claim, its
+// ephemeral web-scratch), of team/db, of the other node's pod, of the
+// mirror pod, of no pod; and one is not bound.
+func testVolumes() *fakeVolumes {
+	return &fakeVolumes{volumes: map[string]*corev1.PersistentVolume{
+		"pv-claim":     boundTo("ns", "claim"),
+		"pv-ephemeral": boundTo("ns", "web-scratch"),
+		"pv-team":      boundTo("team", "db"),
+		"pv-n2":        boundTo("ns", "n2-claim"),
+		"pv-mirror":    boundTo("ns", "mirror-claim"),
+		"pv-unused":    boundTo("ns", "unused"),
+		"pv-elsewhere": boundTo("other", "claim"),
+		"pv-available": boundTo("", ""),
+	}}
+}
+
+func claimVolume(claim string) corev1.Volume {
+	return corev1.Volume{Name: claim, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
+}
+
 func testPods() []*corev1.Pod {
 	envSecret := corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "env-secret"}}}}
@@ -61,13 +102,15 @@ func testPods() []*corev1.Pod {
 	}
 	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain"}, Spec: corev1.PodSpec{NodeName: "n1"}}
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other"}, Spec: corev1.PodSpec{NodeName: "n2",
-		Volumes: []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "n2-secret"}}}}}}
+		Volumes: []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "n2-secret"}}}, claimVolume("n2-claim")}}}
 	mirror := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mirror", Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "h"}},
 		Spec: corev1.PodSpec{NodeName: "n1",
-			Volumes: []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "mirror-secret"}}}}},
+			Volumes: []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "mirror-secret"}}}, claimVolume("mirror-claim")}},
 	}
-	return []*corev1.Pod{web, plain, other, mirror}
+	team := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "db"}, Spec: corev1.PodSpec{NodeName: "n1",
+		Volumes: []corev1.Volume{claimVolume("db")}}}
+	return []*corev1.Pod{web, plain, other, mirror, team}
 }
 
 // req is a resource request of node n1 unless changed by the case.
@@ -163,7 +206,26 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"ephemeral pvc", req{verb: "get", resource: "persistentvolumeclaims", namespace: "ns", nm: "web-scratch"}, allow},
 		{"pvc status", req{verb: "patch", resource: "persistentvolumeclaims", sub: "status", namespace: "ns", nm: "claim"}, allow},
 		{"list pvcs", req{verb: "list", resource: "persistentvolumeclaims", namespace: "ns", nm: "claim"}, no},
-		{"pv", req{verb: "get", resource: "persistentvolumes", nm: "pv1"}, no},
+		// PersistentVolumes bound to its pods' claims (pv -> pvc -> pod -> node).
+		{"pv of a pod's claim", req{verb: "get", resource: "persistentvolumes", nm: "pv-claim"}, allow},
+		{"pv of a pod's ephemeral claim", req{verb: "get", resource: "persistentvolumes", nm: "pv-ephemeral"}, allow},
+		{"pv of a pod's claim in another namespace", req{verb: "get", resource: "persistentvolumes", nm: "pv-team"}, allow},
+		{"pv of another node's pod's claim", req{verb: "get", resource: "persistentvolumes", nm: "pv-n2"}, no},
+		{"pv of a mirror pod's claim", req{verb: "get", resource: "persistentvolumes", nm: "pv-mirror"}, no},
+		{"pv of an unused claim", req{verb: "get", resource: "persistentvolumes", nm: "pv-unused"}, no},
+		{"pv of a claim of that name elsewhere", req{verb: "get", resource: "persistentvolumes", nm: "pv-elsewhere"}, no},
+		{"pv not bound", req{verb: "get", resource: "persistentvolumes", nm: "pv-available"}, no},
+		{"pv that does not exist", req{verb: "get", resource: "persistentvolumes", nm: "pv1"}, no},
+		{"pv without a name", req{verb: "get", resource: "persistentvolumes"}, no},
+		{"list pvs", req{verb: "list", resource: "persistentvolumes"}, no},
+		{"list the pv of a pod's claim by name", req{verb: "list", resource: "persistentvolumes", nm: "pv-claim", selector: "metadata.name=pv-claim"}, no},
+		{"watch the pv of a pod's claim", req{verb: "watch", resource: "persistentvolumes", nm: "pv-claim"}, no},
+		{"update the pv of a pod's claim", req{verb: "update", resource: "persistentvolumes", nm: "pv-claim"}, no},
+		{"pv status", req{verb: "get", resource: "persistentvolumes", sub: "status", nm: "pv-claim"}, no},
+		{"another node gets the pv", req{user: &user.DefaultInfo{Name: "system:node:n2", Groups: []string{user.NodesGroup}},
+			verb: "get", resource: "persistentvolumes", nm: "pv-claim"}, no},
+		{"the other node gets its own pod's pv", req{user: &user.DefaultInfo{Name: "system:node:n2", Groups: []string{user.NodesGroup}},
+			verb: "get", resource: "persistentvolumes", nm: "pv-n2"}, allow},
 		{"token of the pod's service account", req{verb: "create", resource: "serviceaccounts", sub: "token", namespace: "ns", nm: "web-sa"}, allow},
 		{"token of default for a pod without one", req{verb: "create", resource: "serviceaccounts", sub: "token", namespace: "ns", nm: "default"}, allow},
 		{"token of another service account", req{verb: "create", resource: "serviceaccounts", sub: "token", namespace: "ns", nm: "admin"}, no},
@@ -193,7 +255,7 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"create namespace", req{verb: "create", resource: "namespaces"}, no},
 		{"list namespaces", req{verb: "list", resource: "namespaces"}, no},
 	}
-	a := New(&fakePods{pods: testPods()})
+	a := New(&fakePods{pods: testPods()}, testVolumes())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, reason, err := a.Authorize(context.Background(), tt.req.attrs(t))
@@ -211,7 +273,7 @@ func TestNodeAuthorizer(t *testing.T) {
 // and reports the error; requests that need no lookup do not call it.
 func TestNodeAuthorizerPodsError(t *testing.T) {
 	pods := &fakePods{pods: testPods(), err: errors.New("storage down")}
-	a := New(pods)
+	a := New(pods, testVolumes())
 	d, _, err := a.Authorize(context.Background(), req{verb: "get", resource: "secrets", namespace: "ns", nm: "vol-secret"}.attrs(t))
 	if d != authorizer.DecisionNoOpinion || err == nil {
 		t.Errorf("decision %v err %v, want no opinion and an error", d, err)
@@ -219,5 +281,21 @@ func TestNodeAuthorizerPodsError(t *testing.T) {
 	pods.calls = 0
 	if d, _, _ := a.Authorize(context.Background(), req{verb: "list", resource: "pods", selector: "spec.nodeName=n1"}.attrs(t)); d != authorizer.DecisionAllow || pods.calls != 0 {
 		t.Errorf("list with selector: %v after %d lookups", d, pods.calls)
+	}
+}
+
+// TestNodeAuthorizerVolumes: without Volumes (no PersistentVolumes served)
+// every volume is refused without a lookup; a failing lookup denies and
+// reports the error.
+func TestNodeAuthorizerVolumes(t *testing.T) {
+	get := req{verb: "get", resource: "persistentvolumes", nm: "pv-claim"}.attrs(t)
+	pods := &fakePods{pods: testPods()}
+	if d, _, err := New(pods, nil).Authorize(context.Background(), get); d != authorizer.DecisionNoOpinion || err != nil || pods.calls != 0 {
+		t.Errorf("without Volumes: %v, %v after %d pod lookups; want no opinion, no error, no lookup", d, err, pods.calls)
+	}
+	failing := testVolumes()
+	failing.err = errors.New("storage down")
+	if d, _, err := New(pods, failing).Authorize(context.Background(), get); d != authorizer.DecisionNoOpinion || err == nil {
+		t.Errorf("failing Volumes: %v, %v; want no opinion and an error", d, err)
 	}
 }
