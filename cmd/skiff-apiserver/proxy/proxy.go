@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/informers"
@@ -48,10 +49,11 @@ type Config struct {
 // its label selectors), whose handlers are registered before they start:
 // on the shim's running shared informers, upstream's configs delivered the
 // existing objects before the proxier was registered with them, and lost
-// them (decision 113). The Node comes from cc's informers. The
-// proxier's own sync loop, upstream's SyncLoop, never returns: it ends
-// with the process, which is why only skiff-apiserver's main may run the
-// proxy.
+// them (decision 113); the Node's topology labels likewise come from an
+// informer of its own (kube-proxy's, of that Node alone), its address from
+// cc's. The proxier's own sync loop, upstream's SyncLoop, never returns:
+// it ends with the process, which is why only skiff-apiserver's main may
+// run the proxy.
 func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 	nodes := cc.Informers.Core().V1().Nodes()
 	nodes.Informer() // registered with the factory before it starts
@@ -85,19 +87,19 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 			return
 		}
 		proxier.OnServiceCIDRsChanged([]string{cfg.ServiceCIDR})
-		services, slices := proxyInformers(cc.Client, kpc.ConfigSyncPeriod.Duration)
+		services, slices, node := proxyInformers(cc.Client, cfg.NodeName, kpc.ConfigSyncPeriod.Duration)
 		sc := proxyconfig.NewServiceConfig(ctx, services.Core().V1().Services(), kpc.ConfigSyncPeriod.Duration)
 		sc.RegisterEventHandler(proxier)
 		esc := proxyconfig.NewEndpointSliceConfig(ctx, slices.Discovery().V1().EndpointSlices(), kpc.ConfigSyncPeriod.Duration)
 		esc.RegisterEventHandler(proxier)
-		ntc := proxyconfig.NewNodeTopologyConfig(ctx, nodes, kpc.ConfigSyncPeriod.Duration)
+		ntc := proxyconfig.NewNodeTopologyConfig(ctx, node.Core().V1().Nodes(), kpc.ConfigSyncPeriod.Duration)
 		ntc.RegisterEventHandler(proxier)
 		// As kube-proxy: the handlers are registered, then the informers
 		// start (they stop with ctx; the factories' goroutines with them).
-		services.Start(ctx.Done())
-		slices.Start(ctx.Done())
-		defer services.Shutdown()
-		defer slices.Shutdown()
+		for _, f := range []informers.SharedInformerFactory{services, slices, node} {
+			f.Start(ctx.Done())
+			defer f.Shutdown()
+		}
 		// Each returns once its informer synced and the handlers were told.
 		sc.Run(ctx.Done())
 		esc.Run(ctx.Done())
@@ -113,17 +115,21 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 // proxyInformers are kube-proxy's informer factories: Services without a
 // service.kubernetes.io/service-proxy-name label (those belong to another
 // proxy), EndpointSlices without service.kubernetes.io/headless (DNS
-// serves those), managed fields dropped.
-func proxyInformers(client kubernetes.Interface, resync time.Duration) (services, slices informers.SharedInformerFactory) {
+// serves those), and the Node nodeName alone (its topology labels), each
+// with managed fields dropped.
+func proxyInformers(client kubernetes.Interface, nodeName string, resync time.Duration) (services, slices, node informers.SharedInformerFactory) {
 	noProxyName, _ := labels.NewRequirement(apis.LabelServiceProxyName, selection.DoesNotExist, nil)
 	noHeadless, _ := labels.NewRequirement(corev1.IsHeadlessService, selection.DoesNotExist, nil)
-	factory := func(r *labels.Requirement) informers.SharedInformerFactory {
-		selector := labels.NewSelector().Add(*r).String()
+	factory := func(tweak func(*metav1.ListOptions)) informers.SharedInformerFactory {
 		return informers.NewSharedInformerFactoryWithOptions(client, resync,
-			informers.WithTransform(trimManagedFields),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+			informers.WithTransform(trimManagedFields), informers.WithTweakListOptions(tweak))
 	}
-	return factory(noProxyName), factory(noHeadless)
+	byLabel := func(r *labels.Requirement) informers.SharedInformerFactory {
+		selector := labels.NewSelector().Add(*r).String()
+		return factory(func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	}
+	named := fields.OneTermEqualSelector("metadata.name", nodeName).String()
+	return byLabel(noProxyName), byLabel(noHeadless), factory(func(o *metav1.ListOptions) { o.FieldSelector = named })
 }
 
 // trimManagedFields drops an object's managed fields, as kube-proxy's
