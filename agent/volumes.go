@@ -82,6 +82,10 @@ const EventFailedMount = "FailedMount"
 const (
 	volumeRetryInitial = 500 * time.Millisecond
 	volumeRetryMax     = 2*time.Minute + 2*time.Second
+	// claimRetryMax bounds the retries of a claim not yet bound: its
+	// binding is not signalled to the pod's worker, and the kubelet's
+	// volume manager retries such a pod on each pass of its populator.
+	claimRetryMax = 2 * time.Second
 )
 
 // volumeRetry is a pod worker's volume set-up back-off (worker goroutine
@@ -137,12 +141,22 @@ func (w *podWorker) setUpVolumes(ctx context.Context) (ok bool, retry time.Durat
 	}
 	w.log.Warn("setting up volumes", "err", err)
 	w.event("", v1.EventTypeWarning, EventFailedMount, msg)
-	delay := volumeRetryInitial << min(r.failures, 8)
-	delay = min(delay, volumeRetryMax)
+	delay := volumeRetryDelay(r.failures, err)
 	r.failures++
 	r.next = now.Add(delay)
 	r.objectsGen = gen
 	return false, delay
+}
+
+// volumeRetryDelay is the wait before the next set-up after failures
+// earlier ones and this one's err: doubling from volumeRetryInitial up to
+// volumeRetryMax, or to claimRetryMax while a claim is not bound yet.
+func volumeRetryDelay(failures int, err error) time.Duration {
+	delay := min(volumeRetryInitial<<min(failures, 8), volumeRetryMax)
+	if errors.Is(err, volumes.ErrClaimNotReady) {
+		delay = min(delay, claimRetryMax)
+	}
+	return delay
 }
 
 func (w *podWorker) objectsGen() uint64 {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -369,5 +371,27 @@ func TestRecursiveReadOnly(t *testing.T) {
 	ms, err := containerMounts(c, map[string]PodVolume{"v": {HostPath: "/h"}}, nil, nil, mountOptions{rro: true})
 	if err != nil || !ms[0].RecursiveReadOnly || !ms[0].ReadOnly {
 		t.Errorf("containerMounts with it: %+v, %v", ms, err)
+	}
+}
+
+func TestVolumeRetryDelay(t *testing.T) {
+	notBound := &VolumeSetUpError{Volume: "data", Err: fmt.Errorf("wrapped: %w", volumes.ErrClaimNotReady)}
+	other := &VolumeSetUpError{Volume: "cfg", Err: errors.New(`configmap "x" not found`)}
+	for _, tt := range []struct {
+		failures int
+		err      error
+		want     time.Duration
+	}{
+		{0, other, 500 * time.Millisecond},
+		{2, other, 2 * time.Second},
+		{3, other, 4 * time.Second},
+		{20, other, volumeRetryMax},
+		{0, notBound, 500 * time.Millisecond},
+		{3, notBound, claimRetryMax},
+		{20, notBound, claimRetryMax},
+	} {
+		if got := volumeRetryDelay(tt.failures, tt.err); got != tt.want {
+			t.Errorf("volumeRetryDelay(%d, %v) = %s, want %s", tt.failures, tt.err, got, tt.want)
+		}
 	}
 }

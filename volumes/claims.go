@@ -22,6 +22,18 @@ type ClaimSource interface {
 	PersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
 }
 
+// ErrClaimNotReady is wrapped by the set-up error of a claim that is not
+// bound (yet) to a volume naming it: missing, Pending, or its volume not
+// yet bound back. Binding is not signalled to the node, so callers retry
+// those soon (the kubelet's volume manager, on its next pass).
+var ErrClaimNotReady = errors.New("claim not bound yet")
+
+// notReady is an error that is also ErrClaimNotReady, with err's message.
+type notReady struct{ error }
+
+func (e notReady) Is(target error) bool { return target == ErrClaimNotReady }
+func (e notReady) Unwrap() error        { return e.error }
+
 // pvcProtectionFinalizer is upstream's PVC protection finalizer: a claim
 // being deleted that still has it is in use and may be mounted.
 const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
@@ -33,14 +45,15 @@ const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 // directory under the pod's, its ownership is not changed (no fsGroup)
 // and TearDown never touches it: the data outlives the pod. Errors are the
 // kubelet's ("error processing PVC ns/name: PVC is not bound"); SetUp's
-// caller retries them as any FailedMount.
+// caller retries them as any FailedMount, those of the claim and its
+// binding (ErrClaimNotReady) sooner.
 func (m *Manager) setUpClaim(ctx context.Context, pod *v1.Pod, src *v1.PersistentVolumeClaimVolumeSource) (Volume, error) {
 	if m.cfg.Claims == nil {
 		return Volume{}, errors.New("persistentVolumeClaim needs an API server")
 	}
 	pv, err := m.boundVolume(ctx, pod.Namespace, src.ClaimName)
 	if err != nil {
-		return Volume{}, fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, src.ClaimName, err)
+		return Volume{}, notReady{fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, src.ClaimName, err)}
 	}
 	path, err := m.persistentVolumePath(pv)
 	if err != nil {

@@ -141,6 +141,9 @@ func TestSetUpClaim(t *testing.T) {
 		{"path in the pods directory", claimVolume("pods", false), false, Volume{}, "lies in skiff's pods directory"},
 		{"symlink to the pods directory", claimVolume("link", false), false, Volume{}, "lies in skiff's pods directory"},
 	}
+	// The errors of the claim and its binding, retried soon by the agent.
+	notReady := map[string]bool{"claim not found": true, "claim pending": true, "claim without volumeName": true,
+		"claim being deleted": true, "volume not found": true, "volume without claimRef": true, "volume of another claim": true}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Config{PodsDir: podsDir, Claims: claims}
@@ -156,6 +159,9 @@ func TestSetUpClaim(t *testing.T) {
 				var se *SetUpError
 				if !errors.As(err, &se) || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("SetUp = %v, want a SetUpError containing %q", err, tt.err)
+				}
+				if errors.Is(err, ErrClaimNotReady) != notReady[tt.name] {
+					t.Errorf("errors.Is(%v, ErrClaimNotReady) = %v", err, !notReady[tt.name])
 				}
 				return
 			}

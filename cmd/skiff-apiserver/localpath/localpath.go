@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,13 +52,12 @@ func (p provisioner) Provision(_ context.Context, opts controller.ProvisionOptio
 	if !ok {
 		return nil, controller.ProvisioningFinished, fmt.Errorf("claim %s/%s: spec.resources.requests.storage is required", claim.Namespace, claim.Name)
 	}
-	path := filepath.Join(p.dir, strings.Join([]string{opts.PVName, claim.Namespace, claim.Name}, "_"))
-	if err := os.MkdirAll(path, dirMode); err != nil {
-		return nil, controller.ProvisioningNoChange, fmt.Errorf("create volume directory: %w", err)
+	if len(opts.StorageClass.MountOptions) > 0 {
+		return nil, controller.ProvisioningFinished, fmt.Errorf("storage class %s: mountOptions are not supported by %s", opts.StorageClass.Name, Provisioner)
 	}
-	// MkdirAll's mode is masked by the umask.
-	if err := os.Chmod(path, dirMode); err != nil {
-		return nil, controller.ProvisioningNoChange, fmt.Errorf("volume directory: %w", err)
+	path := filepath.Join(p.dir, volumeDirName(opts.PVName, claim.Namespace, claim.Name))
+	if err := makeVolumeDir(p.dir, path); err != nil {
+		return nil, controller.ProvisioningNoChange, err
 	}
 	reclaim := corev1.PersistentVolumeReclaimDelete
 	if opts.StorageClass.ReclaimPolicy != nil {
@@ -71,7 +71,6 @@ func (p provisioner) Provision(_ context.Context, opts controller.ProvisionOptio
 			AccessModes:                   claim.Spec.AccessModes,
 			VolumeMode:                    claim.Spec.VolumeMode,
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
-			MountOptions:                  opts.StorageClass.MountOptions,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{
 				HostPath: &corev1.HostPathVolumeSource{Path: path, Type: &hostPathType},
 			},
@@ -93,6 +92,40 @@ func (p provisioner) Delete(_ context.Context, pv *corev1.PersistentVolume) erro
 	}
 	if err := os.RemoveAll(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove volume directory: %w", err)
+	}
+	return nil
+}
+
+// maxNameBytes is the longest file name Linux file systems take.
+const maxNameBytes = 255
+
+// volumeDirName is a volume's directory name, <pv>_<namespace>_<claim>
+// (local-path-provisioner's), cut to maxNameBytes (API names are ASCII):
+// it always starts with "<pv>_", which Delete checks.
+func volumeDirName(pv, namespace, claim string) string {
+	name := strings.Join([]string{pv, namespace, claim}, "_")
+	return name[:min(len(name), maxNameBytes)]
+}
+
+// makeVolumeDir makes dir (0755, unless it exists) and the volume
+// directory path in it, mode dirMode whatever the umask. An existing path
+// must be a directory, not a symbolic link: it is not followed.
+func makeVolumeDir(dir, path string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("storage directory: %w", err)
+	}
+	if err := os.Mkdir(path, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create volume directory: %w", err)
+	}
+	info, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("volume directory: %w", err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("volume directory %s exists and is not a directory (%s)", path, info.Mode().Type())
+	}
+	if err := os.Chmod(path, dirMode); err != nil {
+		return fmt.Errorf("volume directory: %w", err)
 	}
 	return nil
 }

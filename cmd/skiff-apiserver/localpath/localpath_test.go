@@ -46,6 +46,7 @@ func TestProvision(t *testing.T) {
 		{name: "retain", claim: claim(nil, "1Gi"), class: &storagev1.StorageClass{ReclaimPolicy: &retain}, reclaim: retain},
 		{name: "block refused", claim: claim(&block, "1Gi"), class: DefaultClass(), wantErr: "volumeMode Block"},
 		{name: "no size", claim: claim(nil, ""), class: DefaultClass(), wantErr: "requests.storage"},
+		{name: "mount options refused", claim: claim(nil, "1Gi"), class: &storagev1.StorageClass{MountOptions: []string{"noatime"}}, wantErr: "mountOptions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +96,7 @@ func TestDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	outside := t.TempDir()
-	for _, path := range []string{outside, dir, filepath.Join(dir, "pvc-2_apps_x"), filepath.Join(dir, "pvc-1_a", "..", "..", filepath.Base(outside))} {
+	for _, path := range []string{outside, dir, filepath.Join(dir, "pvc-2_apps_x"), dir + "/pvc-1_a/../../" + filepath.Base(outside)} {
 		other := pv.DeepCopy()
 		other.Spec.HostPath.Path = path
 		if err := p.Delete(context.Background(), other); err == nil {
@@ -128,5 +129,36 @@ func TestValidate(t *testing.T) {
 		if err := tt.cfg.Validate(); (err == nil) != tt.ok {
 			t.Errorf("Validate(%+v) = %v", tt.cfg, err)
 		}
+	}
+}
+
+// TestProvisionDoesNotFollowLinks: a symbolic link planted where a
+// volume's directory goes is refused, and its target left as it was.
+func TestProvisionDoesNotFollowLinks(t *testing.T) {
+	dir, target := t.TempDir(), t.TempDir()
+	if err := os.Chmod(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, "pvc-1_apps_data-db-0")); err != nil {
+		t.Fatal(err)
+	}
+	p := provisioner{dir: dir, nodeName: "node-a"}
+	_, _, err := p.Provision(context.Background(), controller.ProvisionOptions{StorageClass: DefaultClass(), PVName: "pvc-1", PVC: claim(nil, "1Gi")})
+	if err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("Provision over a link: %v", err)
+	}
+	if info, err := os.Stat(target); err != nil || info.Mode().Perm() != 0o700 {
+		t.Fatalf("link target: %v, %v; want mode 700 kept", info, err)
+	}
+}
+
+func TestVolumeDirName(t *testing.T) {
+	long := strings.Repeat("c", 253)
+	name := volumeDirName("pvc-1", "ns", long)
+	if len(name) != maxNameBytes || !strings.HasPrefix(name, "pvc-1_ns_ccc") {
+		t.Errorf("volumeDirName of a 253-byte claim = %d bytes %q...", len(name), name[:12])
+	}
+	if got := volumeDirName("pvc-1", "ns", "data"); got != "pvc-1_ns_data" {
+		t.Errorf("volumeDirName = %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +43,9 @@ type Config struct {
 // that makes DefaultClassName (the default StorageClass, binding
 // Immediate: on one node the pod's node is known) unless a class of that
 // name exists, and the provisioning controller on the shim's shared
-// informers. cfg must be valid (Config.Validate).
+// informers, which returns once its workers did (the library's event
+// broadcaster, started by its constructor, ends with the process). cfg
+// must be valid (Config.Validate).
 func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 	core := cc.Informers.Core().V1()
 	ctrl := controller.NewProvisionController(context.Background(), cc.Client, Provisioner,
@@ -53,9 +56,14 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 		controller.VolumesInformer(core.PersistentVolumes().Informer()),
 		controller.ClassesInformer(cc.Informers.Storage().V1().StorageClasses().Informer()),
 	)
+	var workers sync.WaitGroup
+	ctrl.ControllerWaitGroup(&workers)
 	return []func(context.Context){
 		func(ctx context.Context) { ensureClass(ctx, cc.Client) },
-		ctrl.Run,
+		func(ctx context.Context) {
+			ctrl.Run(ctx)
+			workers.Wait()
+		},
 	}
 }
 
