@@ -242,6 +242,11 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if retErr != nil {
+			delegate.Destroy() // its storage
+		}
+	}()
 	g, err := cfg.Complete(factory).New("skiff-apiserver", delegate)
 	if err != nil {
 		return nil, fmt.Errorf("new apiserver: %w", err)

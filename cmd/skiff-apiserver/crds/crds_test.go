@@ -2,7 +2,6 @@ package crds
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +16,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/internal/servertest"
 	"github.com/skiffnode/skiff/shim/server"
 )
 
@@ -27,24 +26,7 @@ import (
 // and returns the admin client's configuration once it serves.
 func startServer(t *testing.T) *rest.Config {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.New(ctx, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Extensions: Server})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("run: %v", err)
-		}
-	})
-	rc, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, _ := servertest.Start(context.Background(), t, server.Options{DataDir: t.TempDir(), BindAddress: "127.0.0.1", Extensions: Server})
 	return rc
 }
 

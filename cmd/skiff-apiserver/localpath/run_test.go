@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/internal/servertest"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/upstream"
 	"github.com/skiffnode/skiff/shim/server"
 )
@@ -34,24 +34,7 @@ func startServer(t *testing.T, dir string) kubernetes.Interface {
 		runs, err := build(cc)
 		return append(runs, Runs(cc, Config{Dir: dir, NodeName: "node-a"})...), err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.New(ctx, o)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("run: %v", err)
-		}
-	})
-	rc, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, _ := servertest.Start(context.Background(), t, o)
 	return kubernetes.NewForConfigOrDie(rc)
 }
 

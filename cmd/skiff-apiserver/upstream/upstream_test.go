@@ -2,8 +2,6 @@ package upstream
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,9 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/internal/servertest"
 	"github.com/skiffnode/skiff/shim/server"
 )
 
@@ -47,28 +45,7 @@ func startServerWith(ctx context.Context, t *testing.T, dataDir string, cfg Conf
 	if extra != nil {
 		extra(&o)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	s, err := server.New(ctx, o)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	rc, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, stop := servertest.Start(ctx, t, o)
 	client = kubernetes.NewForConfigOrDie(rc)
 	for {
 		if _, err := client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err == nil {
