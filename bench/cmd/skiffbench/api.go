@@ -136,7 +136,7 @@ func (b *bench) apiAgent(ctx context.Context, cs kubernetes.Interface, a *agent,
 		b.log.Info("api startup", "agent", a.name, "pod", i, "started_s", s, "running_s", r)
 	}
 	f.started, f.running = report.NewSeries(starts), report.NewSeries(runs)
-	pods, res, err := b.apiDensityStart(ctx, cs, a, b.cfg.densityPods, bind)
+	pods, res, err := b.apiDensityStart(ctx, cs, a, b.cfg.densityPods, bind, nil)
 	if err != nil {
 		return f, err
 	}
@@ -244,9 +244,10 @@ func waitPhaseRunning(w watch.Interface) (time.Time, error) {
 }
 
 // apiDensityStart creates n density pods at once (bound to the node when
-// bind) and waits for all to run; it returns their names and the agent's
-// figures with first and all running filled in.
-func (b *bench) apiDensityStart(ctx context.Context, cs kubernetes.Interface, a *agent, n int, bind bool) ([]string, *report.Agent, error) {
+// bind; pod i with the labels labels(i) unless labels is nil) and waits
+// for all to run; it returns their names and the agent's figures with
+// first and all running filled in.
+func (b *bench) apiDensityStart(ctx context.Context, cs kubernetes.Interface, a *agent, n int, bind bool, labels func(i int) map[string]string) ([]string, *report.Agent, error) {
 	pods := make([]string, n)
 	cpu := *resource.NewMilliQuantity(densityCPUMilli(n, goruntime.NumCPU()), resource.DecimalSI)
 	t0 := time.Now()
@@ -254,6 +255,9 @@ func (b *bench) apiDensityStart(ctx context.Context, cs kubernetes.Interface, a 
 		pods[i] = fmt.Sprintf("%s-api-d%d-%d", a.prefix, n, i)
 		p := apiPod(pods[i], kindDensity, bind)
 		p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = cpu
+		if labels != nil {
+			p.Labels = labels(i)
+		}
 		_, err := cs.CoreV1().Pods(agentNamespace).Create(ctx, p, metav1.CreateOptions{})
 		return err
 	})

@@ -65,8 +65,9 @@ type config struct {
 	// and the shim's create -> Running round trips (issue 17).
 	listRuns int
 	// shimConfigMaps: ConfigMaps the shim scenario creates beside its
-	// density pods (issue 17: 200).
-	shimConfigMaps int
+	// density pods (issue 17: 200); shimServices: ClusterIP Services it
+	// creates, each selecting some of those pods (issue 36: 50).
+	shimConfigMaps, shimServices int
 	// The writes scenario (issue 33): the density pods settle for
 	// writesSettle once all run, then a window of writesWindow with no
 	// churn and one with a pod replaced every writesChurn.
@@ -89,11 +90,11 @@ const defaultExternalPodsPerShim = 1
 var modes = map[string]config{
 	"quick": {mode: "quick", startupPods: 3, densityPods: 5, steady: 5 * time.Second, idle: 3 * time.Second, floorParallelism: []int{2, 0},
 		reactionRuns: 1, scale: []int{2, 5}, scaleSteady: 3 * time.Second, scaleFloor: true, scaleKubelet: true, pullRuns: 3,
-		probeWindow: 3 * time.Second, listRuns: 3, shimConfigMaps: 200,
+		probeWindow: 3 * time.Second, listRuns: 3, shimConfigMaps: 200, shimServices: 3,
 		writesSettle: 3 * time.Second, writesWindow: 12 * time.Second, writesChurn: 3 * time.Second},
 	"full": {mode: "full", startupPods: 20, densityPods: 110, steady: 60 * time.Second, idle: 10 * time.Second, floorParallelism: []int{4, 8, 0},
 		reactionRuns: 3, scale: []int{10, 50, 110, 250}, scaleSteady: 10 * time.Second, scaleFloorEnds: true, pullRuns: 10,
-		probeWindow: 20 * time.Second, listRuns: 10, shimConfigMaps: 200,
+		probeWindow: 20 * time.Second, listRuns: 10, shimConfigMaps: 200, shimServices: 50,
 		writesSettle: time.Minute, writesWindow: 5 * time.Minute, writesChurn: 10 * time.Second},
 }
 
@@ -230,7 +231,7 @@ func run(f flags, log *slog.Logger) (retErr error) {
 	res.DurationS = time.Since(began).Seconds()
 	res.Notes = notes(cfg)
 	if cfg.runs("shim") && f.apiServer == "" {
-		res.Notes = append(res.Notes, "Control plane shim (issue 17): not run, no -apiserver (bin/skiff-apiserver of make build-apiserver).")
+		res.Notes = append(res.Notes, "Control plane shim (issues 17, 36): not run, no -apiserver (bin/skiff-apiserver of make build-apiserver).")
 	}
 	if cfg.partial {
 		res.Mode += "-partial"
@@ -322,10 +323,11 @@ func (b *bench) measureAPI(ctx context.Context, run *report.Run) error {
 	return nil
 }
 
-// measureShim runs the control plane shim scenario (issue 17) when it is
-// selected and -apiserver was given; after the API scenario, whose
+// measureShim runs the control plane shim scenario (issues 17, 36) when
+// it is selected and -apiserver was given; after the API scenario, whose
 // figures for kube-apiserver it is set against. It leaves skiff running
-// with --control-plane (teardown stops it).
+// with --control-plane (teardown stops it and deletes the service proxy's
+// nftables table).
 func (b *bench) measureShim(ctx context.Context, run *report.Run) error {
 	if !b.cfg.runs("shim") || b.apiServer == "" {
 		return nil
@@ -339,7 +341,9 @@ func (b *bench) measureShim(ctx context.Context, run *report.Run) error {
 }
 
 // teardown removes every manifest and pod and stops skiff (and with it a
-// managed containerd). Blocking.
+// managed containerd); after skiff with --control-plane it deletes the
+// service proxy's nftables table, which skiff-apiserver leaves behind.
+// Blocking.
 func (b *bench) teardown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -358,6 +362,13 @@ func (b *bench) teardown() error {
 	_ = b.c.Close()
 	if err := b.skiff.stop(); err != nil {
 		errs = append(errs, err)
+	}
+	if b.proxyTable {
+		deleted, err := deleteNftTable(ctx, proxyTableFamily, proxyTableName)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("teardown: the service proxy's table: %w", err))
+		}
+		b.log.Info("service proxy's nftables table", "table", proxyTableFamily+" "+proxyTableName, "deleted", deleted)
 	}
 	return errors.Join(errs...)
 }
@@ -384,7 +395,8 @@ func notes(cfg config) []string {
 	n = append(n, "CPU profile: during the density scenario's steady window the harness fetches a CPU profile of skiff (Go's /debug/pprof/profile on skiff's unix socket, the window less a second) and saves it beside the report as <date>-<mode>-<runtime>-steady.pprof (`go tool pprof` reads it); the report breaks it into buckets by the functions on each sample's stack. The probe floor's CPU per exec is the harness process's own CPU (/proc/self/stat) over a window in which its probe floor pods all run and it does nothing but their ExecSyncs.")
 	n = append(n, "Runtimes: each runtime runs on its own, one after the other (managed first), with its own skiff process, CRI client and, with -kubelet, its own kubelet; the floor runs on that runtime's containerd. Reaction and scale run on the managed runtime only, to keep the run within its time budget; startup and density (and the burst scenario) run on both.",
 		"API pods (issue 16, external runtime, with -controlplane): the harness starts test/cluster's control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler of the same version as the kubelet, Node authorizer and NodeRestriction on), stops the static-pod skiff and starts skiff again with --kubeconfig (a client certificate of system:node:bench); after skiff's part it stops skiff, deletes the Node and runs the kubelet with the same kubeconfig. Pods are created with spec.nodeName set, eight create calls in flight at a time, and deleted with their grace period (5 s; the containers exit on SIGTERM).",
-		"Control plane shim (issue 17, external runtime, with -apiserver, after the API pods): skiff restarted with --control-plane (skiff-apiserver as its child on a free port, without its service proxy and cluster DNS, as kube-apiserver runs without kube-proxy and CoreDNS); ready after start is the agent's own log, \"started skiff-apiserver\" (after its exec) to \"skiff-apiserver ready\" (its /readyz answered 200, polled every 100 ms), cold on a fresh data dir and warm on a restart of the agent; pods are created without spec.nodeName (the shim places them); create -> Running is a watch's first event with status.phase Running, as in the API pods scenario; the LIST is kubectl get pods' (Accept: a Table, limit 500) through client-go's REST client; CPU and RSS of skiff-apiserver (its pid file) and of the agent over the steady window, with the density pods running and the ConfigMaps created.",
+		fmt.Sprintf("Control plane shim (issues 17, 36; external runtime, with -apiserver, after the API pods): skiff restarted with --control-plane (skiff-apiserver as its child on a free port, with its service proxy and cluster DNS as by default; kube-apiserver in the API pods scenario runs without kube-proxy and CoreDNS, so the comparisons with it set skiff-apiserver doing that work against kube-apiserver doing none of it); ready after start is the agent's own log, \"started skiff-apiserver\" (after its exec) to \"skiff-apiserver ready\" (its /readyz answered 200, polled every 100 ms), cold on a fresh data dir and warm on a restart of the agent; once the Node is Ready and 10 s more, before any pod, the whole node at rest (the agent, skiff-apiserver from its pid file, the containerd with its shims and pause processes) is sampled together once a second over the idle window (%s), memory summed per sample; pods are created without spec.nodeName (the shim places them); create -> Running is a watch's first event with status.phase Running, as in the API pods scenario; the density pods are labelled into %d groups, then %d ConfigMaps and %d ClusterIP Services (one per group) are created and the harness waits until every pod is a ready endpoint of its Service's EndpointSlice; the LIST is kubectl get pods' (Accept: a Table, limit 500) through client-go's REST client; CPU and RSS of skiff-apiserver and of the agent over the steady window; then the pods and the Services are deleted (the ConfigMaps stay for the warm restart). After skiff's last stop the harness deletes the proxy's nftables table (%s %s).",
+			cfg.idle, cfg.shimServices, cfg.shimConfigMaps, cfg.shimServices, proxyTableFamily, proxyTableName),
 		fmt.Sprintf("Storage writes (issue 33; both runtimes, the kubelet on the external one): the density pods (%d) through the manifest directory, %s to settle once all run, then a %s window with no churn and a %s window in which the oldest pod's manifest is deleted and a new pod's written every %s (neither waited for). Per process /proc/<pid>/io write_bytes (pages dirtied, with reaped children's) and cancelled_write_bytes: the agent, its containerd, and that containerd's shims sampled once a second (a shim that starts in the window counts from zero, one that exits until its last sample); the block device's sectors written x 512 (/sys/dev/block/<maj:min>/stat of the bench root's filesystem: machine-wide), sync(2) at both ends of the window; files under the agent's root directory (not its manifests, not the managed containerd's directory) and its log whose modification time is inside the window. The API pods' and the shim's steady windows also read etcd's, kube-apiserver's, skiff-apiserver's (its embedded etcd) and the agent's counters.", cfg.densityPods, cfg.writesSettle, cfg.writesWindow, cfg.writesWindow, cfg.writesChurn),
 		"External runtime: the harness starts /usr/bin/containerd itself with a plain CRI config as a kubelet user has it (runc v2 with cgroupfs, restrict_oom_score_adj, a pause image built from the Go skiff-pause binary, a CNI conflist of bridge cni-ext0 10.89.0.0/16 without masquerading + portmap + loopback) and imports the images with ctr; skiff runs with --container-runtime-endpoint, one shim per pod as the kubelet's pods (with -external-pods-per-shim N above 1, a partial run, the runc runtime's pod_annotations also lists io.containerd.runc.v2.group and skiff runs with --pods-per-shim N).")
 	if cfg.mode == "quick" {

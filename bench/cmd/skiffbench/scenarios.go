@@ -48,6 +48,9 @@ type bench struct {
 	// apiServer is skiff-apiserver of the shim scenario ("": not run);
 	// skiffRoot is skiff's --root-dir on this runtime.
 	apiServer, skiffRoot string
+	// proxyTable: skiff ran with --control-plane and its service proxy,
+	// whose nftables table (proxyTableName) teardown deletes.
+	proxyTable bool
 	// profilePath is where skiff's CPU profile of the density scenario's
 	// steady window is written ("": none taken).
 	profilePath string

@@ -22,12 +22,15 @@ import (
 	"github.com/skiffnode/skiff/bench/internal/report"
 )
 
-// The shim scenario (issue 17): skiff's own control plane. skiff is
-// restarted with --control-plane, runs skiff-apiserver as its child and
-// joins it as the Node "bench"; pods are created without spec.nodeName
-// (the shim places them on its node). It runs on the external runtime,
-// after the API scenario, so that its round trip and LIST are set against
-// kube-apiserver's on the same containerd, agent and machine in one run.
+// The shim scenario (issues 17, 36): skiff's own control plane. skiff is
+// restarted with --control-plane, runs skiff-apiserver as its child, as a
+// user gets it (its service proxy and cluster DNS on), and joins it as the
+// Node "bench"; pods are created without spec.nodeName (the shim places
+// them on its node). It runs on the external runtime, after the API
+// scenario, so that its round trip and LIST are set against
+// kube-apiserver's on the same containerd, agent and machine in one run
+// (kube-apiserver there runs without kube-proxy or CoreDNS: the report
+// says so).
 
 // Log messages of controlplane/launch.go that bound the shim's start.
 const (
@@ -38,10 +41,11 @@ const (
 // shimConfigMapBytes is the size of each ConfigMap's one value.
 const shimConfigMapBytes = 1024
 
-// shim runs the scenario: cold start and Node Ready, the round trips, the
-// density pods with the ConfigMaps, the LISTs and the steady window, the
-// pods' deletion, then a warm restart of the agent. skiff is left running
-// (teardown stops it).
+// shim runs the scenario: cold start and Node Ready, the whole node at
+// rest, the round trips, the density pods with the ConfigMaps and the
+// Services, the LISTs and the steady window, the pods' and the Services'
+// deletion, then a warm restart of the agent. skiff is left running
+// (teardown stops it and deletes the service proxy's nftables table).
 func (b *bench) shim(ctx context.Context) (*report.Shim, error) {
 	port, err := freePort()
 	if err != nil {
@@ -50,7 +54,8 @@ func (b *bench) shim(ctx context.Context) (*report.Shim, error) {
 	if err := b.skiff.stop(); err != nil {
 		return nil, fmt.Errorf("stop the previous skiff: %w", err)
 	}
-	res := &report.Shim{Pods: b.cfg.densityPods, ConfigMaps: b.cfg.shimConfigMaps, SteadyS: b.cfg.steady.Seconds()}
+	res := &report.Shim{Pods: b.cfg.densityPods, Services: b.cfg.shimServices, ConfigMaps: b.cfg.shimConfigMaps,
+		ServiceProxy: true, SteadyS: b.cfg.steady.Seconds()}
 	cs, err := b.startShimSkiff(ctx, port, &res.ReadyColdS)
 	if err != nil {
 		return nil, err
@@ -61,6 +66,7 @@ func (b *bench) shim(ctx context.Context) (*report.Shim, error) {
 	if err := sleepCtx(ctx, kubeletSettle); err != nil { // as the API scenario
 		return nil, err
 	}
+	b.shimIdle(ctx, res) // before any pod
 	if err := b.shimRoundTrips(ctx, cs, res); err != nil {
 		return nil, err
 	}
@@ -81,11 +87,11 @@ func (b *bench) shim(ctx context.Context) (*report.Shim, error) {
 // its Node is Ready in the shim, reads the shim's start -> ready from
 // skiff's log into ready and returns the admin's clientset.
 func (b *bench) startShimSkiff(ctx context.Context, port int, ready *float64) (kubernetes.Interface, error) {
-	// Without the service proxy and the cluster DNS, as kube-apiserver in
-	// the API pods scenario runs without kube-proxy and CoreDNS; the proxy
-	// would also leave its nftables table on the machine.
-	a, err := b.startSkiff("--control-plane", "--control-plane-port", strconv.Itoa(port), "--control-plane-binary", b.apiServer,
-		"--control-plane-service-proxy=false", "--control-plane-cluster-dns=false")
+	// skiff-apiserver's defaults: the service proxy and the cluster DNS
+	// on (issue 36's budget is the server a user gets). The proxy leaves
+	// its nftables table behind: teardown deletes it.
+	b.proxyTable = true
+	a, err := b.startSkiff("--control-plane", "--control-plane-port", strconv.Itoa(port), "--control-plane-binary", b.apiServer)
 	if err != nil {
 		return nil, fmt.Errorf("skiff with --control-plane: %w", err) // b.skiff stays the stopped one
 	}
@@ -143,22 +149,26 @@ func (b *bench) shimRoundTrips(ctx context.Context, cs kubernetes.Interface, res
 	return nil
 }
 
-// shimDensity creates the density pods and the ConfigMaps, times the
-// LISTs, samples the shim and the agent over the steady window (their
-// CPU and RSS, and their writes: issue 33) and deletes the pods (the
+// shimDensity creates the density pods, the ConfigMaps and the Services
+// (and waits for the Services' endpoints), times the LISTs, samples the
+// shim and the agent over the steady window (their CPU and RSS, and their
+// writes: issue 33) and deletes the pods, then the Services (the
 // ConfigMaps stay, for the warm restart).
 func (b *bench) shimDensity(ctx context.Context, cs kubernetes.Interface, res *report.Shim) error {
-	pods, ag, err := b.apiDensityStart(ctx, cs, b.skiff, b.cfg.densityPods, false)
+	pods, ag, err := b.apiDensityStart(ctx, cs, b.skiff, b.cfg.densityPods, false, shimServiceLabels(b.cfg.shimServices))
 	if err != nil {
 		return err
 	}
 	if err := createConfigMaps(ctx, cs, b.cfg.shimConfigMaps); err != nil {
 		return err
 	}
+	if err := b.shimServices(ctx, cs, len(pods)); err != nil {
+		return err
+	}
 	if res.ListPods, err = listPodsTable(ctx, cs, b.cfg.listRuns); err != nil {
 		return err
 	}
-	pid, err := readPidFile(filepath.Join(b.skiffRoot, "apiserver", "skiff-apiserver.pid"))
+	pid, err := b.apiServerPid()
 	if err != nil {
 		return err
 	}
@@ -172,7 +182,28 @@ func (b *bench) shimDensity(ctx context.Context, cs kubernetes.Interface, res *r
 	res.Agent = ag
 	b.log.Info("shim steady", "shim_cpu_pct", res.Shim.CPUPercent, "shim_rss_max_mb", res.Shim.RSSMaxMB,
 		"list_median_s", res.ListPods.Summary.Median)
-	return b.apiDensityDone(ctx, cs, b.skiff, pods, ag)
+	if err := b.apiDensityDone(ctx, cs, b.skiff, pods, ag); err != nil {
+		return err
+	}
+	return deleteServices(ctx, cs, b.cfg.shimServices)
+}
+
+// shimServices creates the scenario's Services and waits until each of
+// the pods is a ready endpoint of its Service's slice (none: nothing).
+func (b *bench) shimServices(ctx context.Context, cs kubernetes.Interface, pods int) error {
+	n := b.cfg.shimServices
+	if n <= 0 {
+		return nil
+	}
+	t0 := time.Now()
+	if err := createServices(ctx, cs, n); err != nil {
+		return err
+	}
+	if err := waitServiceEndpoints(ctx, cs, pods); err != nil {
+		return err
+	}
+	b.log.Info("shim services ready", "services", n, "endpoints", pods, "took_s", time.Since(t0).Seconds())
+	return nil
 }
 
 // createConfigMaps creates n ConfigMaps of one shimConfigMapBytes value

@@ -30,6 +30,14 @@ type NodeSample struct {
 	Pause map[int]Sample
 }
 
+// Memory is the sample's RSS and PSS summed over its processes: the
+// agent, the containerd, the shims and the pause processes.
+func (s NodeSample) Memory() (rss, pss uint64) {
+	shims, pause := memorySum(s.At, s.Shims), memorySum(s.At, s.Pause)
+	return s.Agent.RSSBytes + s.Containerd.RSSBytes + shims.RSSBytes + pause.RSSBytes,
+		s.Agent.PSSBytes + s.Containerd.PSSBytes + shims.PSSBytes + pause.PSSBytes
+}
+
 // NodeWindow summarises node samples over a window. RSS and PSS figures
 // are summed over the processes of each sample (mean and maximum of the
 // sums). A shim's shared pages (its executable) count once per shim in the
@@ -184,8 +192,8 @@ func SummarizeNode(samples []NodeSample) (NodeWindow, error) {
 	for i, s := range samples {
 		agent[i], cd[i] = s.Agent, s.Containerd
 		shims[i], pause[i] = memorySum(s.At, s.Shims), memorySum(s.At, s.Pause)
-		total[i] = Sample{At: s.At, RSSBytes: s.Agent.RSSBytes + s.Containerd.RSSBytes + shims[i].RSSBytes + pause[i].RSSBytes,
-			PSSBytes: s.Agent.PSSBytes + s.Containerd.PSSBytes + shims[i].PSSBytes + pause[i].PSSBytes}
+		rss, pss := s.Memory()
+		total[i] = Sample{At: s.At, RSSBytes: rss, PSSBytes: pss}
 	}
 	// The shims' and children's CPU: ticks between the first and the
 	// last sample of the processes in both.

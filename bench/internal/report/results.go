@@ -57,7 +57,7 @@ type Run struct {
 	Pull      *Pull      `json:"pull,omitempty"`
 	// API: pods through a real kube-apiserver (issue 16); nil: not run.
 	API *API `json:"api,omitempty"`
-	// Shim: skiff's own control plane (issue 17); nil: not run.
+	// Shim: skiff's own control plane (issues 17, 36); nil: not run.
 	Shim *Shim `json:"shim,omitempty"`
 	// Writes: bytes written per hour (issue 33); nil: not run.
 	Writes *Writes `json:"writes,omitempty"`

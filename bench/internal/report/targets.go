@@ -79,6 +79,13 @@ type Limits struct {
 	// ShimAPIServerRatio: its LIST and round trip / kube-apiserver's
 	// (faster than it).
 	ShimRSSMB, ShimCPUPercent, ShimReadyS, ShimAPIServerRatio float64
+	// ShimServicesRSSMB: skiff-apiserver's max RSS with the density pods,
+	// the Services and the ConfigMaps, its service proxy and cluster DNS
+	// on (issue 36: under 120 MB with 110 pods, 50 Services and 200
+	// ConfigMaps); ShimNodeIdleRSSMB: the whole node with --control-plane
+	// (agent, API server, runtime) idle, the max of its summed RSS
+	// (issue 36: under 200 MB).
+	ShimServicesRSSMB, ShimNodeIdleRSSMB float64
 	// WritesMBPerHour: skiff's own steady writes (/proc/<pid>/io
 	// write_bytes) per hour at the density pods; WritesKubeletFactor: how
 	// many times below the kubelet's in the same run (issue 33: under 1
@@ -90,7 +97,8 @@ type Limits struct {
 // runtimes), plus issue 14's startup with volumes, issue 15's pull and
 // issue 16's API pods, issue 17's control plane shim and issue 33's
 // storage writes, with issue 35's startup (1.10x), growth (the floor's)
-// and node footprint (0.70x the kubelet's).
+// and node footprint (0.70x the kubelet's) and issue 36's API server with
+// Services and whole node with --control-plane.
 var IssueLimits = Limits{
 	StartupMedianRatio:        1.10,
 	StartupVolumesMedianRatio: 1.15,
@@ -108,6 +116,8 @@ var IssueLimits = Limits{
 	ShimCPUPercent:            1,
 	ShimReadyS:                1,
 	ShimAPIServerRatio:        1,
+	ShimServicesRSSMB:         120,
+	ShimNodeIdleRSSMB:         200,
 	WritesMBPerHour:           1,
 	WritesKubeletFactor:       10,
 }
