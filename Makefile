@@ -501,7 +501,7 @@ conformance-bin:
 	if [ ! -x $$c/ginkgo ]; then $(GO) build -trimpath -o $$c/ginkgo.tmp github.com/onsi/ginkgo/v2/ginkgo && mv $$c/ginkgo.tmp $$c/ginkgo; fi
 
 ## conformance: the Kubernetes $(CONFORMANCE_VERSION) [NodeConformance] e2e tests with skiff as the only node (root, ~35 min on 2 cores, ~25 without [Slow]; CONFORMANCE_FOCUS/SKIP/PROCS/TIMEOUT, CONFORMANCE_NODE=kubelet for the upstream kubelet); summary in $(CONFORMANCE_OUT)/summary.md
-conformance: setup build images conformance-bin $(if $(filter 1,$(CONFORMANCE_ADDONS)),conformance-addons-bin)
+conformance: setup build images conformance-bin $(if $(filter 1,$(CONFORMANCE_ADDONS)),conformance-addons-bin) $(if $(filter skiff-control-plane,$(CONFORMANCE_NODE)),build-apiserver)
 	@[ "$$(id -u)" = 0 ] || { echo "make conformance: must run as root" >&2; exit 1; }
 	cp=$$($(MAKE) -s controlplane) && c=$(CONFORMANCE_BIN) && \
 	node="-node $(CONFORMANCE_NODE)" && if [ "$(CONFORMANCE_NODE)" = kubelet ]; then node="$$node -kubelet $$($(MAKE) -s bench-kubelet)"; fi && \
@@ -510,7 +510,7 @@ conformance: setup build images conformance-bin $(if $(filter 1,$(CONFORMANCE_AD
 	$(GO) build -o _output/conformance-driver ./test/conformance && \
 	flock $(CONFORMANCE_LOCK) _output/conformance-driver -out $(CONFORMANCE_OUT) $$node $$addons \
 		-e2e $$c/e2e.test -ginkgo $$c/ginkgo -agnhost $$c/agnhost -nnp $$c/nnp \
-		-controlplane $$cp -skiff $(BIN) -pause $(BIN)-pause -images $(IMAGES_DIR) -k8s-src $$k8s \
+		-controlplane $$cp -skiff $(BIN) -apiserver $(APISERVER_BIN) -pause $(BIN)-pause -images $(IMAGES_DIR) -k8s-src $$k8s \
 		-focus '$(CONFORMANCE_FOCUS)' -skip '$(CONFORMANCE_SKIP)' -procs $(CONFORMANCE_PROCS) -timeout $(CONFORMANCE_TIMEOUT)
 
 .PHONY: conformance-kubelet conformance-full conformance-addons-bin
@@ -521,6 +521,11 @@ conformance-kubelet:
 ## conformance-full: the full [Conformance] suite (CONFORMANCE_FOCUS) with kube-proxy (nftables) and CoreDNS as pods on the node (root; hours on 2 cores); summary in _output/conformance-full/summary.md
 conformance-full:
 	$(MAKE) conformance CONFORMANCE_ADDONS=1 CONFORMANCE_FOCUS='$(CONFORMANCE_FULL_FOCUS)' CONFORMANCE_TIMEOUT=4h CONFORMANCE_OUT=_output/conformance-full$(if $(filter kubelet,$(CONFORMANCE_NODE)),-kubelet)
+
+.PHONY: conformance-control-plane
+## conformance-control-plane: the full [Conformance] suite against `skiff agent --control-plane` as the whole cluster (its own API server, controllers, service proxy and DNS; root, ~1 h on 2 cores); summary with the pass rate per SIG in _output/conformance-control-plane/summary.md
+conformance-control-plane:
+	$(MAKE) conformance CONFORMANCE_NODE=skiff-control-plane CONFORMANCE_FOCUS='$(CONFORMANCE_FULL_FOCUS)' CONFORMANCE_TIMEOUT=4h CONFORMANCE_OUT=_output/conformance-control-plane
 
 # conformance-addons-bin: build kube-proxy $(CONFORMANCE_VERSION) (~10 min cold) into $(CONFORMANCE_BIN) and CoreDNS $(COREDNS_VERSION) (test/coredns, ~9 min cold) into $(CONFORMANCE_CACHE), each once
 conformance-addons-bin:

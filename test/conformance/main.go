@@ -50,7 +50,7 @@ type options struct {
 	e2e, ginkgo, controlplane, skiff, agnhost, nnp, pause, images, k8sSrc string
 	curl, nc, sh, bash, kubectl, dig, getent                              string
 	out, focus, skip, label                                               string
-	node, kubelet                                                         string
+	node, kubelet, apiserver                                              string
 	kubeProxy, coredns, nft                                               string
 	addons                                                                bool
 	procs                                                                 int
@@ -86,7 +86,8 @@ func main() {
 	flag.BoolVar(&o.dryRun, "dry-run", false, "only list the tests the focus selects (no cluster)")
 	flag.BoolVar(&o.summaryOnly, "summary-only", false, "only rewrite summary.md from the JUnit report in -out")
 	flag.StringVar(&o.agentArgs, "agent-args", "", "extra flags of the node agent (skiff or the kubelet), space separated")
-	flag.StringVar(&o.node, "node", "skiff", "the node agent: skiff, or kubelet (the upstream kubelet -kubelet on skiff's containerd, for the side-by-side pass rate)")
+	flag.StringVar(&o.node, "node", "skiff", "the node agent: skiff, kubelet (the upstream kubelet -kubelet on skiff's containerd, for the side-by-side pass rate), or skiff-control-plane (skiff agent --control-plane as the whole cluster, with -apiserver)")
+	flag.StringVar(&o.apiserver, "apiserver", "bin/skiff-apiserver", "skiff-apiserver, with -node skiff-control-plane")
 	flag.StringVar(&o.kubelet, "kubelet", "", "the kubelet binary, with -node kubelet (make bench-kubelet)")
 	flag.BoolVar(&o.addons, "addons", false, "the full suite's cluster: the API server advertised on the default route's address, kube-proxy (nftables) and CoreDNS as pods on the node, the node with --cluster-dns")
 	flag.StringVar(&o.kubeProxy, "kube-proxy", "", "a static kube-proxy binary, with -addons")
@@ -117,7 +118,7 @@ func abs(p string) string {
 }
 
 func run(ctx context.Context, o options) error {
-	for _, p := range []*string{&o.e2e, &o.ginkgo, &o.controlplane, &o.skiff, &o.agnhost, &o.nnp, &o.pause, &o.images, &o.k8sSrc, &o.out, &o.kubelet, &o.kubeProxy, &o.coredns} {
+	for _, p := range []*string{&o.e2e, &o.ginkgo, &o.controlplane, &o.skiff, &o.agnhost, &o.nnp, &o.pause, &o.images, &o.k8sSrc, &o.out, &o.kubelet, &o.kubeProxy, &o.coredns, &o.apiserver} {
 		*p = abs(*p)
 	}
 	if o.summaryOnly {
@@ -129,8 +130,10 @@ func run(ctx context.Context, o options) error {
 		return errors.New("-e2e is required")
 	}
 	switch {
-	case o.node != "skiff" && o.node != "kubelet":
-		return fmt.Errorf("-node %q: want skiff or kubelet", o.node)
+	case o.node != "skiff" && o.node != "kubelet" && o.node != nodeControlPlane:
+		return fmt.Errorf("-node %q: want skiff, kubelet or %s", o.node, nodeControlPlane)
+	case o.node == nodeControlPlane && o.addons:
+		return fmt.Errorf("-node %s has its own service proxy and DNS: drop -addons", nodeControlPlane)
 	case o.node == "kubelet" && o.kubelet == "":
 		return errors.New("-node kubelet needs -kubelet (make bench-kubelet builds it)")
 	case o.addons && (o.kubeProxy == "" || o.coredns == ""):
@@ -182,9 +185,15 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	var rt *containerd.Managed // the kubelet's; skiff stops its own
+	// kube-proxy, of the add-ons or inside skiff-apiserver, leaves its
+	// tables when it stops: the next run's would start from them.
+	proxies := o.addons || o.node == nodeControlPlane
+	if proxies {
+		removeKubeProxyTables(o.nft)
+	}
 	defer func() {
 		teardown(root, o.keep, func() { stopRuntime(rt) })
-		if o.addons {
+		if proxies {
 			removeKubeProxyTables(o.nft)
 		}
 	}()
@@ -193,28 +202,10 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
-	c, err := cluster.Start(ctx, cluster.Config{Dir: filepath.Join(o.out, "cluster"), Bin: o.controlplane, NodeNames: []string{nodeName}, Logf: logf, AdvertiseAddress: advertise})
+	n, err := startNode(ctx, o, root, regFile, advertise)
+	defer n.stop()
+	rt = n.rt
 	if err != nil {
-		return err
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			logf("stopping the control plane: %v", err)
-		}
-	}()
-
-	var agent *agentProc
-	if o.node == "kubelet" {
-		k, err := startKubelet(ctx, o, c, root, regFile)
-		if err != nil {
-			return err
-		}
-		agent, rt = k.proc, k.rt
-	} else if agent, err = startAgent(o, c, root, regFile); err != nil {
-		return err
-	}
-	defer agent.stop()
-	if err := waitNodeReady(ctx, c.Client(), agent); err != nil {
 		return err
 	}
 	logf("node %s Ready after %v", nodeName, time.Since(began).Round(time.Second))
@@ -230,15 +221,15 @@ func run(ctx context.Context, o options) error {
 	}
 	o.kubectl = kubectl
 	if o.addons {
-		server, err := serverAt(c.Server(), advertise)
+		server, err := serverAt(n.cluster.Server(), advertise)
 		if err != nil {
 			return err
 		}
-		if err := deployAddons(ctx, o, c.Kubeconfig("admin"), server, c.Client()); err != nil {
+		if err := deployAddons(ctx, o, n.admin, server, n.client); err != nil {
 			return err
 		}
 	}
-	suiteErr := runSuite(ctx, o, c.Kubeconfig("admin"), false)
+	suiteErr := runSuite(ctx, o, n.admin, false)
 	sum, err := summarize(filepath.Join(o.out, "junit_01.xml"), filepath.Join(o.out, "summary.md"), time.Since(began), o)
 	if err != nil {
 		logf("summary: %v", err)
@@ -252,10 +243,62 @@ func run(ctx context.Context, o options) error {
 	// stops with it: delete them through the API first, so that their
 	// sandboxes (network namespaces, veths) go the normal way.
 	if o.addons {
-		removeAddons(c.Client()) // or their controllers make new pods while draining
+		removeAddons(n.client) // or their controllers make new pods while draining
 	}
-	drainPods(c.Client())
+	drainPods(n.client)
 	return nil
+}
+
+// testNode is the cluster under test: the node agent and the API server
+// it joined.
+type testNode struct {
+	agent   *agentProc
+	rt      *containerd.Managed // the kubelet's runtime; skiff stops its own
+	cluster *cluster.Cluster    // nil with -node skiff-control-plane
+	client  kubernetes.Interface
+	admin   string // the admin kubeconfig
+}
+
+// startNode starts the cluster of -node (test/cluster and skiff or the
+// kubelet, or skiff's own control plane) and waits for the node to be
+// Ready. It returns what it started even with an error: the caller
+// stops it (and the kubelet's runtime, n.rt) either way.
+func startNode(ctx context.Context, o options, root, regFile, advertise string) (*testNode, error) {
+	n := &testNode{}
+	if o.node == nodeControlPlane {
+		agent, cs, admin, err := startControlPlaneAgent(ctx, o, root, regFile)
+		if err != nil {
+			return n, err
+		}
+		n.agent, n.client, n.admin = agent, cs, admin
+	} else {
+		c, err := cluster.Start(ctx, cluster.Config{Dir: filepath.Join(o.out, "cluster"), Bin: o.controlplane, NodeNames: []string{nodeName}, Logf: logf, AdvertiseAddress: advertise})
+		if err != nil {
+			return n, err
+		}
+		n.cluster, n.client, n.admin = c, c.Client(), c.Kubeconfig("admin")
+		if o.node == "kubelet" {
+			k, err := startKubelet(ctx, o, c, root, regFile)
+			if err != nil {
+				return n, err
+			}
+			n.agent, n.rt = k.proc, k.rt
+		} else if n.agent, err = startAgent(o, c, root, regFile); err != nil {
+			return n, err
+		}
+	}
+	return n, waitNodeReady(ctx, n.client, n.agent)
+}
+
+func (n *testNode) stop() {
+	if n.agent != nil {
+		n.agent.stop()
+	}
+	if n.cluster != nil {
+		if err := n.cluster.Stop(); err != nil {
+			logf("stopping the control plane: %v", err)
+		}
+	}
 }
 
 // drainPods deletes every pod left (namespaces the suite was still

@@ -110,6 +110,7 @@ func summarize(junit, out string, took time.Duration, o options) (string, error)
 	}
 	fmt.Fprintf(&b, "passed %d, failed %d (%.1f%% of %d run), skipped at run time %d, not run (timed out, interrupted or pending) %d\n\n",
 		len(passed), len(failed), pct, ran, len(skipped), len(notRun))
+	b.WriteString(sigTable(passed, failed))
 	if len(suiteFailures) > 0 {
 		fmt.Fprintf(&b, "## Suite-level failures\n\n")
 		for _, f := range suiteFailures {
@@ -133,6 +134,42 @@ func summarize(junit, out string, took time.Duration, o options) (string, error)
 	sort.Strings(passed)
 	_ = os.WriteFile(strings.TrimSuffix(out, "summary.md")+"passed.txt", []byte(strings.Join(passed, "\n")+"\n"), 0o644)
 	return b.String(), nil
+}
+
+// sigRE is the owning SIG of an e2e test's name: "[sig-apps] ...".
+var sigRE = regexp.MustCompile(`^\[sig-([a-z0-9-]+)\]`)
+
+// sigTable is the pass rate of each SIG (by the name's "[sig-...]"
+// prefix; "none" without one), as a markdown table sorted by SIG.
+func sigTable(passed, failed []string) string {
+	type count struct{ passed, failed int }
+	bySIG := map[string]*count{}
+	tally := func(names []string, add func(*count)) {
+		for _, n := range names {
+			sig := "none"
+			if m := sigRE.FindStringSubmatch(n); m != nil {
+				sig = m[1]
+			}
+			if bySIG[sig] == nil {
+				bySIG[sig] = &count{}
+			}
+			add(bySIG[sig])
+		}
+	}
+	tally(passed, func(c *count) { c.passed++ })
+	tally(failed, func(c *count) { c.failed++ })
+	sigs := make([]string, 0, len(bySIG))
+	for s := range bySIG {
+		sigs = append(sigs, s)
+	}
+	sort.Strings(sigs)
+	var b strings.Builder
+	b.WriteString("| SIG | passed | failed | pass rate |\n|---|---|---|---|\n")
+	for _, s := range sigs {
+		c := bySIG[s]
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f %% |\n", s, c.passed, c.failed, 100*float64(c.passed)/float64(c.passed+c.failed))
+	}
+	return b.String() + "\n"
 }
 
 // firstLine is the first meaningful line of a case's failure.
