@@ -64,6 +64,10 @@ type Config struct {
 	ClusterDNS    string
 	ClusterDomain string
 	DNSClients    []string
+	// APIClients are the networks (the pod network) whose clients reach
+	// the API on the node's address, the kubernetes Service's endpoint
+	// (skiff-apiserver's --kubernetes-service-clients), besides the node.
+	APIClients []string
 	// LocalPathDir, when set, is where the shim's local-path provisioner
 	// makes NodeName's PersistentVolumes, for its default StorageClass
 	// (skiff-apiserver's --local-path-dir).
@@ -174,6 +178,9 @@ func (s *Shim) args() []string {
 		a = append(a, "--node-name", s.cfg.NodeName)
 		if s.cfg.NodeKubeletHost != "" {
 			a = append(a, "--node-kubelet-host", s.cfg.NodeKubeletHost)
+		}
+		for _, c := range s.cfg.APIClients {
+			a = append(a, "--kubernetes-service-clients", c)
 		}
 		if s.cfg.ServiceProxy {
 			a = append(a, "--service-proxy")

@@ -30,9 +30,9 @@ func TestFindBinary(t *testing.T) {
 func TestArgs(t *testing.T) {
 	s := &Shim{cfg: Config{DataDir: "/r/apiserver", NodeName: "n1", BindAddress: "0.0.0.0", Port: 7443, EtcdServers: []string{"http://e1:2379"},
 		NodeKubeletHost: "127.0.0.1", ServiceProxy: true, ClusterDNS: "10.96.0.10", ClusterDomain: "cluster.local", DNSClients: []string{"10.88.0.0/16"},
-		LocalPathDir: "/r/storage"}}
+		APIClients: []string{"10.88.0.0/16"}, LocalPathDir: "/r/storage"}}
 	want := []string{"--data-dir", "/r/apiserver", "--bind-address", "0.0.0.0", "--secure-port", "7443",
-		"--node-name", "n1", "--node-kubelet-host", "127.0.0.1", "--service-proxy",
+		"--node-name", "n1", "--node-kubelet-host", "127.0.0.1", "--kubernetes-service-clients", "10.88.0.0/16", "--service-proxy",
 		"--cluster-dns", "10.96.0.10", "--cluster-domain", "cluster.local", "--cluster-dns-clients", "10.88.0.0/16",
 		"--local-path-dir", "/r/storage", "--etcd-servers", "http://e1:2379"}
 	if got := s.args(); !slices.Equal(got, want) {

@@ -87,6 +87,14 @@ func (o *ControlPlaneConfig) clusterDNS(dns []string, podCIDR string) (address s
 	return dns[0], []string{podCIDR}
 }
 
+// nonEmpty is s alone, or none when s is "".
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
 // dataDir is the shim's --data-dir, <root-dir>/apiserver.
 func (o *ControlPlaneConfig) dataDir(rootDir string) string {
 	return filepath.Join(rootDir, "apiserver")
@@ -120,7 +128,7 @@ func (o *ControlPlaneConfig) start(ctx context.Context, c *Config, node string, 
 		AdminKubeconfig: filepath.Join(rootDir, "admin.kubeconfig"), Logger: log,
 		NodeKubeletHost: k.apiServerHost(), ServiceProxy: o.ServiceProxy,
 		ClusterDNS: dns, ClusterDomain: c.ClusterDomain, DNSClients: clients,
-		LocalPathDir: o.localPathDir(rootDir),
+		APIClients: nonEmpty(c.PodCIDR), LocalPathDir: o.localPathDir(rootDir),
 	})
 	if err != nil {
 		return nil, err

@@ -25,6 +25,17 @@ func UnsupportedAPIPodFields(pod *v1.Pod) field.ErrorList {
 	return errs
 }
 
+// serviceAccountTokenPaths are a projected service account token's
+// fields: in every API pod (ServiceAccount admission), never in a static
+// pod (the kubelet's mirror pods may not use one).
+func serviceAccountTokenPaths() []string {
+	return []string{
+		"spec.volumes[*].projected.sources[*].serviceAccountToken.audience",
+		"spec.volumes[*].projected.sources[*].serviceAccountToken.expirationSeconds",
+		"spec.volumes[*].projected.sources[*].serviceAccountToken.path",
+	}
+}
+
 // apiPodExtraPaths are the spec fields an API pod may carry beyond a
 // static pod's allow-list:
 //   - set for every pod by the API server and its default admission
@@ -41,11 +52,8 @@ func UnsupportedAPIPodFields(pod *v1.Pod) field.ErrorList {
 //     (kubectl debug), which the agent runs and streams to;
 //   - windowsOptions, which a Linux node ignores as the kubelet does.
 func apiPodExtraPaths() []string {
-	paths := []string{
+	paths := append(serviceAccountTokenPaths(),
 		"spec.preemptionPolicy",
-		"spec.volumes[*].projected.sources[*].serviceAccountToken.audience",
-		"spec.volumes[*].projected.sources[*].serviceAccountToken.expirationSeconds",
-		"spec.volumes[*].projected.sources[*].serviceAccountToken.path",
 		"spec.volumes[*].projected.sources[*].clusterTrustBundle.name",
 		"spec.volumes[*].projected.sources[*].clusterTrustBundle.signerName",
 		"spec.volumes[*].projected.sources[*].clusterTrustBundle.labelSelector",
@@ -60,7 +68,7 @@ func apiPodExtraPaths() []string {
 		"spec.volumes[*].projected.sources[*].podCertificate.userAnnotations",
 		"spec.topologySpreadConstraints", "spec.schedulingGates",
 		"spec.securityContext.windowsOptions",
-	}
+	)
 	// Windows options are ignored on Linux, by the kubelet too; upstream's
 	// minimal restricted pod (its e2e registry pod) sets them.
 	interactive := []string{"stdin", "stdinOnce", "tty", "securityContext.windowsOptions"}
@@ -69,7 +77,15 @@ func apiPodExtraPaths() []string {
 			paths = append(paths, list+f)
 		}
 	}
-	for _, f := range append(append(containerFieldPaths(), interactive...), "targetContainerName") {
+	return append(paths, ephemeralContainerPaths()...)
+}
+
+// ephemeralContainerPaths are the fields of an ephemeral container skiff
+// runs (kubectl debug): a container's, the interactive ones and its
+// target.
+func ephemeralContainerPaths() []string {
+	var paths []string
+	for _, f := range append(containerFieldPaths(), "stdin", "stdinOnce", "tty", "securityContext.windowsOptions", "targetContainerName") {
 		paths = append(paths, "spec.ephemeralContainers[*]."+f)
 	}
 	return paths

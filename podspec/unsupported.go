@@ -108,9 +108,15 @@ func newFieldAllowList(paths []string) fieldAllowList {
 }
 
 // validateSupportedFields returns a Forbidden error for every set field of
-// pod outside supportedFieldPaths, in field declaration order.
-func validateSupportedFields(pod *v1.Pod) field.ErrorList {
-	a := newFieldAllowList(supportedFieldPaths())
+// pod outside supportedFieldPaths (and, for an API pod, the projected
+// service account token's fields and ephemeral containers), in field
+// declaration order.
+func validateSupportedFields(pod *v1.Pod, apiPod bool) field.ErrorList {
+	paths := supportedFieldPaths()
+	if apiPod {
+		paths = append(append(paths, serviceAccountTokenPaths()...), ephemeralContainerPaths()...)
+	}
+	a := newFieldAllowList(paths)
 	return a.walkStruct(reflect.ValueOf(pod).Elem(), nil, "")
 }
 

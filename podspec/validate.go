@@ -33,7 +33,9 @@ func Validate(pod *v1.Pod) field.ErrorList {
 // account name that is a DNS subdomain is accepted, as upstream's, where
 // Validate (static pods) accepts only "default"; and persistentVolumeClaim
 // volumes (a claimName), which Validate refuses: the node reads the claim
-// and its PersistentVolume through the API server.
+// and its PersistentVolume through the API server; and projected
+// serviceAccountToken sources (the kube-api-access-* volume the
+// ServiceAccount admission plugin adds), whose token the node requests.
 func ValidateAPIPod(pod *v1.Pod) field.ErrorList {
 	return validate(pod, true)
 }
@@ -44,7 +46,7 @@ func validate(pod *v1.Pod, apiPod bool) field.ErrorList {
 	}
 	errs := validateObjectMeta(&pod.ObjectMeta)
 	errs = append(errs, validateSpec(&pod.Spec, field.NewPath("spec"), apiPod)...)
-	errs = append(errs, validateSupportedFields(pod)...)
+	errs = append(errs, validateSupportedFields(pod, apiPod)...)
 	return errs
 }
 

@@ -18,6 +18,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/apiservice"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/crds"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/dns"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/localpath"
@@ -86,6 +87,7 @@ type flags struct {
 	up                        upstream.Config
 	serviceProxy              bool
 	clusterDNS                dnsFlags
+	apiClients                []string
 	localPath                 localpath.Config
 	gcPercent, memoryLimitMiB int
 	featureGates              string
@@ -137,6 +139,15 @@ func (fl *flags) options() (server.Options, error) {
 		return o, err
 	}
 	o.Extensions = crds.Server
+	if o.NodeName != "" {
+		cfg, err := fl.apiService()
+		if err != nil {
+			return o, err
+		}
+		// In-cluster clients dial the Service's cluster IP.
+		o.ExtraSANs = append(o.ExtraSANs, apiservice.ServiceIP(cfg.ServiceCIDR).String())
+		withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return apiservice.Runs(cc, cfg) })
+	}
 	if fl.serviceProxy {
 		cfg := proxy.Config{NodeName: o.NodeName, ServiceCIDR: fl.up.ServiceCIDR}
 		withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return proxy.Runs(cc, cfg) })
@@ -158,6 +169,23 @@ func (fl *flags) options() (server.Options, error) {
 	return o, nil
 }
 
+// apiService is the kubernetes Service's configuration.
+func (fl *flags) apiService() (apiservice.Config, error) {
+	cidr, err := netip.ParsePrefix(fl.up.ServiceCIDR)
+	if err != nil {
+		return apiservice.Config{}, fmt.Errorf("--service-cluster-ip-range %q: %w", fl.up.ServiceCIDR, err)
+	}
+	cfg := apiservice.Config{NodeName: fl.o.NodeName, ServiceCIDR: cidr, BindAddress: fl.o.BindAddress, Port: fl.o.SecurePort}
+	for _, c := range fl.apiClients {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return apiservice.Config{}, fmt.Errorf("--kubernetes-service-clients %q: not a CIDR", c)
+		}
+		cfg.Clients = append(cfg.Clients, p.Masked())
+	}
+	return cfg, nil
+}
+
 // addFlags binds the command's flags to fl.
 func addFlags(cmd *cobra.Command, fl *flags) {
 	o, up, clusterDNS := &fl.o, &fl.up, &fl.clusterDNS
@@ -173,6 +201,7 @@ func addFlags(cmd *cobra.Command, fl *flags) {
 	f.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", serviceaccount.DefaultIssuer, "\"iss\" of the service-account tokens the shim signs (serviceaccounts/token) and the API's audience, as kube-apiserver's --service-account-issuer")
 	f.StringVar(&up.ServiceCIDR, "service-cluster-ip-range", upstream.DefaultServiceCIDR, "IPv4 range (CIDR) the Services' cluster IPs are allocated from")
 	f.StringVar(&up.NodePortRange, "service-node-port-range", upstream.DefaultNodePortRange, "range of the Services' node ports (first-last)")
+	f.StringSliceVar(&fl.apiClients, "kubernetes-service-clients", nil, "networks (CIDRs), the pods', whose clients may reach the API on the node's address, the endpoint of the kubernetes Service published with --node-name; besides the node's address and loopback it refuses every other client there")
 	f.BoolVar(&fl.serviceProxy, "service-proxy", false, "run the service proxy (kube-proxy's nftables mode) for --node-name: this machine's nftables then carry the Services' cluster IPs and node ports")
 	f.StringVar(&clusterDNS.address, "cluster-dns", "", "serve the cluster DNS for --node-name: the kube-system/kube-dns Service at this cluster IP (in --service-cluster-ip-range), answered by a server on the node's address; empty: none")
 	f.StringVar(&clusterDNS.zone, "cluster-domain", dns.DefaultZone, "DNS domain of the cluster the cluster DNS answers")

@@ -78,18 +78,7 @@ func EnsureBundle(dataDir string, hosts []string) (*Bundle, error) {
 			return nil, fmt.Errorf("CA in %s: %w", dataDir, err)
 		}
 	}
-	b.ServingCert, b.ServingKey, err = readPair(servingCertPath(dataDir), servingKeyPath(dataDir))
-	if errors.Is(err, os.ErrNotExist) {
-		hosts = append([]string{"localhost", "127.0.0.1", "::1", LoopbackServerName,
-			"kubernetes", "kubernetes.default", "kubernetes.default.svc"}, hosts...)
-		cert, key, err := newCert(caCert, caKey, pkix.Name{CommonName: "skiff-apiserver"}, hosts, false)
-		if err != nil {
-			return nil, err
-		}
-		if b.ServingCert, b.ServingKey, err = writePair(servingCertPath(dataDir), servingKeyPath(dataDir), cert, key); err != nil {
-			return nil, err
-		}
-	} else if err != nil {
+	if b.ServingCert, b.ServingKey, err = ensureServing(dataDir, caCert, caKey, hosts); err != nil {
 		return nil, err
 	}
 	token, err := os.ReadFile(TokenPath(dataDir))
@@ -110,6 +99,46 @@ func EnsureBundle(dataDir string, hosts []string) (*Bundle, error) {
 		return nil, fmt.Errorf("service-account key: %w", err)
 	}
 	return b, nil
+}
+
+// ensureServing loads the serving certificate and key under dataDir, or
+// issues them with caCert for the loopback names, the kubernetes Service's
+// names and hosts when they are missing or the certificate does not cover
+// every one of those (a host added since, such as the kubernetes
+// Service's cluster IP): clients trusting the CA keep trusting it.
+func ensureServing(dataDir string, caCert *x509.Certificate, caKey crypto.Signer, hosts []string) (certPEM, keyPEM []byte, err error) {
+	hosts = append([]string{"localhost", "127.0.0.1", "::1", LoopbackServerName,
+		"kubernetes", "kubernetes.default", "kubernetes.default.svc"}, hosts...)
+	certPEM, keyPEM, err = readPair(servingCertPath(dataDir), servingKeyPath(dataDir))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, nil, err
+	default:
+		cert, _, err := parsePair(certPEM, keyPEM)
+		if err != nil {
+			return nil, nil, fmt.Errorf("serving certificate in %s: %w", dataDir, err)
+		}
+		if covers(cert, hosts) {
+			return certPEM, keyPEM, nil
+		}
+	}
+	cert, key, err := newCert(caCert, caKey, pkix.Name{CommonName: "skiff-apiserver"}, hosts, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return writePair(servingCertPath(dataDir), servingKeyPath(dataDir), cert, key)
+}
+
+// covers reports whether cert names every one of hosts (IPs and DNS
+// names; "" counts as named).
+func covers(cert *x509.Certificate, hosts []string) bool {
+	for _, h := range hosts {
+		if h != "" && cert.VerifyHostname(h) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // ensureServiceAccountKey loads <dataDir>/pki/sa.key, creating it (0600)

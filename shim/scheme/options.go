@@ -10,7 +10,8 @@ import (
 )
 
 // addQueryConversions registers the query parameter decoders of the pod
-// subresources' options (pods/log, exec, attach, portforward): the
+// subresources' options (pods/log, exec, attach, portforward, proxy;
+// services/proxy): the
 // ParameterCodec converts a url.Values into them. Upstream's are generated
 // (Convert_url_Values_To_v1_PodLogOptions and its siblings in
 // k8s.io/kubernetes/pkg/apis/core/v1/zz_generated.conversion.go, from the
@@ -30,6 +31,14 @@ func addQueryConversions(s *runtime.Scheme) error {
 		}},
 		{&corev1.PodAttachOptions{}, func(in, out any, sc conversion.Scope) error {
 			return convertPodAttachOptions(*in.(*url.Values), out.(*corev1.PodAttachOptions), sc)
+		}},
+		{&corev1.PodProxyOptions{}, func(in, out any, _ conversion.Scope) error {
+			out.(*corev1.PodProxyOptions).Path = in.(*url.Values).Get("path")
+			return nil
+		}},
+		{&corev1.ServiceProxyOptions{}, func(in, out any, _ conversion.Scope) error {
+			out.(*corev1.ServiceProxyOptions).Path = in.(*url.Values).Get("path")
+			return nil
 		}},
 		{&corev1.PodPortForwardOptions{}, func(in, out any, _ conversion.Scope) error {
 			o := out.(*corev1.PodPortForwardOptions)

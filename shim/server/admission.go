@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -14,6 +16,7 @@ import (
 	"github.com/skiffnode/skiff/shim/admission/nodedeclaredfeatures"
 	"github.com/skiffnode/skiff/shim/admission/noderestriction"
 	"github.com/skiffnode/skiff/shim/admission/podresize"
+	"github.com/skiffnode/skiff/shim/admission/serviceaccount"
 	"github.com/skiffnode/skiff/shim/admission/singlenode"
 )
 
@@ -23,7 +26,8 @@ import (
 // loopback connection; the factory is started once the server serves
 // (genericapiserver's start-informers hook), so a plugin must wait for
 // its informers' sync before it trusts them (ValidateInitialization
-// checks the wiring, not the sync). With a node (Options.NodeName), new
+// checks the wiring, not the sync). New pods get their service account
+// and its token volume (serviceaccount). With a node (Options.NodeName), new
 // pods without one are placed on it (singlenode). Pod updates and resizes
 // are checked against their node (its declared features, its allocatable
 // resources) as in a cluster at version v.
@@ -33,8 +37,9 @@ func admissionChain(client kubernetes.Interface, factory informers.SharedInforme
 	if err != nil {
 		return nil, err
 	}
-	// Upstream's order: NamespaceLifecycle first, NodeRestriction later.
-	plugins := []admission.Interface{lifecycle}
+	// Upstream's order: NamespaceLifecycle first, ServiceAccount, then
+	// NodeRestriction later.
+	plugins := []admission.Interface{lifecycle, serviceAccounts(client, factory)}
 	if node != "" {
 		plugins = append(plugins, singlenode.New(node))
 	}
@@ -50,6 +55,19 @@ func admissionChain(client kubernetes.Interface, factory informers.SharedInforme
 		}
 	}
 	return admission.NewChainHandler(plugins...), nil
+}
+
+// serviceAccounts is the ServiceAccount plugin on the factory's service
+// accounts (registered now, started with the factory) and the API.
+func serviceAccounts(client kubernetes.Interface, factory informers.SharedInformerFactory) *serviceaccount.Plugin {
+	cached := factory.Core().V1().ServiceAccounts().Lister()
+	return serviceaccount.New(
+		func(_ context.Context, ns, name string) (*corev1.ServiceAccount, error) {
+			return cached.ServiceAccounts(ns).Get(name)
+		},
+		func(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
+			return client.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
+		})
 }
 
 // namespaceLifecycle is k8s.io/apiserver's NamespaceLifecycle with

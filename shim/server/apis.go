@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +18,7 @@ import (
 	"github.com/skiffnode/skiff/shim/registry/generic"
 	"github.com/skiffnode/skiff/shim/registry/namespace"
 	"github.com/skiffnode/skiff/shim/registry/pod"
+	"github.com/skiffnode/skiff/shim/registry/service"
 	"github.com/skiffnode/skiff/shim/scheme"
 )
 
@@ -72,7 +75,19 @@ func newAPIStorage(optsGetter genericregistry.RESTOptionsGetter, kubelets kubele
 	if err := addEviction(st.byGroup); err != nil {
 		return nil, err
 	}
+	addServiceProxy(st)
 	return st, nil
+}
+
+// addServiceProxy adds services/proxy when Services and EndpointSlices
+// are served (Options.Kinds).
+func addServiceProxy(st *apiStorage) {
+	services, ok1 := st.byGroup[""]["services"].(rest.Getter)
+	slices, ok2 := st.byGroup[discoveryv1.GroupName]["endpointslices"].(rest.Lister)
+	pods, ok3 := st.byGroup[""]["pods"].(rest.Getter)
+	if ok1 && ok2 && ok3 {
+		st.byGroup[""]["services/proxy"] = service.NewProxyREST(services, pods, slices, pod.NewProxyTransport())
+	}
 }
 
 // installAPIs installs every served kind, grouped by API group.

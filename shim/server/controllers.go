@@ -48,10 +48,11 @@ type controllers struct {
 // newControllers builds the namespace controller, the per-namespace
 // objects (default ServiceAccount, kube-root-ca.crt with caPEM) and the
 // ReplicaSet and Deployment controllers, talking to the shim through
-// loopback, and those extra builds (Options.Controllers; nil: none).
-func newControllers(loopback *rest.Config, client kubernetes.Interface, factory informers.SharedInformerFactory, caPEM []byte,
-	extra func(ControllerContext) ([]func(context.Context), error)) (*controllers, error) {
-	meta, err := metadata.NewForConfig(loopback)
+// cc's loopback client, and those extra builds (Options.Controllers; nil:
+// none) with a copy of cc.
+func newControllers(cc ControllerContext, caPEM []byte, extra func(ControllerContext) ([]func(context.Context), error)) (*controllers, error) {
+	client, factory := cc.Client, cc.Informers
+	meta, err := metadata.NewForConfig(cc.Config)
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
@@ -81,7 +82,8 @@ func newControllers(loopback *rest.Config, client kubernetes.Interface, factory 
 	}
 	c.runs = append(c.runs, apps...)
 	if extra != nil {
-		more, err := extra(ControllerContext{Client: client, Config: rest.CopyConfig(loopback), Informers: factory})
+		cc.Config = rest.CopyConfig(cc.Config)
+		more, err := extra(cc)
 		if err != nil {
 			return nil, fmt.Errorf("extra controllers: %w", err)
 		}

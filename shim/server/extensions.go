@@ -14,7 +14,8 @@ import (
 // build (Options.Extensions) makes from a copy of cfg, or the empty
 // delegate without build. The two share cfg's aggregated discovery
 // manager, so that the shim's /apis lists the delegate's groups too
-// (kube-apiserver's aggregator does so there).
+// (kube-apiserver's aggregator does so there), in the legacy form as well
+// (withLegacyDelegateGroups).
 func newDelegate(cfg *genericapiserver.Config, backend storagebackend.Config, factory informers.SharedInformerFactory,
 	build func(ExtensionsConfig) (genericapiserver.DelegationTarget, error)) (genericapiserver.DelegationTarget, error) {
 	if build == nil {
@@ -24,6 +25,7 @@ func newDelegate(cfg *genericapiserver.Config, backend storagebackend.Config, fa
 		cfg.AggregatedDiscoveryGroupManager = discoveryendpoint.NewResourceManager("apis")
 	}
 	ext := ExtensionsConfig{Config: *cfg, Storage: backend, Informers: factory}
+	withLegacyDelegateGroups(cfg) // the shim's chain only
 	// kube-apiserver's CreateAPIExtensionsConfig does the same: hooks
 	// would be added twice, and the delegate has storage of its own.
 	ext.Config.PostStartHooks = map[string]genericapiserver.PostStartHookConfigEntry{}

@@ -45,7 +45,8 @@ type kubeletAccess struct {
 
 // addPodSubresources adds pods/log, pods/exec, pods/attach and
 // pods/portforward to the core group's storage: pods read through the
-// pods' Store, nodes through the nodes', kubelets reached through k.
+// pods' Store, nodes through the nodes', kubelets reached through k; and
+// pods/proxy, to the pods' IPs.
 func addPodSubresources(storage map[string]rest.Storage, k kubeletAccess) error {
 	pods, ok := storage["pods"].(rest.Getter)
 	if !ok {
@@ -61,5 +62,6 @@ func addPodSubresources(storage map[string]rest.Storage, k kubeletAccess) error 
 	storage["pods/exec"] = sub.Exec
 	storage["pods/attach"] = sub.Attach
 	storage["pods/portforward"] = sub.PortForward
+	storage["pods/proxy"] = pod.NewProxyREST(pods)
 	return nil
 }

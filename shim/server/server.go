@@ -119,6 +119,10 @@ type ControllerContext struct {
 	Config *rest.Config
 	// Informers is the shared factory, started once the server serves.
 	Informers informers.SharedInformerFactory
+	// Listen serves the API on ln too, besides the bind address, until
+	// the server stops; the server closes ln then (at once if it has
+	// stopped already). ln's connections get the API's TLS.
+	Listen func(ln net.Listener)
 }
 
 // Server is a prepared shim; Run serves it.
@@ -177,10 +181,11 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	cfg.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch", "proxy"),
 		sets.NewString("attach", "exec", "proxy", "log", "portforward"))
 	applyOpenAPI(cfg)
-	ln, err := net.Listen("tcp", net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort)))
+	bound, err := net.Listen("tcp", net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort)))
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
+	ln := newListeners(bound)
 	defer func() {
 		if retErr != nil {
 			ln.Close()
@@ -235,7 +240,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	if cfg.AdmissionControl, err = admissionChain(loopback, factory, o.NodeName, cfg.EffectiveVersion.BinaryVersion()); err != nil {
 		return nil, err
 	}
-	if s.controllers, err = newControllers(cfg.LoopbackClientConfig, loopback, factory, bundle.CACert, o.Controllers); err != nil {
+	if s.controllers, err = newControllers(ControllerContext{Client: loopback, Config: cfg.LoopbackClientConfig, Informers: factory, Listen: ln.add}, bundle.CACert, o.Controllers); err != nil {
 		return nil, err
 	}
 	delegate, err := newDelegate(cfg, *backend, factory, o.Extensions)

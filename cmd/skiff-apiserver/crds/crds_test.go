@@ -2,6 +2,7 @@ package crds
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,22 @@ func TestCustomResources(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("discovery never listed example.com/v1 widgets: %v", err)
+	}
+	// And in the legacy form clients before aggregated discovery ask for.
+	raw, err := discovery.NewDiscoveryClientForConfigOrDie(rc).RESTClient().Get().AbsPath("/apis").SetHeader("Accept", "application/json").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var legacy metav1.APIGroupList
+	if err := json.Unmarshal(raw, &legacy); err != nil {
+		t.Fatalf("/apis: %v\n%s", err, raw)
+	}
+	groups := map[string]string{}
+	for _, g := range legacy.Groups {
+		groups[g.Name] = g.PreferredVersion.GroupVersion
+	}
+	if legacy.Kind != "APIGroupList" || groups["example.com"] != "example.com/v1" || groups["apiextensions.k8s.io"] != "apiextensions.k8s.io/v1" || groups["apps"] != "apps/v1" {
+		t.Errorf("legacy /apis: %s\nwant apps, apiextensions.k8s.io and example.com, each with its v1 preferred", raw)
 	}
 
 	dyn := dynamic.NewForConfigOrDie(rc).Resource(gvr).Namespace("default")

@@ -1,28 +1,24 @@
 package dns
 
 import (
-	"context"
-	"fmt"
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/internal/selfservice"
 )
 
 // The Service pods reach the cluster DNS through, kubeadm's name for it,
-// and its EndpointSlice: selectorless, so that upstream's EndpointSlice
-// controller leaves it to its manager, skiff-apiserver.
+// and its EndpointSlice (internal/selfservice keeps them).
 const (
 	ServiceNamespace = metav1.NamespaceSystem
 	ServiceName      = "kube-dns"
 	sliceName        = "kube-dns-skiff"
-	managedBy        = "skiff-apiserver"
+	managedBy        = selfservice.ManagedBy
 )
 
 // service is the kube-dns Service at ip: dns (UDP) and dns-tcp (TCP) on
@@ -61,100 +57,4 @@ func slice(nodeName string, node netip.Addr, port int) *discoveryv1.EndpointSlic
 		}},
 		Ports: []discoveryv1.EndpointPort{p("dns", corev1.ProtocolUDP), p("dns-tcp", corev1.ProtocolTCP)},
 	}
-}
-
-// action is one write publish makes.
-type action int
-
-const (
-	keep action = iota
-	create
-	update
-	recreate // a cluster IP cannot change: delete, then create
-	foreign  // someone else's object of that name: leave it
-)
-
-// planService says what makes current (nil: none) the wanted Service.
-func planService(current, want *corev1.Service) action {
-	switch {
-	case current == nil:
-		return create
-	case current.Labels["app.kubernetes.io/managed-by"] != managedBy:
-		return foreign
-	case current.Spec.ClusterIP != want.Spec.ClusterIP:
-		return recreate
-	case !apiequality.Semantic.DeepEqual(current.Spec.Ports, want.Spec.Ports) || current.Spec.Selector != nil:
-		return update
-	}
-	return keep
-}
-
-// planSlice says what makes current (nil: none) the wanted EndpointSlice.
-func planSlice(current, want *discoveryv1.EndpointSlice) action {
-	switch {
-	case current == nil:
-		return create
-	case current.Labels[discoveryv1.LabelManagedBy] != managedBy:
-		return foreign
-	case !apiequality.Semantic.DeepEqual(current.Endpoints, want.Endpoints) || !apiequality.Semantic.DeepEqual(current.Ports, want.Ports) ||
-		current.Labels[discoveryv1.LabelServiceName] != ServiceName:
-		return update
-	}
-	return keep
-}
-
-// publisher writes the kube-dns Service and EndpointSlice.
-type publisher struct {
-	client  kubernetes.Interface
-	service func() (*corev1.Service, error)            // the current one, nil if none
-	slice   func() (*discoveryv1.EndpointSlice, error) // the current one, nil if none
-}
-
-// publish makes the kube-dns Service and EndpointSlice those of want and
-// wantSlice; an object of that name that skiff-apiserver did not make is
-// an error, and left as it is.
-func (p *publisher) publish(ctx context.Context, want *corev1.Service, wantSlice *discoveryv1.EndpointSlice) error {
-	services := p.client.CoreV1().Services(ServiceNamespace)
-	cur, err := p.service()
-	if err != nil {
-		return err
-	}
-	switch planService(cur, want) {
-	case foreign:
-		return fmt.Errorf("Service %s/%s exists and is not skiff-apiserver's (label app.kubernetes.io/managed-by): cluster DNS not published", ServiceNamespace, ServiceName)
-	case recreate:
-		if err := services.Delete(ctx, ServiceName, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(cur.UID))}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("Service %s/%s: delete for its new cluster IP: %w", ServiceNamespace, ServiceName, err)
-		}
-		fallthrough
-	case create:
-		if _, err := services.Create(ctx, want, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("Service %s/%s: %w", ServiceNamespace, ServiceName, err)
-		}
-	case update:
-		next := cur.DeepCopy()
-		next.Spec.Ports, next.Spec.Selector = want.Spec.Ports, nil
-		if _, err := services.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("Service %s/%s: %w", ServiceNamespace, ServiceName, err)
-		}
-	}
-	slices := p.client.DiscoveryV1().EndpointSlices(ServiceNamespace)
-	curSlice, err := p.slice()
-	if err != nil {
-		return err
-	}
-	switch planSlice(curSlice, wantSlice) {
-	case foreign:
-		return fmt.Errorf("EndpointSlice %s/%s exists and is not skiff-apiserver's (label %s): cluster DNS not published", ServiceNamespace, sliceName, discoveryv1.LabelManagedBy)
-	case create:
-		_, err = slices.Create(ctx, wantSlice, metav1.CreateOptions{})
-	case update:
-		next := curSlice.DeepCopy()
-		next.Labels, next.Endpoints, next.Ports = wantSlice.Labels, wantSlice.Endpoints, wantSlice.Ports
-		_, err = slices.Update(ctx, next, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		return fmt.Errorf("EndpointSlice %s/%s: %w", ServiceNamespace, sliceName, err)
-	}
-	return nil
 }

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/internal/selfservice"
 )
 
 var (
@@ -29,16 +31,16 @@ func TestPlanService(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		current *corev1.Service
-		want    action
+		want    selfservice.Action
 	}{
-		{"none", nil, create},
-		{"as wanted", service(dnsIP), keep},
-		{"a user's", edit(func(s *corev1.Service) { delete(s.Labels, "app.kubernetes.io/managed-by") }), foreign},
-		{"old cluster IP", service(netip.MustParseAddr("10.96.0.53")), recreate},
-		{"ports edited", edit(func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[:1] }), update},
-		{"selector added", edit(func(s *corev1.Service) { s.Spec.Selector = map[string]string{"k8s-app": "kube-dns"} }), update},
+		{"none", nil, selfservice.Create},
+		{"as wanted", service(dnsIP), selfservice.Keep},
+		{"a user's", edit(func(s *corev1.Service) { delete(s.Labels, "app.kubernetes.io/managed-by") }), selfservice.Foreign},
+		{"old cluster IP", service(netip.MustParseAddr("10.96.0.53")), selfservice.Recreate},
+		{"ports edited", edit(func(s *corev1.Service) { s.Spec.Ports = s.Spec.Ports[:1] }), selfservice.Update},
+		{"selector added", edit(func(s *corev1.Service) { s.Spec.Selector = map[string]string{"k8s-app": "kube-dns"} }), selfservice.Update},
 	} {
-		if got := planService(tc.current, want); got != tc.want {
+		if got := selfservice.PlanService(tc.current, want); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -54,25 +56,25 @@ func TestPlanSlice(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		current *discoveryv1.EndpointSlice
-		want    action
+		want    selfservice.Action
 	}{
-		{"none", nil, create},
-		{"as wanted", slice("n1", nodeIP, 10053), keep},
-		{"a user's", edit(func(s *discoveryv1.EndpointSlice) { s.Labels[discoveryv1.LabelManagedBy] = "me" }), foreign},
-		{"node address changed", slice("n1", netip.MustParseAddr("192.0.2.8"), 10053), update},
-		{"port changed", slice("n1", nodeIP, 1053), update},
-		{"not ready", edit(func(s *discoveryv1.EndpointSlice) { s.Endpoints[0].Conditions.Ready = ptr.To(false) }), update},
-		{"service label edited", edit(func(s *discoveryv1.EndpointSlice) { s.Labels[discoveryv1.LabelServiceName] = "x" }), update},
+		{"none", nil, selfservice.Create},
+		{"as wanted", slice("n1", nodeIP, 10053), selfservice.Keep},
+		{"a user's", edit(func(s *discoveryv1.EndpointSlice) { s.Labels[discoveryv1.LabelManagedBy] = "me" }), selfservice.Foreign},
+		{"node address changed", slice("n1", netip.MustParseAddr("192.0.2.8"), 10053), selfservice.Update},
+		{"port changed", slice("n1", nodeIP, 1053), selfservice.Update},
+		{"not ready", edit(func(s *discoveryv1.EndpointSlice) { s.Endpoints[0].Conditions.Ready = ptr.To(false) }), selfservice.Update},
+		{"service label edited", edit(func(s *discoveryv1.EndpointSlice) { s.Labels[discoveryv1.LabelServiceName] = "x" }), selfservice.Update},
 	} {
-		if got := planSlice(tc.current, want); got != tc.want {
+		if got := selfservice.PlanSlice(tc.current, want); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
 
-// fakePublisher is a publisher whose current objects are the fake
+// fakePublisher is a Publisher of the kube-dns objects whose current objects are the fake
 // clientset's.
-func fakePublisher(objs ...any) (*publisher, *fake.Clientset) {
+func fakePublisher(objs ...any) (*selfservice.Publisher, *fake.Clientset) {
 	cs := fake.NewClientset()
 	for _, o := range objs {
 		switch o := o.(type) {
@@ -82,12 +84,12 @@ func fakePublisher(objs ...any) (*publisher, *fake.Clientset) {
 			_, _ = cs.DiscoveryV1().EndpointSlices(o.Namespace).Create(context.Background(), o, metav1.CreateOptions{})
 		}
 	}
-	return &publisher{client: cs,
-		service: func() (*corev1.Service, error) {
-			return notFoundNil(cs.CoreV1().Services(ServiceNamespace).Get(context.Background(), ServiceName, metav1.GetOptions{}))
+	return &selfservice.Publisher{Client: cs, What: "cluster DNS",
+		Service: func() (*corev1.Service, error) {
+			return selfservice.NotFoundNil(cs.CoreV1().Services(ServiceNamespace).Get(context.Background(), ServiceName, metav1.GetOptions{}))
 		},
-		slice: func() (*discoveryv1.EndpointSlice, error) {
-			return notFoundNil(cs.DiscoveryV1().EndpointSlices(ServiceNamespace).Get(context.Background(), sliceName, metav1.GetOptions{}))
+		Slice: func() (*discoveryv1.EndpointSlice, error) {
+			return selfservice.NotFoundNil(cs.DiscoveryV1().EndpointSlices(ServiceNamespace).Get(context.Background(), sliceName, metav1.GetOptions{}))
 		},
 	}, cs
 }
@@ -109,7 +111,7 @@ func TestPublish(t *testing.T) {
 		{"a user's Service", []any{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ServiceNamespace, Name: ServiceName}}}, "is not skiff-apiserver's"},
 	} {
 		p, cs := fakePublisher(tc.objs...)
-		err := p.publish(ctx, want, wantSlice)
+		err := p.Publish(ctx, selfservice.Want{Service: want, Slice: wantSlice})
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.wantErr)
@@ -123,11 +125,11 @@ func TestPublish(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		svc, err := cs.CoreV1().Services(ServiceNamespace).Get(ctx, ServiceName, metav1.GetOptions{})
-		if err != nil || planService(svc, want) != keep {
+		if err != nil || selfservice.PlanService(svc, want) != selfservice.Keep {
 			t.Errorf("%s: Service %+v (%v), want %+v", tc.name, svc, err, want.Spec)
 		}
 		s, err := cs.DiscoveryV1().EndpointSlices(ServiceNamespace).Get(ctx, sliceName, metav1.GetOptions{})
-		if err != nil || planSlice(s, wantSlice) != keep {
+		if err != nil || selfservice.PlanSlice(s, wantSlice) != selfservice.Keep {
 			t.Errorf("%s: slice %+v (%v)", tc.name, s, err)
 		}
 	}

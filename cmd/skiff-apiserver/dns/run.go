@@ -13,7 +13,6 @@ import (
 	mdns "github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/skiffnode/skiff/cmd/skiff-apiserver/internal/selfservice"
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/nodeip"
 	"github.com/skiffnode/skiff/shim/server"
 )
@@ -67,22 +67,8 @@ type Config struct {
 func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 	core := cc.Informers.Core().V1()
 	services, eps, nodes := core.Services(), cc.Informers.Discovery().V1().EndpointSlices(), core.Nodes()
-	changed := make(chan struct{}, 1)
-	notify := cache.FilteringResourceEventHandler{
-		FilterFunc: func(obj any) bool {
-			key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-			return key == ServiceNamespace+"/"+ServiceName || key == ServiceNamespace+"/"+sliceName
-		},
-		Handler: cache.ResourceEventHandlerFuncs{
-			UpdateFunc: func(_, _ any) { poke(changed) },
-			DeleteFunc: func(any) { poke(changed) },
-		},
-	}
-	var synced []cache.InformerSynced
-	for _, inf := range []cache.SharedIndexInformer{services.Informer(), eps.Informer()} {
-		_, _ = inf.AddEventHandler(notify) // its registration is never removed
-		synced = append(synced, inf.HasSynced)
-	}
+	changed, synced := selfservice.Notify([]string{ServiceNamespace + "/" + ServiceName, ServiceNamespace + "/" + sliceName},
+		services.Informer(), eps.Informer())
 	synced = append(synced, nodes.Informer().HasSynced)
 	src := &listerSource{services: services.Lister(), slices: eps.Lister()}
 	return []func(context.Context){func(ctx context.Context) {
@@ -103,14 +89,6 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 	}}
 }
 
-// poke signals c without blocking: one pending signal is enough.
-func poke(c chan<- struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
 // run serves the cluster DNS on node's address until ctx ends or the
 // server fails, and publishes its Service and EndpointSlice meanwhile:
 // at once, on each signal of changed and every republishEvery.
@@ -123,44 +101,23 @@ func run(ctx context.Context, client kubernetes.Interface, cfg Config, src *list
 	}
 	h := &Handler{Source: src, Zone: cfg.Zone, TTL: TTL, Upstreams: upstreams,
 		Clients: slices.Concat(cfg.Clients, []netip.Prefix{netip.PrefixFrom(node, 32), netip.MustParsePrefix("127.0.0.0/8")})}
-	p := &publisher{client: client,
-		service: func() (*corev1.Service, error) {
-			return notFoundNil(src.services.Services(ServiceNamespace).Get(ServiceName))
+	p := &selfservice.Publisher{Client: client, What: "cluster DNS",
+		Service: func() (*corev1.Service, error) {
+			return selfservice.NotFoundNil(src.services.Services(ServiceNamespace).Get(ServiceName))
 		},
-		slice: func() (*discoveryv1.EndpointSlice, error) {
-			return notFoundNil(src.slices.EndpointSlices(ServiceNamespace).Get(sliceName))
+		Slice: func() (*discoveryv1.EndpointSlice, error) {
+			return selfservice.NotFoundNil(src.slices.EndpointSlices(ServiceNamespace).Get(sliceName))
 		},
 	}
-	want, wantSlice := service(cfg.ServiceIP), slice(cfg.NodeName, node, cfg.Port)
 	pubCtx, stopPub := context.WithCancel(ctx)
 	pubDone := make(chan struct{})
 	go func() {
 		defer close(pubDone)
-		tick := time.NewTicker(republishEvery)
-		defer tick.Stop()
-		for {
-			if err := p.publish(pubCtx, want, wantSlice); err != nil {
-				logger.Error(err, "Cluster DNS Service")
-			}
-			select {
-			case <-pubCtx.Done():
-				return
-			case <-changed:
-			case <-tick.C:
-			}
-		}
+		p.Loop(pubCtx, selfservice.Want{Service: service(cfg.ServiceIP), Slice: slice(cfg.NodeName, node, cfg.Port)}, changed, republishEvery)
 	}()
 	defer func() { stopPub(); <-pubDone }()
 	logger.Info("Cluster DNS serving", "address", addr, "service", cfg.ServiceIP, "zone", cfg.Zone, "upstreams", upstreams)
 	return Serve(ctx, addr, h)
-}
-
-// notFoundNil is (v, err) with a NotFound error as (nil, nil).
-func notFoundNil[T any](v *T, err error) (*T, error) {
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return v, err
 }
 
 // Upstreams are the nameservers of the resolv.conf at path as host:port,

@@ -203,10 +203,10 @@ func noRelationship(node string) string {
 }
 
 // references reports whether pod references the object resource/name.
-// An empty serviceAccountName counts as "default": upstream's
-// ServiceAccount admission plugin sets it before the graph sees the pod;
-// the shim has no such plugin yet, and skiff's agent then requests tokens
-// of "default".
+// An empty serviceAccountName counts as "default": the ServiceAccount
+// admission plugin sets it before the graph sees the pod, but pods stored
+// before the shim had that plugin lack it, and skiff's agent then
+// requests tokens of "default".
 func references(pod *corev1.Pod, resource, name string) bool {
 	if resource == "serviceaccounts" && pod.Spec.ServiceAccountName == "" {
 		return name == "default"

@@ -22,7 +22,7 @@ import (
 	"github.com/skiffnode/skiff/shim/registry/generic"
 )
 
-// Kind describes pods, pods/status and pods/resize.
+// Kind describes pods, pods/status, pods/resize and pods/ephemeralcontainers.
 var Kind = &generic.Kind{
 	Table:      printers.Pods(),
 	Version:    "v1",
@@ -46,7 +46,7 @@ var Kind = &generic.Kind{
 	// Upstream's podStrategy.PrepareForUpdate: updatePodGeneration.
 	PrepareForUpdate:       func(obj, old runtime.Object) { updateGeneration(obj.(*corev1.Pod), old.(*corev1.Pod)) },
 	PrepareForStatusUpdate: prepareForStatusUpdate,
-	UpdateSubresources:     map[string]*generic.UpdateSubresource{"resize": resize},
+	UpdateSubresources:     map[string]*generic.UpdateSubresource{"resize": resize, "ephemeralcontainers": ephemeralContainers},
 }
 
 // validate runs skiff's pod validation, less metadata (the generic

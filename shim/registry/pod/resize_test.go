@@ -178,7 +178,7 @@ func TestResizeIsUpdateOnly(t *testing.T) {
 	if s == nil || s.AllowCreateOnUpdate(context.Background()) {
 		t.Fatalf("resize strategy %v: nil or allows create on update", s)
 	}
-	if Kind.UpdateStrategy("ephemeralcontainers") != nil {
+	if Kind.UpdateStrategy("binding") != nil {
 		t.Error("a strategy for an unknown subresource")
 	}
 }

@@ -1,0 +1,55 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"testing"
+)
+
+// TestListenersJoin: connections to the bind address and to a listener
+// added later both come out of Accept; Close closes the added one too,
+// and one added after Close is closed at once.
+func TestListenersJoin(t *testing.T) {
+	listen := func() net.Listener {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln
+	}
+	base, extra := listen(), listen()
+	l := newListeners(base)
+	l.add(extra)
+	if l.Addr().String() != base.Addr().String() {
+		t.Errorf("Addr %v, want the bind address %v", l.Addr(), base.Addr())
+	}
+	for _, ln := range []net.Listener{base, extra} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.LocalAddr().String() != ln.Addr().String() {
+			t.Errorf("accepted on %v, want %v", got.LocalAddr(), ln.Addr())
+		}
+		got.Close()
+		c.Close()
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
+	}
+	if _, err := net.Dial("tcp", extra.Addr().String()); err == nil {
+		t.Error("the added listener still accepts after Close")
+	}
+	late := listen()
+	l.add(late)
+	if _, err := net.Dial("tcp", late.Addr().String()); err == nil {
+		t.Error("a listener added after Close accepts")
+	}
+}

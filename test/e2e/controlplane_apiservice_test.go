@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TestControlPlaneKubernetesService_Issue36: against `skiff agent
+// --control-plane`, default/kubernetes is kube-apiserver's Service (the
+// first address of 10.96.0.0/12, port 443 "https") with an EndpointSlice
+// and Endpoints at the node's address and the API's port; the node reaches the API at
+// the cluster IP with the admin's credentials, the serving certificate
+// naming that IP, and a pod reaches it too (anonymous: 401), as in-cluster
+// clients do.
+func TestControlPlaneKubernetesService_Issue36(t *testing.T) {
+	_, kc := startControlPlane(t)
+	t.Cleanup(func() { _, _ = cpKubectlErr(kc, "", "delete", "pod/client", "--wait=true", "--ignore-not-found") })
+
+	if out := cpKubectl(t, kc, "", "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP} {.spec.ports[0].name} {.spec.ports[0].port}"); out != "10.96.0.1 https 443" {
+		t.Errorf("Service kubernetes: %q, want 10.96.0.1 https 443", out)
+	}
+	nodeIP := strings.Fields(cpKubectl(t, kc, "", "get", "node", "-o", "jsonpath={.items[0].status.addresses[?(@.type==\"InternalIP\")].address}"))[0]
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := cfg.Host[strings.LastIndex(cfg.Host, ":")+1:]
+	eventually(t, time.Minute, func() (bool, string) {
+		out, _ := cpKubectlErr(kc, "", "get", "endpointslice", "kubernetes", "-o", "jsonpath={.endpoints[0].addresses[0]}:{.ports[0].port}")
+		// Endpoints come with upstream's deprecation warning first.
+		eps, _ := cpKubectlErr(kc, "", "get", "endpoints", "kubernetes", "-o", "jsonpath={.subsets[0].addresses[0].ip}:{.subsets[0].ports[0].port}")
+		return out == nodeIP+":"+port && strings.HasSuffix(eps, "\n"+nodeIP+":"+port),
+			"EndpointSlice kubernetes: " + out + ", Endpoints: " + eps + "; want " + nodeIP + ":" + port
+	})
+
+	cfg.Host = "https://10.96.0.1:443"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		v, err := cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+		return err == nil, "GET https://10.96.0.1/version from the node: " + string(v) + " " + errString(err)
+	})
+
+	cpKubectl(t, kc, clientManifest, "apply", "-f", "-")
+	cpKubectl(t, kc, "", "wait", "--for=condition=Ready", "pod/client", "--timeout=2m")
+	out, _ := cpKubectlErr(kc, "", "exec", "client", "--", "wget", "-qO-", "--no-check-certificate", "https://10.96.0.1/version")
+	if !strings.Contains(out, "401") {
+		t.Errorf("GET https://10.96.0.1/version from a pod, anonymous: %q, want 401 Unauthorized", out)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
