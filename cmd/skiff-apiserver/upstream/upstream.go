@@ -61,7 +61,8 @@ type Config struct {
 }
 
 // Add makes o serve upstream's kinds (core/v1 Services, Endpoints,
-// PersistentVolumeClaims, PersistentVolumes and ReplicationControllers,
+// PersistentVolumeClaims, PersistentVolumes, ReplicationControllers,
+// PodTemplates and LimitRanges,
 // storage.k8s.io/v1 StorageClasses,
 // discovery.k8s.io/v1 EndpointSlices, batch/v1 Jobs and CronJobs, apps/v1
 // DaemonSets, StatefulSets and ControllerRevisions, policy/v1
@@ -98,7 +99,8 @@ func Add(o *server.Options, cfg Config) error {
 		return err
 	}
 	addReplicationControllerDefaults(scheme.Scheme)
-	o.Kinds = append(o.Kinds, svcs, endpoints(c), endpointSlices(c), persistentVolumeClaims(c),
+	addTemplateDefaults(scheme.Scheme)
+	o.Kinds = append(o.Kinds, podTemplates(c), limitRanges(c), svcs, endpoints(c), endpointSlices(c), persistentVolumeClaims(c),
 		persistentVolumes(c), storageClasses(c), jobs(c), cronJobs(c), daemonSets(c), statefulSets(c), controllerRevisions(c),
 		replicationControllers(c), podDisruptionBudgets(c))
 	o.Kinds = append(o.Kinds, rbacKinds(c)...)
