@@ -15,9 +15,8 @@ import (
 // namespace "default" the kubelet gives manifest pods (checklist A.55, B.15).
 // Only unset fields are filled, so SetDefaults is idempotent. It only
 // touches fields skiff may support (volumes: see setVolumeDefaults);
-// defaults for ephemeral containers are left out because those are
-// rejected by Validate. A nil pod
-// is ignored.
+// ephemeral containers (API pods only: Validate rejects them) get a
+// container's defaults, as upstream's. A nil pod is ignored.
 func SetDefaults(pod *v1.Pod) {
 	if pod == nil {
 		return
@@ -38,6 +37,9 @@ func SetDefaults(pod *v1.Pod) {
 	}
 	for i := range pod.Spec.Containers {
 		setContainerDefaults(&pod.Spec.Containers[i], pod.Spec.HostNetwork)
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		setContainerDefaults((*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon), pod.Spec.HostNetwork)
 	}
 }
 

@@ -194,7 +194,7 @@ func addFlags(cmd *cobra.Command, fl *flags) {
 	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "external etcd client URLs (comma-separated) instead of the embedded etcd")
 	f.IntVar(&o.SecurePort, "secure-port", 6443, "HTTPS port of the API")
 	f.StringVar(&o.BindAddress, "bind-address", "127.0.0.1", "address the API listens on")
-	f.StringSliceVar(&o.ExtraSANs, "tls-san", nil, "extra host names or IPs in the serving certificate (generated at first start)")
+	f.StringSliceVar(&o.ExtraSANs, "tls-san", nil, "extra host names or IPs in the serving certificate (issued again by the same CA at start when it does not name them all)")
 	f.StringVar(&o.NodeName, "node-name", "", "node whose identity (system:node:<name>, group system:nodes) gets <data-dir>/node.kubeconfig, for the agent to join with; empty: none")
 	f.StringVar(&o.NodeKubeletHost, "node-kubelet-host", "", "host at which the kubelet of --node-name is reached (logs, exec, attach, port-forward) instead of that Node's addresses, on the Node's kubelet port; empty: its addresses")
 	f.StringVar(&o.KubeletCAFile, "kubelet-certificate-authority", "", "CA bundle to verify kubelets' serving certificates with (logs, exec, attach, port-forward); empty: not verified, as kube-apiserver")

@@ -8,6 +8,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
@@ -18,6 +19,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -103,9 +106,10 @@ func EnsureBundle(dataDir string, hosts []string) (*Bundle, error) {
 
 // ensureServing loads the serving certificate and key under dataDir, or
 // issues them with caCert for the loopback names, the kubernetes Service's
-// names and hosts when they are missing or the certificate does not cover
-// every one of those (a host added since, such as the kubernetes
-// Service's cluster IP): clients trusting the CA keep trusting it.
+// names and hosts when they are missing, unreadable, not a pair, not
+// signed by caCert, or do not name every one of those (a host added
+// since, such as the kubernetes Service's cluster IP): clients trusting
+// the CA keep trusting the new one.
 func ensureServing(dataDir string, caCert *x509.Certificate, caKey crypto.Signer, hosts []string) (certPEM, keyPEM []byte, err error) {
 	hosts = append([]string{"localhost", "127.0.0.1", "::1", LoopbackServerName,
 		"kubernetes", "kubernetes.default", "kubernetes.default.svc"}, hosts...)
@@ -114,14 +118,8 @@ func ensureServing(dataDir string, caCert *x509.Certificate, caKey crypto.Signer
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return nil, nil, err
-	default:
-		cert, _, err := parsePair(certPEM, keyPEM)
-		if err != nil {
-			return nil, nil, fmt.Errorf("serving certificate in %s: %w", dataDir, err)
-		}
-		if covers(cert, hosts) {
-			return certPEM, keyPEM, nil
-		}
+	case usable(certPEM, keyPEM, caCert, hosts):
+		return certPEM, keyPEM, nil
 	}
 	cert, key, err := newCert(caCert, caKey, pkix.Name{CommonName: "skiff-apiserver"}, hosts, false)
 	if err != nil {
@@ -130,11 +128,25 @@ func ensureServing(dataDir string, caCert *x509.Certificate, caKey crypto.Signer
 	return writePair(servingCertPath(dataDir), servingKeyPath(dataDir), cert, key)
 }
 
-// covers reports whether cert names every one of hosts (IPs and DNS
-// names; "" counts as named).
+// usable reports whether certPEM and keyPEM are a pair, the certificate
+// signed by ca and naming every one of hosts.
+func usable(certPEM, keyPEM []byte, ca *x509.Certificate, hosts []string) bool {
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return false
+	}
+	cert, _, err := parsePair(certPEM, keyPEM)
+	if err != nil || cert.CheckSignatureFrom(ca) != nil {
+		return false
+	}
+	return covers(cert, hosts)
+}
+
+// covers reports whether cert names every one of hosts ("" counts as
+// named) among its IP addresses or DNS names, as newCert puts them there.
 func covers(cert *x509.Certificate, hosts []string) bool {
 	for _, h := range hosts {
-		if h != "" && cert.VerifyHostname(h) != nil {
+		if h != "" && !slices.ContainsFunc(cert.IPAddresses, net.ParseIP(h).Equal) &&
+			!slices.ContainsFunc(cert.DNSNames, func(n string) bool { return strings.EqualFold(n, h) }) {
 			return false
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/pem"
+	"os"
 	"testing"
 )
 
@@ -55,4 +56,38 @@ func parseCert(t *testing.T, certPEM []byte) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestServingCertificateRepaired: a serving certificate that cannot be
+// read, or is not signed by the data directory's CA, is issued again
+// rather than stopping the start.
+func TestServingCertificateRepaired(t *testing.T) {
+	dir := t.TempDir()
+	first, err := EnsureBundle(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(servingCertPath(dir), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixed, err := EnsureBundle(dir, nil)
+	if err != nil || bytes.Equal(fixed.ServingCert, first.ServingCert) || !bytes.Equal(fixed.CACert, first.CACert) {
+		t.Fatalf("corrupt certificate: %v; want a new one from the same CA", err)
+	}
+	other, err := EnsureBundle(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, data := range map[string][]byte{servingCertPath(dir): other.ServingCert, servingKeyPath(dir): other.ServingKey} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := EnsureBundle(dir, nil)
+	if err != nil || bytes.Equal(again.ServingCert, other.ServingCert) {
+		t.Fatalf("another CA's certificate: %v; want a new one", err)
+	}
+	if err := parseCert(t, again.ServingCert).CheckSignatureFrom(parseCert(t, first.CACert)); err != nil {
+		t.Errorf("the new certificate: %v", err)
+	}
 }

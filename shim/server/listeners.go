@@ -4,6 +4,9 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // listeners is one net.Listener over the API's bind address and the
@@ -28,8 +31,9 @@ func newListeners(base net.Listener) *listeners {
 	return l
 }
 
-// add accepts ln's connections into l until l is closed; ln is closed
-// with l, or at once when l is closed already.
+// add accepts ln's connections into l until l or ln is closed (other
+// accept errors are retried); ln is closed with l, or at once when l is
+// closed already.
 func (l *listeners) add(ln net.Listener) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -41,15 +45,25 @@ func (l *listeners) add(ln net.Listener) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
+		var delay time.Duration
 		for {
 			c, err := ln.Accept()
 			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					continue
+				if errors.Is(err, net.ErrClosed) {
+					return
 				}
-				return // closed
+				// As net/http's Serve: a temporary failure (EMFILE, ...)
+				// is retried after a delay doubling from 5 ms to 1 s.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				klog.ErrorS(err, "Accept a connection to the API; retrying", "address", ln.Addr(), "delay", delay)
+				select {
+				case <-time.After(delay):
+					continue
+				case <-l.done:
+					return
+				}
 			}
+			delay = 0
 			select {
 			case l.conns <- c:
 			case <-l.done:

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net"
+	"syscall"
 	"testing"
 )
 
@@ -52,4 +53,40 @@ func TestListenersJoin(t *testing.T) {
 	if _, err := net.Dial("tcp", late.Addr().String()); err == nil {
 		t.Error("a listener added after Close accepts")
 	}
+}
+
+// failingOnce is a listener whose first Accept fails as a process out of
+// file descriptors does.
+type failingOnce struct {
+	net.Listener
+	failed bool
+}
+
+func (f *failingOnce) Accept() (net.Conn, error) {
+	if !f.failed {
+		f.failed = true
+		return nil, syscall.EMFILE
+	}
+	return f.Listener.Accept()
+}
+
+// TestListenersRetryAcceptErrors: an accept error other than a closed
+// listener does not end serving.
+func TestListenersRetryAcceptErrors(t *testing.T) {
+	base, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newListeners(&failingOnce{Listener: base})
+	defer l.Close()
+	c, err := net.Dial("tcp", base.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := l.Accept()
+	if err != nil {
+		t.Fatalf("Accept after EMFILE: %v", err)
+	}
+	got.Close()
 }

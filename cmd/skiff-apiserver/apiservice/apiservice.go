@@ -35,6 +35,10 @@ const (
 	portName    = "https"
 )
 
+// listenRetry is how long after a failure to listen on the node's
+// address (its port taken) it is tried again.
+const listenRetry = 10 * time.Second
+
 // republishEvery is how often the Service and slice are checked and put
 // back, as kube-apiserver's reconciler does.
 const republishEvery = time.Minute
@@ -82,8 +86,8 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 			return selfservice.NotFoundNil(eps.Lister().EndpointSlices(metav1.NamespaceDefault).Get(ServiceName))
 		},
 		// Read live: an Endpoints informer would cache every Service's.
-		Endpoints: func() (*corev1.Endpoints, error) { //nolint:staticcheck // kube-apiserver keeps them
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		Endpoints: func(ctx context.Context) (*corev1.Endpoints, error) { //nolint:staticcheck // kube-apiserver keeps them
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			return selfservice.NotFoundNil(cc.Client.CoreV1().Endpoints(metav1.NamespaceDefault).Get(ctx, ServiceName, metav1.GetOptions{}))
 		},
@@ -100,8 +104,15 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 			return
 		}
 		node, _ := netip.AddrFromSlice(ip.To4())
-		if err := listen(cfg, node, cc.Listen); err != nil {
-			logger.Error(err, "Pods cannot reach the API through the kubernetes Service")
+		// The Service points pods at the node's address only once the
+		// API listens there, never at whatever else holds the port.
+		for err := listen(cfg, node, cc.Listen); err != nil; err = listen(cfg, node, cc.Listen) {
+			logger.Error(err, "The kubernetes Service is not published; retrying", "retry", listenRetry)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(listenRetry):
+			}
 		}
 		logger.Info("Publishing the kubernetes Service", "clusterIP", ServiceIP(cfg.ServiceCIDR), "endpoint", net.JoinHostPort(node.String(), strconv.Itoa(cfg.Port)))
 		p.Loop(ctx, selfservice.Want{Service: service(ServiceIP(cfg.ServiceCIDR), cfg.Port), Slice: slice(cfg.NodeName, node, cfg.Port),

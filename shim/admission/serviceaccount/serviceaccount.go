@@ -76,9 +76,15 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
 		return nil
 	}
+	// The deprecated spec.serviceAccount names it when
+	// serviceAccountName does not, and echoes it (upstream's conversion).
+	if pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = pod.Spec.DeprecatedServiceAccount
+	}
 	if pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = DefaultServiceAccountName
 	}
+	pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
 	sa, err := p.serviceAccount(ctx, a.GetNamespace(), pod.Spec.ServiceAccountName)
 	if err != nil {
 		return admission.NewForbidden(a, fmt.Errorf("error looking up service account %s/%s: %w", a.GetNamespace(), pod.Spec.ServiceAccountName, err))

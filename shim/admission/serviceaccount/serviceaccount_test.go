@@ -90,6 +90,8 @@ func TestAdmit(t *testing.T) {
 			p.Spec.ServiceAccountName = "quiet"
 			p.Spec.AutomountServiceAccountToken = ptr.To(true)
 		}), wantSA: "quiet", wantVolume: true},
+		{name: "the deprecated field names it", pod: newPod(func(p *corev1.Pod) { p.Spec.DeprecatedServiceAccount = "builder" }),
+			wantSA: "builder", wantVolume: true, wantPull: []string{"regcred"}},
 		{name: "the pod opts out", pod: newPod(func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = ptr.To(false) }), wantSA: "default"},
 		{name: "a missing account", pod: newPod(func(p *corev1.Pod) { p.Spec.ServiceAccountName = "ghost" }),
 			wantErr: `error looking up service account ns/ghost: serviceaccount "ghost" not found`},
@@ -105,7 +107,7 @@ func TestAdmit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if tc.pod.Spec.ServiceAccountName != tc.wantSA {
+		if tc.pod.Spec.ServiceAccountName != tc.wantSA || (tc.wantSA != "" && tc.pod.Spec.DeprecatedServiceAccount != tc.wantSA) {
 			t.Errorf("%s: service account %q, want %q", tc.name, tc.pod.Spec.ServiceAccountName, tc.wantSA)
 		}
 		hasVolume := len(tc.pod.Spec.Volumes) == 1 && tc.pod.Spec.Volumes[0].Name == "kube-api-access-x1y2z"

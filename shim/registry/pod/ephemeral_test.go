@@ -16,7 +16,8 @@ func ephemeralPod(ecs ...corev1.EphemeralContainer) *corev1.Pod {
 }
 
 func debugger(name string, mod func(*corev1.EphemeralContainer)) corev1.EphemeralContainer {
-	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "busybox"}, TargetContainerName: "app"}
+	ec := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "busybox",
+		ImagePullPolicy: corev1.PullIfNotPresent, TerminationMessagePolicy: corev1.TerminationMessageReadFile}, TargetContainerName: "app"}
 	if mod != nil {
 		mod(&ec)
 	}
@@ -44,6 +45,13 @@ func TestEphemeralContainersUpdate(t *testing.T) {
 		})), "ports: Forbidden: cannot be set for an Ephemeral Container"},
 		{"a probe", ephemeralPod(debugger("dbg1", nil), debugger("dbg2", func(c *corev1.EphemeralContainer) { c.ReadinessProbe = &corev1.Probe{} })),
 			"readinessProbe: Forbidden"},
+		{"a path for a name", ephemeralPod(debugger("dbg1", nil), debugger("../../etc", nil)), "spec.ephemeralContainers[1].name: Invalid value"},
+		{"a missing volume", ephemeralPod(debugger("dbg1", nil), debugger("dbg2", func(c *corev1.EphemeralContainer) {
+			c.VolumeMounts = []corev1.VolumeMount{{Name: "nope", MountPath: "rel"}}
+		})), "spec.ephemeralContainers[1].volumeMounts[0]"},
+		{"another ephemeral container as target", ephemeralPod(debugger("dbg1", nil), debugger("dbg2", func(c *corev1.EphemeralContainer) {
+			c.TargetContainerName = "dbg1"
+		})), "targetContainerName: Not found"},
 	} {
 		pod := tc.pod.DeepCopy()
 		pod.Labels = map[string]string{"changed": "too"}
@@ -59,6 +67,11 @@ func TestEphemeralContainersUpdate(t *testing.T) {
 		case tc.want != "" && !strings.Contains(errs.ToAggregate().Error(), tc.want):
 			t.Errorf("%s: %v, want %q", tc.name, errs, tc.want)
 		}
+	}
+	mirror := ephemeralPod()
+	mirror.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
+	if errs := validateEphemeral(ephemeralPod(debugger("dbg1", nil)), mirror); len(errs) == 0 || !strings.Contains(errs[0].Error(), "static pods do not support ephemeral containers") {
+		t.Errorf("a mirror pod: %v", errs)
 	}
 	added := ephemeralPod(debugger("dbg1", nil), debugger("dbg2", nil))
 	prepareEphemeral(added, old.DeepCopy())

@@ -89,16 +89,20 @@ func (r *ProxyREST) location(ctx context.Context, id string) (*url.URL, error) {
 			}
 		}
 	}
-	ip := net.ParseIP(pod.Status.PodIP)
+	podIP := pod.Status.PodIP // upstream's getPodIP: the first of podIPs
+	if len(pod.Status.PodIPs) > 0 {
+		podIP = pod.Status.PodIPs[0].IP
+	}
+	ip := net.ParseIP(podIP)
 	if ip == nil || !ip.IsGlobalUnicast() {
 		return nil, apierrors.NewBadRequest("address not allowed")
 	}
-	loc := &url.URL{Scheme: scheme, Host: pod.Status.PodIP}
+	loc := &url.URL{Scheme: scheme, Host: podIP}
 	if ip.To4() == nil {
-		loc.Host = "[" + pod.Status.PodIP + "]"
+		loc.Host = "[" + podIP + "]"
 	}
 	if port != "" {
-		loc.Host = net.JoinHostPort(pod.Status.PodIP, port)
+		loc.Host = net.JoinHostPort(podIP, port)
 	}
 	return loc, nil
 }

@@ -100,7 +100,7 @@ type Publisher struct {
 	// none); Endpoints is needed only when Want.Endpoints is set.
 	Service   func() (*corev1.Service, error)
 	Slice     func() (*discoveryv1.EndpointSlice, error)
-	Endpoints func() (*corev1.Endpoints, error) //nolint:staticcheck // as PlanEndpoints
+	Endpoints func(ctx context.Context) (*corev1.Endpoints, error) //nolint:staticcheck // as PlanEndpoints
 }
 
 // Publish makes the objects those of w; an object of that name that
@@ -144,7 +144,7 @@ func (p *Publisher) Publish(ctx context.Context, w Want) error {
 
 func (p *Publisher) publishEndpoints(ctx context.Context, want *corev1.Endpoints) error { //nolint:staticcheck // as PlanEndpoints
 	endpoints := p.Client.CoreV1().Endpoints(want.Namespace)
-	cur, err := p.Endpoints()
+	cur, err := p.Endpoints(ctx)
 	if err != nil {
 		return err
 	}
