@@ -13,10 +13,11 @@ import (
 // TestControlPlaneKubernetesService_Issue36: against `skiff agent
 // --control-plane`, default/kubernetes is kube-apiserver's Service (the
 // first address of 10.96.0.0/12, port 443 "https") with an EndpointSlice
-// and Endpoints at the node's address and the API's port; the node reaches the API at
-// the cluster IP with the admin's credentials, the serving certificate
-// naming that IP, and a pod reaches it too (anonymous: 401), as in-cluster
-// clients do.
+// and Endpoints at the node's address and the API's port; the node
+// reaches the API at the cluster IP with the admin's credentials, the
+// serving certificate naming that IP, and a pod reaches it too
+// (anonymous: 401; with the token the ServiceAccount plugin mounts beside
+// ca.crt and the namespace: the version), as in-cluster clients do.
 func TestControlPlaneKubernetesService_Issue36(t *testing.T) {
 	_, kc := startControlPlane(t)
 	t.Cleanup(func() { _, _ = cpKubectlErr(kc, "", "delete", "pod/client", "--wait=true", "--ignore-not-found") })
@@ -50,13 +51,41 @@ func TestControlPlaneKubernetesService_Issue36(t *testing.T) {
 		return err == nil, "GET https://10.96.0.1/version from the node: " + string(v) + " " + errString(err)
 	})
 
-	cpKubectl(t, kc, clientManifest, "apply", "-f", "-")
+	cpKubectl(t, kc, inClusterManifest, "apply", "-f", "-")
 	cpKubectl(t, kc, "", "wait", "--for=condition=Ready", "pod/client", "--timeout=2m")
+	// The ServiceAccount plugin's volume: the namespace, the CA, a token.
+	sa := "/var/run/secrets/kubernetes.io/serviceaccount"
+	if out := cpKubectl(t, kc, "", "exec", "client", "--", "cat", sa+"/namespace"); out != "default" {
+		t.Errorf("%s/namespace = %q, want default", sa, out)
+	}
+	if out := cpKubectl(t, kc, "", "exec", "client", "--", "head", "-1", sa+"/ca.crt"); out != "-----BEGIN CERTIFICATE-----\n" {
+		t.Errorf("%s/ca.crt starts %q", sa, out)
+	}
 	out, _ := cpKubectlErr(kc, "", "exec", "client", "--", "wget", "-qO-", "--no-check-certificate", "https://10.96.0.1/version")
 	if !strings.Contains(out, "401") {
 		t.Errorf("GET https://10.96.0.1/version from a pod, anonymous: %q, want 401 Unauthorized", out)
 	}
+	// With its token, as an in-cluster client (busybox's wget cannot
+	// verify with ca.crt; the node's request above did).
+	out, _ = cpKubectlErr(kc, "", "exec", "client", "--", "sh", "-c",
+		`wget -qO- --no-check-certificate --header "Authorization: Bearer $(cat `+sa+`/token)" https://10.96.0.1/version`)
+	if !strings.Contains(out, `"gitVersion"`) {
+		t.Errorf("GET https://10.96.0.1/version from a pod with its service account token: %q, want the version", out)
+	}
 }
+
+// inClusterManifest is a pod that keeps its service account token.
+const inClusterManifest = `apiVersion: v1
+kind: Pod
+metadata:
+  name: client
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: sh
+    image: ` + busyboxImage + `
+    command: ["sleep", "3600"]
+`
 
 func errString(err error) string {
 	if err == nil {
