@@ -484,6 +484,7 @@ CONFORMANCE_LOCK ?= /tmp/skiff-bench.lock
 CONFORMANCE_BIN = $(CONFORMANCE_CACHE)/$(CONFORMANCE_VERSION)
 CONFORMANCE_NODE ?= skiff
 CONFORMANCE_ADDONS ?=
+CONFORMANCE_VERBOSE ?=
 CONFORMANCE_FULL_FOCUS ?= \[Conformance\]
 # CoreDNS of the full run: test/coredns's go.mod pins it (kubeadm 1.37's).
 COREDNS_VERSION := v1.14.6
@@ -511,7 +512,7 @@ conformance: setup build images conformance-bin $(if $(filter 1,$(CONFORMANCE_AD
 	flock $(CONFORMANCE_LOCK) _output/conformance-driver -out $(CONFORMANCE_OUT) $$node $$addons \
 		-e2e $$c/e2e.test -ginkgo $$c/ginkgo -agnhost $$c/agnhost -nnp $$c/nnp \
 		-controlplane $$cp -skiff $(BIN) -apiserver $(APISERVER_BIN) -pause $(BIN)-pause -images $(IMAGES_DIR) -k8s-src $$k8s \
-		-focus '$(CONFORMANCE_FOCUS)' -skip '$(CONFORMANCE_SKIP)' -procs $(CONFORMANCE_PROCS) -timeout $(CONFORMANCE_TIMEOUT)
+		-focus '$(CONFORMANCE_FOCUS)' -skip '$(CONFORMANCE_SKIP)' -procs $(CONFORMANCE_PROCS) -timeout $(CONFORMANCE_TIMEOUT) $(if $(filter 1,$(CONFORMANCE_VERBOSE)),-verbose)
 
 .PHONY: conformance-kubelet conformance-full conformance-addons-bin
 ## conformance-kubelet: make conformance with the upstream kubelet $(KUBELET_VERSION) as the node (on skiff's containerd), for the side-by-side pass rate; summary in $(CONFORMANCE_OUT)-kubelet/summary.md
@@ -525,7 +526,7 @@ conformance-full:
 .PHONY: conformance-control-plane
 ## conformance-control-plane: the full [Conformance] suite against `skiff agent --control-plane` as the whole cluster (its own API server, controllers, service proxy and DNS; root, ~1 h on 2 cores); summary with the pass rate per SIG in _output/conformance-control-plane/summary.md
 conformance-control-plane:
-	$(MAKE) conformance CONFORMANCE_NODE=skiff-control-plane CONFORMANCE_FOCUS='$(CONFORMANCE_FULL_FOCUS)' CONFORMANCE_TIMEOUT=4h CONFORMANCE_OUT=_output/conformance-control-plane
+	$(MAKE) conformance CONFORMANCE_NODE=skiff-control-plane CONFORMANCE_FOCUS='$(CONFORMANCE_FULL_FOCUS)' CONFORMANCE_TIMEOUT=4h CONFORMANCE_OUT=_output/conformance-control-plane CONFORMANCE_VERBOSE=1
 
 # conformance-addons-bin: build kube-proxy $(CONFORMANCE_VERSION) (~10 min cold) into $(CONFORMANCE_BIN) and CoreDNS $(COREDNS_VERSION) (test/coredns, ~9 min cold) into $(CONFORMANCE_CACHE), each once
 conformance-addons-bin:

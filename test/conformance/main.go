@@ -55,7 +55,7 @@ type options struct {
 	addons                                                                bool
 	procs                                                                 int
 	timeout                                                               time.Duration
-	keep, dryRun, summaryOnly                                             bool
+	keep, dryRun, summaryOnly, verbose                                    bool
 	agentArgs                                                             string
 }
 
@@ -83,6 +83,7 @@ func main() {
 	flag.IntVar(&o.procs, "procs", 6, "parallel ginkgo processes (with -ginkgo)")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "the suite's timeout (ginkgo --timeout)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the agent's root directory")
+	flag.BoolVar(&o.verbose, "verbose", false, "ginkgo -v, the processes' output not intercepted: every spec's result is in e2e.log, which summary.md is made from when a process died and ginkgo wrote no JUnit report")
 	flag.BoolVar(&o.dryRun, "dry-run", false, "only list the tests the focus selects (no cluster)")
 	flag.BoolVar(&o.summaryOnly, "summary-only", false, "only rewrite summary.md from the JUnit report in -out")
 	flag.StringVar(&o.agentArgs, "agent-args", "", "extra flags of the node agent (skiff or the kubelet), space separated")
@@ -347,6 +348,9 @@ func runSuite(ctx context.Context, o options, kubeconfig string, dry bool) error
 		}
 		if o.label != "" {
 			args = append(args, "--label-filter="+o.label)
+		}
+		if o.verbose && !dry {
+			args = append(args, "-v", "--output-interceptor-mode=none")
 		}
 		if dry {
 			args = append(args, "--dry-run", "-v")

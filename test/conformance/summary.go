@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -39,13 +42,23 @@ type junitCase struct {
 // run: skipped by the focus or left when the suite timed out) and the
 // failing tests with the first line of their failure.
 func summarize(junit, out string, took time.Duration, o options) (string, error) {
-	data, err := os.ReadFile(junit)
-	if err != nil {
-		return "", err
-	}
 	var r junitSuites
-	if err := xml.Unmarshal(data, &r); err != nil {
-		return "", fmt.Errorf("%s: %w", junit, err)
+	data, err := os.ReadFile(junit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// ginkgo writes no report when a parallel process died: read
+		// the verbose log (-verbose) instead.
+		logData, lerr := os.ReadFile(filepath.Join(filepath.Dir(junit), "e2e.log"))
+		if lerr != nil {
+			return "", err
+		}
+		r = casesFromLog(string(logData))
+	case err != nil:
+		return "", err
+	default:
+		if err := xml.Unmarshal(data, &r); err != nil {
+			return "", fmt.Errorf("%s: %w", junit, err)
+		}
 	}
 	var passed, failed, skipped, notRun []string
 	type failure struct{ name, why string }
@@ -170,6 +183,51 @@ func sigTable(passed, failed []string) string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %.0f %% |\n", s, c.passed, c.failed, 100*float64(c.passed)/float64(c.passed+c.failed))
 	}
 	return b.String() + "\n"
+}
+
+// specLine is the first line of a spec's report in ginkgo's output: its
+// state (none: passed) and duration; the next line is its text.
+var specLine = regexp.MustCompile(`^• (?:\[([A-Z]+)\] )?\[[0-9.]+ seconds\]$`)
+
+// labels is the label list ginkgo prints after a spec's text.
+var labels = regexp.MustCompile(` \[[^\[\]]*, [^\[\]]*\]$`)
+
+// casesFromLog is the specs ginkgo reported in its verbose output (-v),
+// as a JUnit report has them ("[It] <text>"), a failure with the first
+// "[FAILED]" line after it.
+func casesFromLog(log string) junitSuites {
+	var r junitSuites
+	r.Suites = make([]struct {
+		Cases []junitCase `xml:"testcase"`
+	}, 1)
+	lines := strings.Split(log, "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		m := specLine.FindStringSubmatch(strings.TrimSpace(lines[i]))
+		if m == nil || !strings.Contains(lines[i+1], " [It] ") {
+			continue
+		}
+		text := labels.ReplaceAllString(strings.TrimSpace(lines[i+1]), "")
+		c := junitCase{Name: "[It] " + strings.Replace(text, " [It] ", " ", 1), Status: "passed"}
+		if m[1] != "" {
+			c.Status = strings.ToLower(m[1])
+		}
+		if c.Status == "failed" || c.Status == "panicked" || c.Status == "timedout" {
+			why := ""
+			for j := i + 2; j < len(lines) && !specLine.MatchString(strings.TrimSpace(lines[j])); j++ {
+				t := strings.TrimSpace(lines[j])
+				if (strings.HasPrefix(t, "[FAILED] ") || strings.HasPrefix(t, "[PANICKED] ")) && !strings.Contains(t, "] in [") {
+					why = t
+				}
+			}
+			c.Failure = &struct {
+				Message string `xml:"message,attr"`
+				Type    string `xml:"type,attr"`
+				Body    string `xml:",chardata"`
+			}{Message: why}
+		}
+		r.Suites[0].Cases = append(r.Suites[0].Cases, c)
+	}
+	return r
 }
 
 // firstLine is the first meaningful line of a case's failure.
