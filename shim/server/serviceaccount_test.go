@@ -232,9 +232,8 @@ func TestServiceAccountTokens(t *testing.T) {
 		if _, err := admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		// No serviceAccountName: the shim has no ServiceAccount admission
-		// plugin to set it, and the pod runs as "default" (skiff's pod
-		// validation admits no other).
+		// No serviceAccountName: the ServiceAccount admission plugin sets
+		// "default" and mounts its token volume (no audience).
 		pod, err := admin.CoreV1().Pods("default").Create(ctx, testPod("web", "node-a"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -254,12 +253,18 @@ func TestServiceAccountTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		nodeA := nodeClient(t, s.NodeKubeconfig)
-		_, err = nodeA.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "web", UID: pod.UID}}}, metav1.CreateOptions{})
+		podRef := &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "web", UID: pod.UID}
 		// NodeRestriction: only for an audience a projected token volume of
-		// the pod names, and skiff's pods have none yet.
+		// the pod names: none (the API's) for the plugin's volume, as the
+		// node asks for it; not another.
+		if _, err := nodeA.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			BoundObjectRef: podRef}}, metav1.CreateOptions{}); err != nil {
+			t.Errorf("node-a's token for its pod's kube-api-access volume: %v", err)
+		}
+		_, err = nodeA.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			BoundObjectRef: podRef, Audiences: []string{"vault"}}}, metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "not found in pod spec volume") {
-			t.Errorf("node-a's token for its pod without a projected token: %v, want 403", err)
+			t.Errorf("node-a's token for an audience its pod does not project: %v, want 403", err)
 		}
 		_, err = nodeA.CoreV1().ServiceAccounts("default").CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) {

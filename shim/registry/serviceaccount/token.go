@@ -94,6 +94,7 @@ func (r *TokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 		return nil, apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, name,
 			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", req.UID, sa.UID))
 	}
+	sentAudiences := req.Spec.Audiences
 	fill(req, sa, r.Audiences)
 	now := r.Now()
 	req.CreationTimestamp = metav1.NewTime(now)
@@ -102,7 +103,13 @@ func (r *TokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 		return nil, apierrors.NewInvalid(gvk.GroupKind(), "", errs)
 	}
 	if createValidation != nil {
-		if err := createValidation(ctx, req.DeepCopyObject()); err != nil {
+		// Admission sees the audiences as sent: upstream's NodeRestriction,
+		// a mutating plugin there, checks them before the API's audiences
+		// fill an empty list (a node asks for none for a projected token
+		// without an audience).
+		sent := req.DeepCopy()
+		sent.Spec.Audiences = sentAudiences
+		if err := createValidation(ctx, sent); err != nil {
 			return nil, err
 		}
 	}
