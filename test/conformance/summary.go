@@ -193,8 +193,8 @@ var specLine = regexp.MustCompile(`^• (?:\[([A-Z]+)\] )?\[[0-9.]+ seconds\]$`)
 var labels = regexp.MustCompile(` \[[^\[\]]*, [^\[\]]*\]$`)
 
 // casesFromLog is the specs ginkgo reported in its verbose output (-v),
-// as a JUnit report has them ("[It] <text>"), a failure with the first
-// "[FAILED]" line after it.
+// as a JUnit report has them ("[It] <text>"; ginkgo marks "[It]" in the
+// text of failures only), a failure with its "[FAILED] <message>" line.
 func casesFromLog(log string) junitSuites {
 	var r junitSuites
 	r.Suites = make([]struct {
@@ -203,7 +203,7 @@ func casesFromLog(log string) junitSuites {
 	lines := strings.Split(log, "\n")
 	for i := 0; i+1 < len(lines); i++ {
 		m := specLine.FindStringSubmatch(strings.TrimSpace(lines[i]))
-		if m == nil || !strings.Contains(lines[i+1], " [It] ") {
+		if m == nil || !strings.HasPrefix(strings.TrimSpace(lines[i+1]), "[") {
 			continue
 		}
 		text := labels.ReplaceAllString(strings.TrimSpace(lines[i+1]), "")

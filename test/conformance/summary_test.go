@@ -21,7 +21,7 @@ func TestCasesFromLog(t *testing.T) {
 	log := `Running Suite
 ------------------------------
 • [0.512 seconds]
-[sig-apps] Job [It] should run a job to completion [Conformance] [sig-apps, Conformance]
+[sig-apps] Job should run a job to completion [Conformance] [sig-apps, Conformance]
 k8s.io/kubernetes@v1.37.2/test/e2e/apps/job.go:1
   Timeline >>
   [FAILED] in [It] - not a spec line
