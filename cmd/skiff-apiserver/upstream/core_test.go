@@ -11,8 +11,9 @@ import (
 )
 
 // TestPodTemplatesAndLimitRanges: a bare PodTemplate gets a pod's
-// defaults (upstream's validation needs them) and an invalid LimitRange
-// is refused with upstream's message.
+// defaults (upstream's validation needs them), a privileged one is
+// allowed (kube-apiserver's --allow-privileged, as kubeadm sets it), and
+// an invalid LimitRange is refused.
 func TestPodTemplatesAndLimitRanges(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -25,6 +26,12 @@ func TestPodTemplatesAndLimitRanges(t *testing.T) {
 	}
 	if s := got.Template.Spec; s.RestartPolicy != corev1.RestartPolicyAlways || s.Containers[0].TerminationMessagePolicy != corev1.TerminationMessageReadFile {
 		t.Errorf("template spec not defaulted: %+v", s)
+	}
+	privileged := true
+	tmpl.Name = "privileged"
+	tmpl.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &privileged}
+	if _, err := client.CoreV1().PodTemplates("default").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
+		t.Errorf("a privileged template: %v", err)
 	}
 	bad := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "l"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 		Type: corev1.LimitTypeContainer,

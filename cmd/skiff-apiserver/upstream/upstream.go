@@ -9,6 +9,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/util/flowcontrol"
 	batchv1internal "k8s.io/kubernetes/pkg/apis/batch/v1"
+	"k8s.io/kubernetes/pkg/capabilities"
 	rbacv1internal "k8s.io/kubernetes/pkg/apis/rbac/v1"
 	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 	"k8s.io/kubernetes/pkg/controller/cronjob"
@@ -100,6 +101,10 @@ func Add(o *server.Options, cfg Config) error {
 	}
 	addReplicationControllerDefaults(scheme.Scheme)
 	addTemplateDefaults(scheme.Scheme)
+	// Upstream's validation of pod templates (Jobs, DaemonSets, ...)
+	// refuses privileged containers unless allowed, as kube-apiserver's
+	// --allow-privileged (kubeadm sets it): the shim's pods may be.
+	capabilities.Setup(true, 0)
 	o.Kinds = append(o.Kinds, podTemplates(c), limitRanges(c), svcs, endpoints(c), endpointSlices(c), persistentVolumeClaims(c),
 		persistentVolumes(c), storageClasses(c), jobs(c), cronJobs(c), daemonSets(c), statefulSets(c), controllerRevisions(c),
 		replicationControllers(c), podDisruptionBudgets(c))

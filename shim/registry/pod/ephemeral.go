@@ -111,7 +111,8 @@ func forbiddenEphemeralFields(ec *corev1.EphemeralContainer, p *field.Path) fiel
 }
 
 // validateAsContainers validates the pod with its ephemeral containers
-// as app containers (less the fields forbiddenEphemeralFields reports)
+// as app containers (less the fields forbiddenEphemeralFields reports and
+// the interactive ones, which an ephemeral container may set)
 // through podspec, and returns the errors of those isNew marks, at their
 // ephemeral paths: a name unique among all containers and a DNS label,
 // an image, mounts of the pod's volumes at absolute paths, and every
@@ -126,6 +127,7 @@ func validateAsContainers(pod *corev1.Pod, isNew map[int]bool) field.ErrorList {
 		c := corev1.Container(ec.EphemeralContainerCommon)
 		c.Ports, c.Resources, c.ResizePolicy, c.RestartPolicy, c.RestartPolicyRules = nil, corev1.ResourceRequirements{}, nil, nil, nil
 		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+		c.Stdin, c.StdinOnce, c.TTY = false, false, false // allowed to ephemeral containers (kubectl debug -it)
 		for j := range c.VolumeMounts {
 			c.VolumeMounts[j].SubPath, c.VolumeMounts[j].SubPathExpr = "", ""
 		}

@@ -35,6 +35,9 @@ func TestEphemeralContainersUpdate(t *testing.T) {
 		want string // "" for valid
 	}{
 		{"add one", ephemeralPod(debugger("dbg1", nil), debugger("dbg2", nil)), ""},
+		{"add an interactive one", ephemeralPod(debugger("dbg1", nil), debugger("dbg2", func(c *corev1.EphemeralContainer) {
+			c.Stdin, c.TTY = true, true
+		})), ""},
 		{"remove one", ephemeralPod(), `existing ephemeral containers "dbg1" may not be removed`},
 		{"change one", ephemeralPod(debugger("dbg1", func(c *corev1.EphemeralContainer) { c.Image = "other" })), `"dbg1" may not be changed`},
 		{"a taken name", ephemeralPod(debugger("dbg1", nil), debugger("app", nil)), "Duplicate value"},
