@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -144,8 +145,10 @@ func (fl *flags) options() (server.Options, error) {
 		if err != nil {
 			return o, err
 		}
-		// In-cluster clients dial the Service's cluster IP.
-		o.ExtraSANs = append(o.ExtraSANs, apiservice.ServiceIP(cfg.ServiceCIDR).String())
+		// In-cluster clients dial the Service's cluster IP, or its full
+		// name (the service-account issuer's host, by default).
+		o.ExtraSANs = append(o.ExtraSANs, apiservice.ServiceIP(cfg.ServiceCIDR).String(),
+			"kubernetes.default.svc."+strings.TrimSuffix(fl.clusterDNS.zone, "."))
 		withRuns(&o, func(cc server.ControllerContext) []func(context.Context) { return apiservice.Runs(cc, cfg) })
 	}
 	if fl.serviceProxy {

@@ -32,3 +32,21 @@ func TestSetFeatureGates(t *testing.T) {
 		t.Error("an unknown gate was accepted")
 	}
 }
+
+// TestOptionsNameTheKubernetesService: with a node, the serving
+// certificate names the kubernetes Service's cluster IP and its full
+// name in the cluster domain, as in-cluster clients reach it.
+func TestOptionsNameTheKubernetesService(t *testing.T) {
+	fl := &flags{}
+	fl.o.NodeName, fl.o.SecurePort = "n1", 6443
+	fl.up.ServiceCIDR, fl.up.NodePortRange = "10.96.0.0/12", "30000-32767"
+	fl.clusterDNS.zone = "cluster.local"
+	o, err := fl.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.96.0.1", "kubernetes.default.svc.cluster.local"}
+	if len(o.ExtraSANs) != 2 || o.ExtraSANs[0] != want[0] || o.ExtraSANs[1] != want[1] {
+		t.Errorf("ExtraSANs %q, want %q", o.ExtraSANs, want)
+	}
+}
