@@ -164,7 +164,7 @@ func TestServiceAccountTokens(t *testing.T) {
 		if err := json.Unmarshal(raw, &config); err != nil {
 			t.Fatal(err)
 		}
-		if config.Issuer != satoken.DefaultIssuer || config.JWKSURI != s.URL+satoken.JWKSPath || !slices.Equal(config.Algs, []string{"ES256"}) {
+		if config.Issuer != satoken.DefaultIssuer || config.JWKSURI != satoken.DefaultIssuer+satoken.JWKSPath || !slices.Equal(config.Algs, []string{"ES256"}) {
 			t.Errorf("openid-configuration %s", raw)
 		}
 		raw, err = c.Discovery().RESTClient().Get().AbsPath(satoken.JWKSPath).DoRaw(ctx)

@@ -91,8 +91,12 @@ func TestOpenIDMetadataIssuer(t *testing.T) {
 		if (err == nil) != ok {
 			t.Errorf("%s: %v, want ok=%v", issuer, err, ok)
 		}
-		if ok && !strings.Contains(string(md.Config), `"jwks_uri":"https://127.0.0.1:6443/openid/v1/jwks"`) {
-			t.Errorf("%s: %s", issuer, md.Config)
+		want := `"jwks_uri":"https://127.0.0.1:6443/openid/v1/jwks"`
+		if issuer == DefaultIssuer { // where pods reach the API
+			want = `"jwks_uri":"https://kubernetes.default.svc.cluster.local/openid/v1/jwks"`
+		}
+		if ok && !strings.Contains(string(md.Config), want) {
+			t.Errorf("%s: %s, want %s", issuer, md.Config, want)
 		}
 	}
 }

@@ -45,7 +45,9 @@ type jwk struct {
 // NewOpenIDMetadata renders the documents for issuer (an https URL
 // without query or fragment, as upstream requires) and k; the JWKS URI is
 // https://<externalAddress>/openid/v1/jwks, as kube-apiserver's without
-// --service-account-jwks-uri.
+// --service-account-jwks-uri, except for the default issuer: its host,
+// the kubernetes Service's name, is where pods reach the API (the shim's
+// external address is loopback, which a pod's OIDC client cannot reach).
 func NewOpenIDMetadata(issuer, externalAddress string, k *Key) (*OpenIDMetadata, error) {
 	iss, err := url.Parse(issuer)
 	if err != nil {
@@ -53,6 +55,9 @@ func NewOpenIDMetadata(issuer, externalAddress string, k *Key) (*OpenIDMetadata,
 	}
 	if iss.Scheme != "https" || iss.RawQuery != "" || iss.Fragment != "" {
 		return nil, fmt.Errorf("service-account issuer %q: must be an https URL without query or fragment", issuer)
+	}
+	if issuer == DefaultIssuer {
+		externalAddress = iss.Host
 	}
 	jwks := (&url.URL{Scheme: "https", Host: externalAddress, Path: JWKSPath}).String()
 	config, err := json.Marshal(openIDConfig{
