@@ -38,6 +38,20 @@ func NewProxyTransport() *http.Transport {
 	return utilnet.SetTransportDefaults(&http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}) //nolint:gosec // upstream's: pods are reached by IP
 }
 
+// ProxyMethods are the methods pods/proxy and services/proxy take
+// (upstream's proxyMethods).
+func ProxyMethods() []string {
+	return []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
+}
+
+// ProxyHandler proxies to loc with path appended, through transport, as
+// upstream's proxy subresources do (URLs in responses rewritten, upgrades
+// passed through, errors to responder).
+func ProxyHandler(loc *url.URL, path string, transport http.RoundTripper, responder rest.Responder) http.Handler {
+	loc.Path = utilnet.JoinPreservingTrailingSlash(loc.Path, path)
+	return proxy.NewUpgradeAwareHandler(loc, transport, true, false, proxy.NewErrorResponder(responder))
+}
+
 var _ rest.Connecter = &ProxyREST{}
 
 // New implements rest.Storage.
@@ -46,10 +60,8 @@ func (r *ProxyREST) New() runtime.Object { return &corev1.PodProxyOptions{} }
 // Destroy implements rest.Storage.
 func (r *ProxyREST) Destroy() {}
 
-// ConnectMethods implements rest.Connecter: upstream's proxyMethods.
-func (r *ProxyREST) ConnectMethods() []string {
-	return []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
-}
+// ConnectMethods implements rest.Connecter.
+func (r *ProxyREST) ConnectMethods() []string { return ProxyMethods() }
 
 // NewConnectOptions implements rest.Connecter: the subpath is the path.
 func (r *ProxyREST) NewConnectOptions() (runtime.Object, bool, string) {
@@ -67,8 +79,7 @@ func (r *ProxyREST) Connect(ctx context.Context, id string, opts runtime.Object,
 	if err != nil {
 		return nil, err
 	}
-	loc.Path = utilnet.JoinPreservingTrailingSlash(loc.Path, o.Path)
-	return proxy.NewUpgradeAwareHandler(loc, r.transport, true, false, proxy.NewErrorResponder(responder)), nil
+	return ProxyHandler(loc, o.Path, r.transport, responder), nil
 }
 
 // location is upstream's pod.ResourceLocation.

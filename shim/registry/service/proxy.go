@@ -17,10 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/util/proxy"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	apiproxy "k8s.io/apiserver/pkg/util/proxy"
+
+	"github.com/skiffnode/skiff/shim/registry/pod"
 )
 
 // ProxyREST is services/proxy: requests proxied to a ready endpoint of
@@ -48,10 +49,8 @@ func (r *ProxyREST) New() runtime.Object { return &corev1.ServiceProxyOptions{} 
 // Destroy implements rest.Storage.
 func (r *ProxyREST) Destroy() {}
 
-// ConnectMethods implements rest.Connecter: upstream's proxyMethods.
-func (r *ProxyREST) ConnectMethods() []string {
-	return []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
-}
+// ConnectMethods implements rest.Connecter.
+func (r *ProxyREST) ConnectMethods() []string { return pod.ProxyMethods() }
 
 // NewConnectOptions implements rest.Connecter: the subpath is the path.
 func (r *ProxyREST) NewConnectOptions() (runtime.Object, bool, string) {
@@ -68,8 +67,7 @@ func (r *ProxyREST) Connect(ctx context.Context, id string, opts runtime.Object,
 	if err != nil {
 		return nil, err
 	}
-	loc.Path = utilnet.JoinPreservingTrailingSlash(loc.Path, o.Path)
-	return proxy.NewUpgradeAwareHandler(loc, r.transport, true, false, proxy.NewErrorResponder(responder)), nil
+	return pod.ProxyHandler(loc, o.Path, r.transport, responder), nil
 }
 
 // location is upstream's ResourceLocation: a port number is taken as the
