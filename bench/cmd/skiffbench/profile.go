@@ -64,14 +64,23 @@ func saveProfile(path string, data []byte) (*cpuprof.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("cpu profile directory: %w", err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return nil, fmt.Errorf("write cpu profile: %w", err)
+	if err := writeProfileFile(path, data, "cpu profile"); err != nil {
+		return nil, err
 	}
 	s.File = filepath.Base(path)
 	return s, nil
+}
+
+// writeProfileFile writes the raw profile data to path, creating its
+// directory; what names the profile in errors.
+func writeProfileFile(path string, data []byte, what string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("%s directory: %w", what, err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", what, err)
+	}
+	return nil
 }
 
 // probeWindow measures the harness's own CPU over d while the probe

@@ -68,6 +68,7 @@ func measureOn(ctx context.Context, f flags, cfg config, rt, dir string, log *sl
 	b.controlPlane, b.apiServer, b.dir, b.skiffRoot = f.controlPlane, f.apiServer, dir, skiffRoot
 	if cfg.profileBase != "" {
 		b.profilePath = cfg.profileBase + "-" + rt + "-steady.pprof"
+		b.shimHeapPath = cfg.profileBase + "-" + rt + "-shim-heap.pprof"
 	}
 	b.runtimeProcs, b.runtimeDirs = managedProcs(skiffRoot), []string{filepath.Join(skiffRoot, "containerd")}
 	if ext != nil {

@@ -54,6 +54,10 @@ type bench struct {
 	// profilePath is where skiff's CPU profile of the density scenario's
 	// steady window is written ("": none taken).
 	profilePath string
+	// shimHeapPath is where skiff-apiserver's heap profile at the end of
+	// the shim scenario's steady window is written ("": taken and
+	// summarised, not saved).
+	shimHeapPath string
 	// runtimeProcs finds the runtime's containerd and shims for the node
 	// footprint (nil: not measured) and the writes scenario.
 	runtimeProcs runtimeProcs

@@ -152,8 +152,9 @@ func (b *bench) shimRoundTrips(ctx context.Context, cs kubernetes.Interface, res
 // shimDensity creates the density pods, the ConfigMaps and the Services
 // (and waits for the Services' endpoints), times the LISTs, samples the
 // shim and the agent over the steady window (their CPU and RSS, and their
-// writes: issue 33) and deletes the pods, then the Services (the
-// ConfigMaps stay, for the warm restart).
+// writes: issue 33), records where the shim's memory is at its end
+// (shimMemory) and deletes the pods, then the Services (the ConfigMaps
+// stay, for the warm restart).
 func (b *bench) shimDensity(ctx context.Context, cs kubernetes.Interface, res *report.Shim) error {
 	pods, ag, err := b.apiDensityStart(ctx, cs, b.skiff, b.cfg.densityPods, false, shimServiceLabels(b.cfg.shimServices))
 	if err != nil {
@@ -182,6 +183,7 @@ func (b *bench) shimDensity(ctx context.Context, cs kubernetes.Interface, res *r
 	res.Agent = ag
 	b.log.Info("shim steady", "shim_cpu_pct", res.Shim.CPUPercent, "shim_rss_max_mb", res.Shim.RSSMaxMB,
 		"list_median_s", res.ListPods.Summary.Median)
+	b.shimMemory(ctx, cs, pid, res) // with the pods, Services and ConfigMaps still there
 	if err := b.apiDensityDone(ctx, cs, b.skiff, pods, ag); err != nil {
 		return err
 	}

@@ -2,19 +2,21 @@
 // (net/http/pprof's /debug/pprof/profile, which skiff serves on
 // <root-dir>/skiff.sock) and summarises it for the benchmark report: the
 // CPU sampled, the top functions by flat and cumulative CPU, and the CPU
-// of each bucket (see Buckets). Summarize is pure; Fetch does the I/O.
+// of each bucket (see Buckets). SummarizeHeap does the same for a heap
+// profile's in-use space. Summarize and SummarizeHeap are pure; Fetch
+// does the I/O.
 package cpuprof
 
 import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -69,9 +71,9 @@ func Summarize(data []byte, n int) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse cpu profile: %w", err)
 	}
-	vi, err := cpuIndex(p)
+	vi, err := sampleIndex(p, "cpu", "nanoseconds")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cpu profile: %w (not a CPU profile?)", err)
 	}
 	s := &Summary{DurationS: time.Duration(p.DurationNanos).Seconds()}
 	flat, cum := map[string]float64{}, map[string]float64{}
@@ -82,33 +84,45 @@ func Summarize(data []byte, n int) (*Summary, error) {
 		frames := stack(smp)
 		s.SampledS += v
 		buckets[bucketOf(bs, frames)] += v
-		if len(frames) > 0 {
-			flat[frames[0]] += v
-		}
-		seen := map[string]bool{}
-		for _, f := range frames {
-			if !seen[f] {
-				seen[f] = true
-				cum[f] += v
-			}
-		}
+		tally(flat, cum, frames, v)
 	}
-	s.Flat = top(flat, cum, n, func(e Entry) float64 { return e.FlatS })
-	s.Cum = top(flat, cum, n, func(e Entry) float64 { return e.CumS })
+	s.Flat = top(flat, cum, n, false, cpuEntry)
+	s.Cum = top(flat, cum, n, true, cpuEntry)
 	for i, b := range bs {
 		s.Buckets = append(s.Buckets, BucketCPU{Name: b.Name, What: b.What, CPUS: buckets[i]})
 	}
 	return s, nil
 }
 
-// cpuIndex is the index of the sample value in nanoseconds of CPU.
-func cpuIndex(p *profile.Profile) (int, error) {
+// cpuEntry is top's Entry of a CPU profile (values in seconds).
+func cpuEntry(fn string, flat, cum float64) Entry { return Entry{Func: fn, FlatS: flat, CumS: cum} }
+
+// sampleIndex is the index of p's sample value of type typ in unit; an
+// error lists p's sample types when it has none such.
+func sampleIndex(p *profile.Profile, typ, unit string) (int, error) {
+	var have []string
 	for i, st := range p.SampleType {
-		if st.Type == "cpu" && st.Unit == "nanoseconds" {
+		if st.Type == typ && st.Unit == unit {
 			return i, nil
 		}
+		have = append(have, st.Type+"/"+st.Unit)
 	}
-	return 0, errors.New("cpu profile: no cpu/nanoseconds sample type (not a CPU profile?)")
+	return 0, fmt.Errorf("no %s/%s sample type (it has %s)", typ, unit, strings.Join(have, ", "))
+}
+
+// tally adds a sample's value v to flat (its leaf, frames[0]) and to cum
+// (each function on its stack, once however often it recurs).
+func tally(flat, cum map[string]float64, frames []string, v float64) {
+	if len(frames) > 0 {
+		flat[frames[0]] += v
+	}
+	seen := map[string]bool{}
+	for _, f := range frames {
+		if !seen[f] {
+			seen[f] = true
+			cum[f] += v
+		}
+	}
 }
 
 // stack is a sample's function names, leaf first, inlined calls expanded
@@ -128,22 +142,32 @@ func stack(s *profile.Sample) []string {
 	return out
 }
 
-// top returns the n largest entries by key (ties by name).
-func top(flat, cum map[string]float64, n int, key func(Entry) float64) []Entry {
-	all := make([]Entry, 0, len(cum))
-	for f, c := range cum {
-		all = append(all, Entry{Func: f, FlatS: flat[f], CumS: c})
+// top returns the n functions of cum with the largest cumulative (byCum)
+// or flat value, largest first (ties by name), those of value 0 left
+// out, each made into an E by entry.
+func top[E any](flat, cum map[string]float64, n int, byCum bool, entry func(fn string, flat, cum float64) E) []E {
+	type fv struct {
+		fn        string
+		flat, cum float64
 	}
-	slices.SortFunc(all, func(a, b Entry) int {
+	key := func(e fv) float64 { return e.flat }
+	if byCum {
+		key = func(e fv) float64 { return e.cum }
+	}
+	all := make([]fv, 0, len(cum))
+	for f, c := range cum {
+		all = append(all, fv{f, flat[f], c})
+	}
+	slices.SortFunc(all, func(a, b fv) int {
 		if c := cmp.Compare(key(b), key(a)); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Func, b.Func)
+		return cmp.Compare(a.fn, b.fn)
 	})
-	var out []Entry
+	var out []E
 	for _, e := range all[:min(n, len(all))] {
 		if key(e) > 0 {
-			out = append(out, e)
+			out = append(out, entry(e.fn, e.flat, e.cum))
 		}
 	}
 	return out

@@ -24,23 +24,33 @@ func fakeProfile(t *testing.T, samples map[string]int64) []byte {
 		Period:        10_000_000,
 		DurationNanos: int64(10 * time.Second),
 	}
-	funcs := map[string]*profile.Function{}
+	values := map[string][]int64{}
+	for st, ms := range samples {
+		values[st] = []int64{ms / 10, ms * 1_000_000}
+	}
+	return writeProfile(t, p, values)
+}
+
+// writeProfile adds to p a sample of the given values for each stack of
+// samples (function names separated by ';', leaf first; one location per
+// function) and returns p written as /debug/pprof serves it (gzipped).
+func writeProfile(t *testing.T, p *profile.Profile, samples map[string][]int64) []byte {
+	t.Helper()
 	locs := map[string]*profile.Location{}
 	loc := func(name string) *profile.Location {
 		if l, ok := locs[name]; ok {
 			return l
 		}
-		f := &profile.Function{ID: uint64(len(funcs) + 1), Name: name}
-		funcs[name] = f
+		f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: name}
 		p.Function = append(p.Function, f)
 		l := &profile.Location{ID: uint64(len(locs) + 1), Line: []profile.Line{{Function: f}}}
 		locs[name] = l
 		p.Location = append(p.Location, l)
 		return l
 	}
-	for st, ms := range samples {
-		s := &profile.Sample{Value: []int64{ms / 10, ms * 1_000_000}}
-		for _, fn := range strings.Split(st, ";") {
+	for st, v := range samples {
+		s := &profile.Sample{Value: v}
+		for fn := range strings.SplitSeq(st, ";") {
 			s.Location = append(s.Location, loc(fn))
 		}
 		p.Sample = append(p.Sample, s)

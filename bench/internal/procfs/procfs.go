@@ -1,7 +1,8 @@
 // Package procfs samples a process's CPU time and resident memory from
 // /proc, from outside the process: utime+stime of /proc/<pid>/stat, VmRSS
 // of /proc/<pid>/status and (for the node footprint) Pss of
-// /proc/<pid>/smaps_rollup. The parsers are pure; Read does the I/O.
+// /proc/<pid>/smaps_rollup; ReadMemory breaks VmRSS down by kind (RssAnon,
+// RssFile, RssShmem). The parsers are pure; Read and ReadMemory do the I/O.
 // ShimsOf finds containerd shims by their command line; ReadNode samples
 // an agent, its containerd and that containerd's shims together.
 package procfs

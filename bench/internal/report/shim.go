@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/skiffnode/skiff/bench/internal/cpuprof"
 	"github.com/skiffnode/skiff/bench/internal/procfs"
 	"github.com/skiffnode/skiff/bench/internal/stats"
 )
@@ -50,6 +51,17 @@ type Shim struct {
 	// Writes: skiff-apiserver's (its embedded etcd's) and the agent's
 	// write counters over the same window (issue 33); nil: not measured.
 	Writes *ControlPlaneWrites `json:"writes,omitempty"`
+	// APIMemory is skiff-apiserver's resident memory by kind
+	// (/proc/<pid>/status) read right after the window, before the pods
+	// are deleted; nil: not measured, APIMemoryError says why where it
+	// failed.
+	APIMemory      *procfs.MemoryMB `json:"api_server_memory,omitempty"`
+	APIMemoryError string           `json:"api_server_memory_error,omitempty"`
+	// APIHeap summarises skiff-apiserver's heap profile
+	// (/debug/pprof/heap through its API) fetched right after APIMemory;
+	// nil: not taken, APIHeapError says why where it failed.
+	APIHeap      *cpuprof.HeapSummary `json:"api_server_heap,omitempty"`
+	APIHeapError string               `json:"api_server_heap_error,omitempty"`
 }
 
 // ShimIdle is the whole node with --control-plane at rest (issue 36): the
@@ -189,6 +201,7 @@ func writeShim(b *strings.Builder, num, rt string, s *Shim, api *API, l Limits) 
 	if s.IdleError != "" {
 		fmt.Fprintf(b, "Whole node with --control-plane idle: unavailable: %s\n\n", s.IdleError)
 	}
+	writeShimMemory(b, s)
 }
 
 // writeShimFigures writes the table of the shim's figures beside
