@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -90,20 +92,29 @@ func addServiceProxy(st *apiStorage) {
 	}
 }
 
-// installAPIs installs every served kind, grouped by API group.
+// installAPIs installs every served kind, grouped by API group: the core
+// group, then every other group in one InstallAPIGroups call, as
+// kube-apiserver does, so that they share one set of OpenAPI models for
+// their field managers instead of building one per group (shim/NOTES.md,
+// Measurements).
 func installAPIs(g *genericapiserver.GenericAPIServer, st *apiStorage) error {
-	for groupName, storage := range st.byGroup {
+	var groups []*genericapiserver.APIGroupInfo
+	for _, groupName := range slices.Sorted(maps.Keys(st.byGroup)) {
 		info := genericapiserver.NewDefaultAPIGroupInfo(groupName, scheme.Scheme, scheme.ParameterCodec, scheme.Codecs)
-		info.VersionedResourcesStorageMap["v1"] = storage
-		var err error
-		if groupName == "" {
-			err = g.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &info)
-		} else {
-			err = g.InstallAPIGroup(&info)
+		info.VersionedResourcesStorageMap["v1"] = st.byGroup[groupName]
+		if groupName != "" {
+			groups = append(groups, &info)
+			continue
 		}
-		if err != nil {
-			return fmt.Errorf("install API group %q: %w", groupName, err)
+		if err := g.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &info); err != nil {
+			return fmt.Errorf("install the core API group: %w", err)
 		}
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	if err := g.InstallAPIGroups(groups...); err != nil {
+		return fmt.Errorf("install API groups: %w", err)
 	}
 	return nil
 }
