@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strconv"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -95,15 +93,11 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 	return []func(context.Context){func(ctx context.Context) {
 		logger := klog.FromContext(ctx).WithName("kubernetes-service")
 		ctx = klog.NewContext(ctx, logger)
-		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-			return
-		}
-		ip, err := nodeip.Wait(ctx, cfg.NodeName, nodes.Lister().Get)
+		node, err := nodeip.WaitSynced(ctx, synced, cfg.NodeName, nodes.Lister().Get)
 		if err != nil {
 			logger.Error(err, "The kubernetes Service is not published")
 			return
 		}
-		node, _ := netip.AddrFromSlice(ip.To4())
 		// The Service points pods at the node's address only once the
 		// API listens there, never at whatever else holds the port.
 		for err := listen(cfg, node, cc.Listen); err != nil; err = listen(cfg, node, cc.Listen) {
@@ -130,7 +124,7 @@ func listen(cfg Config, node netip.Addr, serve func(net.Listener)) error {
 	if err != nil {
 		return fmt.Errorf("listen on the node's address: %w", err)
 	}
-	allowed := slices.Concat(cfg.Clients, []netip.Prefix{netip.PrefixFrom(node, 32), netip.MustParsePrefix("127.0.0.0/8")})
+	allowed := nodeip.Clients(cfg.Clients, node)
 	serve(&filtered{Listener: ln, allowed: allowed})
 	return nil
 }

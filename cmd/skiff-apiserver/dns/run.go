@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/skiffnode/skiff/cmd/skiff-apiserver/internal/selfservice"
@@ -74,15 +73,11 @@ func Runs(cc server.ControllerContext, cfg Config) []func(context.Context) {
 	return []func(context.Context){func(ctx context.Context) {
 		logger := klog.FromContext(ctx).WithName("dns")
 		ctx = klog.NewContext(ctx, logger)
-		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-			return
-		}
-		ip, err := nodeip.Wait(ctx, cfg.NodeName, nodes.Lister().Get)
+		node, err := nodeip.WaitSynced(ctx, synced, cfg.NodeName, nodes.Lister().Get)
 		if err != nil {
 			logger.Error(err, "Cluster DNS not started")
 			return
 		}
-		node, _ := netip.AddrFromSlice(ip.To4())
 		if err := run(ctx, cc.Client, cfg, src, node, changed); err != nil {
 			logger.Error(err, "Cluster DNS stopped")
 		}
@@ -100,7 +95,7 @@ func run(ctx context.Context, client kubernetes.Interface, cfg Config, src *list
 		logger.Error(err, "No upstream resolvers: names outside the cluster domain fail", "resolvConf", cfg.ResolvConf)
 	}
 	h := &Handler{Source: src, Zone: cfg.Zone, TTL: TTL, Upstreams: upstreams,
-		Clients: slices.Concat(cfg.Clients, []netip.Prefix{netip.PrefixFrom(node, 32), netip.MustParsePrefix("127.0.0.0/8")})}
+		Clients: nodeip.Clients(cfg.Clients, node)}
 	p := &selfservice.Publisher{Client: client, What: "cluster DNS",
 		Service: func() (*corev1.Service, error) {
 			return selfservice.NotFoundNil(src.services.Services(ServiceNamespace).Get(ServiceName))

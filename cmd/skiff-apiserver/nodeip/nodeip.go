@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
 	netutils "k8s.io/utils/net"
 )
 
@@ -38,6 +41,26 @@ func Wait(ctx context.Context, name string, get func(string) (*corev1.Node, erro
 		return nil, fmt.Errorf("node %s has no IPv4 address: %w", name, err)
 	}
 	return ip, nil
+}
+
+// WaitSynced waits until every cache of synced has synced, then for node
+// name's IPv4 address (Wait). An error: ctx ended first, or Wait's.
+func WaitSynced(ctx context.Context, synced []cache.InformerSynced, name string, get func(string) (*corev1.Node, error)) (netip.Addr, error) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return netip.Addr{}, fmt.Errorf("caches not synced: %w", context.Cause(ctx))
+	}
+	ip, err := Wait(ctx, name, get)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	addr, _ := netip.AddrFromSlice(ip.To4())
+	return addr, nil
+}
+
+// Clients is what a server on node's address answers: the prefixes of
+// extra (the pod network), the node itself and loopback.
+func Clients(extra []netip.Prefix, node netip.Addr) []netip.Prefix {
+	return append(slices.Clone(extra), netip.PrefixFrom(node, node.BitLen()), netip.MustParsePrefix("127.0.0.0/8"))
 }
 
 // IPv4 is node's first IPv4 InternalIP, else its first IPv4 ExternalIP,

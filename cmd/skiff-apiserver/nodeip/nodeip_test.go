@@ -3,9 +3,12 @@ package nodeip
 import (
 	"context"
 	"errors"
+	"net/netip"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestNodeIPv4(t *testing.T) {
@@ -52,5 +55,31 @@ func TestWait(t *testing.T) {
 	}
 	if _, err := Wait(context.Background(), "", get); err == nil {
 		t.Error("no node name: no error")
+	}
+}
+
+func TestWaitSynced(t *testing.T) {
+	node := &corev1.Node{Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.7"}}}}
+	get := func(string) (*corev1.Node, error) { return node, nil }
+	got, err := WaitSynced(context.Background(), []cache.InformerSynced{func() bool { return true }}, "n", get)
+	if err != nil || got != netip.MustParseAddr("192.0.2.7") {
+		t.Fatalf("WaitSynced = %v, %v; want 192.0.2.7", got, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := WaitSynced(ctx, []cache.InformerSynced{func() bool { return false }}, "n", get); !errors.Is(err, context.Canceled) {
+		t.Fatalf("never synced, ctx ended: err = %v, want context.Canceled", err)
+	}
+}
+
+func TestClients(t *testing.T) {
+	extra := []netip.Prefix{netip.MustParsePrefix("10.88.0.0/16")}
+	got := Clients(extra, netip.MustParseAddr("192.0.2.7"))
+	want := []netip.Prefix{netip.MustParsePrefix("10.88.0.0/16"), netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("127.0.0.0/8")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Clients = %v, want %v", got, want)
+	}
+	if len(extra) != 1 {
+		t.Fatalf("Clients changed its argument: %v", extra)
 	}
 }
