@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -34,6 +35,11 @@ type Config struct {
 	// Mapper maps the apiVersion and kind of an owner reference to its
 	// resource and scope; reset when discovery reports a change.
 	Mapper meta.RESTMapper
+	// Shared, when set, returns an informer of a whole resource that the
+	// collector may share instead of starting a metadata informer of its
+	// own (running, or started by Shared), or nil. The collector adds a
+	// handler to it and removes it when it stops monitoring.
+	Shared func(schema.GroupVersionResource) cache.SharedIndexInformer
 	// Recorder records the OwnerRefInvalidNamespace events.
 	Recorder record.EventRecorder
 	// Log: default slog.Default().
@@ -97,7 +103,7 @@ func New(cfg Config) *GarbageCollector {
 	changes := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[*event]{Name: "garbage_collector_graph_changes"})
 	gc.builder = &graphBuilder{log: cfg.Log, graph: gc.graph, graphChanges: changes, attemptToDelete: gc.attemptToDelete,
 		attemptToOrphan: gc.attemptToOrphan, absent: gc.absent, recorder: cfg.Recorder}
-	gc.monitors = &monitors{client: cfg.Metadata, graphChanges: changes}
+	gc.monitors = &monitors{client: cfg.Metadata, shared: cfg.Shared, graphChanges: changes}
 	return gc
 }
 

@@ -48,10 +48,13 @@ func deletableResources(d discovery.ServerResourcesInterface) (map[schema.GroupV
 	return out, err
 }
 
-// monitors run one metadata informer per resource and send their events
-// to graphChanges. Safe for concurrent use; stop waits for every informer.
+// monitors watch every resource and send the events to graphChanges:
+// through a shared informer of the resource where shared gives one (nil
+// func or nil result: none), else a metadata informer of their own. Safe
+// for concurrent use; stop waits for every informer of their own.
 type monitors struct {
 	client       metadata.Interface
+	shared       func(schema.GroupVersionResource) cache.SharedIndexInformer
 	graphChanges workqueue.TypedInterface[*event]
 
 	mu      sync.Mutex
@@ -59,13 +62,16 @@ type monitors struct {
 	wg      sync.WaitGroup
 }
 
+// monitor is one resource's: synced once its informer has delivered its
+// first list to the handler; cancel stops its own informer or removes its
+// handler from the shared one.
 type monitor struct {
-	informer cache.SharedIndexInformer
-	cancel   context.CancelFunc
+	synced cache.InformerSynced
+	cancel func()
 }
 
-// sync starts informers for resources not yet monitored and stops those
-// of resources gone; the informers run until ctx ends or stop.
+// sync starts monitors for resources not yet monitored and stops those
+// of resources gone; their own informers run until ctx ends or stop.
 func (m *monitors) sync(ctx context.Context, resources map[schema.GroupVersionResource]schema.GroupVersionKind) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -83,20 +89,40 @@ func (m *monitors) sync(ctx context.Context, resources map[schema.GroupVersionRe
 		if _, ok := m.running[gvr]; ok {
 			continue
 		}
-		inf := metadatainformer.NewFilteredMetadataInformer(m.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-		if err := inf.SetTransform(stripMetadata); err != nil {
+		mon, err := m.start(ctx, gvr, gvk)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("monitor %s: %w", gvr, err))
 			continue
 		}
-		if _, err := inf.AddEventHandler(m.handler(gvk)); err != nil {
-			errs = append(errs, fmt.Errorf("monitor %s: %w", gvr, err))
-			continue
-		}
-		mctx, cancel := context.WithCancel(ctx)
-		m.running[gvr] = &monitor{informer: inf, cancel: cancel}
-		m.wg.Go(func() { inf.RunWithContext(mctx) })
+		m.running[gvr] = mon
 	}
 	return errors.Join(errs...)
+}
+
+// start monitors one resource: with a handler on its shared informer
+// when there is one (as kube-controller-manager's collector shares the
+// typed informers of its controllers), else with a metadata informer of
+// its own, stripped to what the collector reads.
+func (m *monitors) start(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) (*monitor, error) {
+	if m.shared != nil {
+		if inf := m.shared(gvr); inf != nil {
+			reg, err := inf.AddEventHandler(m.handler(gvk))
+			if err != nil {
+				return nil, err
+			}
+			return &monitor{synced: reg.HasSynced, cancel: func() { _ = inf.RemoveEventHandler(reg) }}, nil
+		}
+	}
+	inf := metadatainformer.NewFilteredMetadataInformer(m.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	if err := inf.SetTransform(stripMetadata); err != nil {
+		return nil, err
+	}
+	if _, err := inf.AddEventHandler(m.handler(gvk)); err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	m.wg.Go(func() { inf.RunWithContext(mctx) })
+	return &monitor{synced: inf.HasSynced, cancel: cancel}, nil
 }
 
 // hasSynced: every monitor has listed its resource once.
@@ -107,14 +133,14 @@ func (m *monitors) hasSynced() bool {
 		return false
 	}
 	for _, mon := range m.running {
-		if !mon.informer.HasSynced() {
+		if !mon.synced() {
 			return false
 		}
 	}
 	return true
 }
 
-// stop stops every informer and waits for them.
+// stop stops every monitor and waits for the informers of their own.
 func (m *monitors) stop() {
 	m.mu.Lock()
 	for gvr, mon := range m.running {
