@@ -73,15 +73,18 @@ func podDisruptionBudgets(c converter) *generic.Kind {
 
 // replicationControllers is core/v1 ReplicationControllers with upstream's
 // strategy and the scale subresource, run by upstream's replication
-// manager; the disruption controller needs them served.
+// manager; the disruption controller needs them served. A delete without
+// a propagation policy orphans the pods, as kube-apiserver's v1 does
+// (its strategy's DefaultGarbageCollectionPolicy, for compatibility).
 func replicationControllers(c converter) *generic.Kind {
 	return c.withStrategy(&generic.Kind{
 		Version: "v1", Resource: "replicationcontrollers", Singular: "replicationcontroller", Namespaced: true,
-		New:        func() runtime.Object { return &corev1.ReplicationController{} },
-		NewList:    func() runtime.Object { return &corev1.ReplicationControllerList{} },
-		ShortNames: []string{"rc"},
-		Categories: []string{"all"},
-		Status:     true,
+		New:             func() runtime.Object { return &corev1.ReplicationController{} },
+		NewList:         func() runtime.Object { return &corev1.ReplicationControllerList{} },
+		ShortNames:      []string{"rc"},
+		Categories:      []string{"all"},
+		Status:          true,
+		OrphanByDefault: true,
 		Scale: &generic.ScaleFuncs{
 			Replicas:       func(obj runtime.Object) int32 { return ptr.Deref(obj.(*corev1.ReplicationController).Spec.Replicas, 1) },
 			SetReplicas:    func(obj runtime.Object, n int32) { obj.(*corev1.ReplicationController).Spec.Replicas = &n },

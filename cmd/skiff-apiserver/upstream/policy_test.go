@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,4 +116,25 @@ func TestDisruptionBudgetOfReplicationController(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(ctx, t, "three pods after the scale", func() bool { return len(pods()) == 3 })
+
+	// A v1 delete without a propagation policy orphans the pods, as
+	// kube-apiserver's: the RC is kept with the orphan finalizer for the
+	// garbage collector.
+	if err := client.CoreV1().ReplicationControllers("default").Delete(ctx, "rc", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := client.CoreV1().ReplicationControllers("default").Get(ctx, "rc", metav1.GetOptions{})
+	switch {
+	case err == nil:
+		if !slices.Contains(deleted.Finalizers, metav1.FinalizerOrphanDependents) {
+			t.Errorf("deleted RC's finalizers %v, want %q", deleted.Finalizers, metav1.FinalizerOrphanDependents)
+		}
+	case apierrors.IsNotFound(err): // orphaned already: the pods stay, without their owner
+		left := pods()
+		if len(left) != 3 || slices.ContainsFunc(left, func(p corev1.Pod) bool { return len(p.OwnerReferences) > 0 }) {
+			t.Errorf("RC gone, its pods %d, want 3 orphans", len(left))
+		}
+	default:
+		t.Fatal(err)
+	}
 }
