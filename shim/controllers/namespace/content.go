@@ -33,10 +33,15 @@ type remaining struct {
 	finalizers map[string]int // objects left per finalizer
 }
 
+// podsGVR is deleted first (upstream's OrderedNamespaceDeletion).
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
 // deleteAllContent is upstream's deleteAllContent: it deletes every
-// object of every deletable namespaced resource in ns, sets the deletion
-// conditions on ns, and returns an estimate in seconds of how long what
-// remains takes to go away. Errors of one resource do not stop the others.
+// object of every deletable namespaced resource in ns, pods first (the
+// rest waits until no pod is left, so that a pod never outlives the
+// Secrets, ConfigMaps or claims it uses), sets the deletion conditions
+// on ns, and returns an estimate in seconds of how long what remains
+// takes to go away. Errors of one resource do not stop the others.
 func (c *Controller) deleteAllContent(ctx context.Context, ns *corev1.Namespace) (int64, error) {
 	var errs []error
 	conds := conditionUpdater{}
@@ -46,6 +51,8 @@ func (c *Controller) deleteAllContent(ctx context.Context, ns *corev1.Namespace)
 	}
 	var estimate int64
 	totals := contentTotals{byResource: map[schema.GroupVersionResource]int{}, byFinalizer: map[string]int{}}
+	// Pods sort first; once they are done, the rest follows.
+	slices.SortStableFunc(resources, func(a, b resource) int { return boolRank(b.gvr == podsGVR) - boolRank(a.gvr == podsGVR) })
 	for _, r := range resources {
 		left, err := c.deleteResource(ctx, r, ns)
 		if err != nil {
@@ -54,6 +61,10 @@ func (c *Controller) deleteAllContent(ctx context.Context, ns *corev1.Namespace)
 		}
 		estimate = max(estimate, left.estimate)
 		totals.add(r.gvr, left)
+		if r.gvr == podsGVR && left.count > 0 {
+			klog.FromContext(ctx).V(5).Info("Pods still remain, delaying the deletion of other resources", "namespace", ns.Name)
+			break
+		}
 	}
 	conds.contentTotals(totals)
 	// Always written when changed: a failure that cleared must show too.
@@ -63,6 +74,14 @@ func (c *Controller) deleteAllContent(ctx context.Context, ns *corev1.Namespace)
 		}
 	}
 	return estimate, utilerrors.NewAggregate(errs)
+}
+
+// boolRank is 1 for true, 0 for false.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // discover returns the deletable namespaced resources (with verb delete,

@@ -143,6 +143,18 @@ func TestSync(t *testing.T) {
 		},
 		remaining: 1,
 	}, {
+		name:      "pods first: the configmaps wait until the pods are gone",
+		ns:        deleting(10 * time.Second),
+		discover:  servedOK,
+		pods:      []corev1.Pod{runningPod("p")},
+		content:   []runtime.Object{partial("ConfigMap", "a"), partial("Pod", "p")},
+		podsStay:  true,
+		wantAfter: DefaultMaxRecheck,
+		conditions: map[corev1.NamespaceConditionType]string{
+			corev1.NamespaceContentRemaining: "SomeResourcesRemain",
+		},
+		remaining: 2,
+	}, {
 		name:     "pods past their grace period are an error",
 		ns:       deleting(time.Minute),
 		discover: servedOK,
