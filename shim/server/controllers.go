@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -203,15 +204,23 @@ func newGarbageCollector(hc genericapiserver.PostStartHookContext, factory infor
 	return gc, broadcaster, nil
 }
 
+// metadataOnly are kinds whose objects carry data (a Helm release is a
+// Secret of up to ~1 MiB) that only the collector would watch: it keeps
+// their metadata alone, as before the informers were shared.
+var metadataOnly = []schema.GroupResource{{Resource: "secrets"}, {Resource: "configmaps"}}
+
 // sharedInformer gives the garbage collector the shared factory's
-// informer of every kind the factory knows, started if it is new, as
-// kube-controller-manager's ObjectOrMetadataInformerFactory gives its
-// collector: one watch per resource instead of a typed one for the
-// controllers and a metadata one for the collector (shim/NOTES.md,
+// informer of every kind the factory knows but metadataOnly, started if
+// it is new, as kube-controller-manager's ObjectOrMetadataInformerFactory
+// gives its collector: one watch per resource instead of a typed one for
+// the controllers and a metadata one for the collector (shim/NOTES.md,
 // Measurements, fifth pass). Others (custom resources): nil, so the
 // collector watches their metadata itself.
 func sharedInformer(ctx context.Context, factory informers.SharedInformerFactory) func(schema.GroupVersionResource) cache.SharedIndexInformer {
 	return func(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+		if slices.Contains(metadataOnly, gvr.GroupResource()) {
+			return nil
+		}
 		generic, err := factory.ForResource(gvr)
 		if err != nil {
 			return nil

@@ -104,9 +104,10 @@ func TestNamespaceLifecycle(t *testing.T) {
 
 // testNamespaceDeletion deletes a namespace holding a configmap and a pod
 // scheduled on a node that the test plays: the namespace turns
-// Terminating, refuses new content (403), its configmap goes, its pod gets
-// a deletionTimestamp and stays until "the node" deletes it with grace 0;
-// then the namespace is gone. The delete asks for foreground propagation:
+// Terminating, refuses new content (403), its pod gets a
+// deletionTimestamp and stays until "the node" deletes it with grace 0,
+// the configmap with it (pods go first); then the configmap goes and the
+// namespace is gone. The delete asks for foreground propagation:
 // with no garbage collector, the controller removes that finalizer too.
 func testNamespaceDeletion(ctx context.Context, t *testing.T, client kubernetes.Interface) {
 	const name = "doomed"
@@ -143,10 +144,6 @@ func testNamespaceDeletion(ctx context.Context, t *testing.T, client kubernetes.
 		t.Fatalf("create in terminating namespace: %v, want 403", err)
 	}
 
-	waitFor(ctx, t, "configmap deleted", func() (bool, error) {
-		_, err := client.CoreV1().ConfigMaps(name).Get(ctx, "conf", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), ignoreNotFound(err)
-	})
 	var uid *metav1.Preconditions
 	waitFor(ctx, t, "pod marked for deletion", func() (bool, error) {
 		p, err := client.CoreV1().Pods(name).Get(ctx, "web", metav1.GetOptions{})
@@ -168,11 +165,18 @@ func testNamespaceDeletion(ctx context.Context, t *testing.T, client kubernetes.
 		}
 		return false, nil
 	})
+	if _, err := client.CoreV1().ConfigMaps(name).Get(ctx, "conf", metav1.GetOptions{}); err != nil {
+		t.Fatalf("configmap while the pod remains: %v, want it kept (pods go first)", err)
+	}
 	// The node finishes the pod.
 	err = client.CoreV1().Pods(name).Delete(ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: uid})
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitFor(ctx, t, "configmap deleted", func() (bool, error) {
+		_, err := client.CoreV1().ConfigMaps(name).Get(ctx, "conf", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), ignoreNotFound(err)
+	})
 	waitFor(ctx, t, "namespace gone", func() (bool, error) {
 		_, err := client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), ignoreNotFound(err)
