@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,6 +141,11 @@ func TestPodSubresourcesProxy(t *testing.T) {
 	setupKubeletObjects(ctx, t, admin, kubelet)
 
 	t.Run("17-log-proxied", func(t *testing.T) { testLogs(ctx, t, admin, kubelet) })
+	t.Run("17-log-websocket", func(t *testing.T) {
+		if got := websocketLogs(t, cfg, s.URL, "/api/v1/namespaces/kl/pods/p/log?container=c"); got != "line2\nline3\n" {
+			t.Errorf("log over a WebSocket (binary.k8s.io) = %q; kubelet got %v", got, kubelet.last())
+		}
+	})
 	t.Run("17-log-node-forbidden", func(t *testing.T) {
 		bundle, err := pki.EnsureBundle(dataDir, nil)
 		if err != nil {
@@ -330,6 +337,40 @@ func dialUpgrade(t *testing.T, cfg *rest.Config, shimURL, path string) (net.Conn
 // rawUpgrade sends an SPDY upgrade request for path to the shim as the
 // admin, writes send once the shim answers 101, and returns as many bytes
 // as send has.
+// websocketLogs reads path over a WebSocket of protocol binary.k8s.io,
+// as upstream's "should support retrieving logs from the container over
+// websockets" does, until the server closes it.
+func websocketLogs(t *testing.T, cfg *rest.Config, shimURL, path string) string {
+	t.Helper()
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsc, err := websocket.NewConfig("wss"+strings.TrimPrefix(shimURL, "https")+path, "http://localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsc.TlsConfig, wsc.Protocol = tlsConfig, []string{"binary.k8s.io"}
+	if cfg.BearerToken != "" {
+		wsc.Header = http.Header{"Authorization": {"Bearer " + cfg.BearerToken}}
+	}
+	ws, err := websocket.DialConfig(wsc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	var buf bytes.Buffer
+	for {
+		var msg []byte
+		if err := websocket.Message.Receive(ws, &msg); errors.Is(err, io.EOF) {
+			return buf.String()
+		} else if err != nil {
+			t.Fatalf("read: %v (so far %q)", err, buf.String())
+		}
+		buf.Write(msg)
+	}
+}
+
 func rawUpgrade(t *testing.T, cfg *rest.Config, shimURL, path, send string) string {
 	t.Helper()
 	conn, br, resp := dialUpgrade(t, cfg, shimURL, path)

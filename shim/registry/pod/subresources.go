@@ -103,7 +103,7 @@ func (r *LogREST) Get(ctx context.Context, name string, opts runtime.Object) (ru
 		return nil, err
 	}
 	streamer.Transport = r.kubelets.Transport
-	return streamer, nil
+	return logStreamer{streamer}, nil
 }
 
 // OverrideMetricsVerb counts pods/log GETs as CONNECT, as upstream.

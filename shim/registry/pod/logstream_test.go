@@ -1,0 +1,43 @@
+package pod
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// TestEOFApart: data read together with io.EOF comes first, alone, and
+// io.EOF on the next Read; other reads and errors pass through.
+func TestEOFApart(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    io.Reader
+		want []string // each Read's data, then "EOF" or the error
+	}{
+		{"data with EOF", iotest.DataErrReader(strings.NewReader("line1\n")), []string{"line1\n", "EOF"}},
+		{"EOF alone", strings.NewReader("line1\n"), []string{"line1\n", "EOF"}},
+		{"empty", strings.NewReader(""), []string{"EOF"}},
+		{"error", iotest.TimeoutReader(strings.NewReader("a")), []string{"a", "timeout"}},
+	} {
+		r := &eofApart{ReadCloser: io.NopCloser(tc.r)}
+		var got []string
+		for range 4 {
+			buf := make([]byte, 16)
+			n, err := r.Read(buf)
+			if n > 0 {
+				got = append(got, string(buf[:n]))
+				if err != nil {
+					t.Errorf("%s: data returned with %v", tc.name, err)
+				}
+			}
+			if err != nil {
+				got = append(got, err.Error())
+				break
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: reads %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
