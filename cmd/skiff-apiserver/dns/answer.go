@@ -8,6 +8,7 @@ package dns
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 
 	mdns "github.com/miekg/dns"
@@ -22,6 +23,8 @@ type Source interface {
 	// EndpointSlices returns the EndpointSlices of the Service
 	// namespace/name.
 	EndpointSlices(namespace, service string) []*discoveryv1.EndpointSlice
+	// Services returns every Service (reverse lookups).
+	Services() []*corev1.Service
 }
 
 // Reply is an answer to one question: its response code and the records
@@ -32,12 +35,19 @@ type Reply struct {
 	Authority []mdns.RR
 }
 
+// reverseZone holds the IPv4 reverse names (PTR records).
+const reverseZone = "in-addr.arpa."
+
 // Answer answers q for zone (a fully qualified name such as
-// "cluster.local.") from src, with records of ttl seconds. Names outside
-// zone are not its to answer: Rcode is RcodeRefused.
+// "cluster.local.") from src, with records of ttl seconds, and the
+// reverse names of the addresses the cluster names (answerReverse).
+// Other names are not its to answer: Rcode is RcodeRefused.
 func Answer(src Source, zone string, q mdns.Question, ttl uint32) Reply {
 	name := mdns.CanonicalName(q.Name)
 	zone = mdns.CanonicalName(zone)
+	if mdns.IsSubDomain(reverseZone, name) {
+		return answerReverse(src, zone, q, name, ttl)
+	}
 	if !mdns.IsSubDomain(zone, name) {
 		return Reply{Rcode: mdns.RcodeRefused}
 	}
@@ -206,6 +216,62 @@ func endpointHost(ep endpoint) string {
 		return *ep.Hostname
 	}
 	return strings.ReplaceAll(ep.Addresses[0], ".", "-")
+}
+
+// answerReverse answers <d>.<c>.<b>.<a>.in-addr.arpa. as the DNS
+// specification's PTR records: a Service's cluster IP points to
+// <svc>.<ns>.svc.<zone>, a Service's ready endpoint to
+// <hostname>.<svc>.<ns>.svc.<zone> (its dashed address without a
+// hostname), as CoreDNS's kubernetes plugin answers them. Other addresses
+// are not the cluster's (RcodeRefused: forwarded, as CoreDNS's
+// fallthrough).
+func answerReverse(src Source, zone string, q mdns.Question, name string, ttl uint32) Reply {
+	ip, ok := reverseAddr(name)
+	if !ok {
+		return Reply{Rcode: mdns.RcodeRefused}
+	}
+	a := answerer{src: src, zone: zone, q: q, name: name, ttl: ttl}
+	var targets []string
+	for _, svc := range src.Services() {
+		if svc.Spec.Type == corev1.ServiceTypeExternalName {
+			continue
+		}
+		base := svc.Name + "." + svc.Namespace + ".svc." + zone
+		if svc.Spec.ClusterIP == ip || slices.Contains(svc.Spec.ClusterIPs, ip) {
+			targets = append(targets, base)
+		}
+		for _, ep := range a.endpoints(svc) {
+			if ep.Addresses[0] == ip {
+				targets = append(targets, endpointHost(ep)+"."+base)
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return Reply{Rcode: mdns.RcodeRefused}
+	}
+	if q.Qtype != mdns.TypePTR && q.Qtype != mdns.TypeANY {
+		return Reply{Rcode: mdns.RcodeSuccess}
+	}
+	slices.Sort(targets)
+	for _, t := range slices.Compact(targets) {
+		a.answer = append(a.answer, &mdns.PTR{Hdr: a.header(mdns.TypePTR), Ptr: t})
+	}
+	return Reply{Rcode: mdns.RcodeSuccess, Answer: a.answer}
+}
+
+// reverseAddr is the IPv4 address that name (canonical, in reverseZone)
+// spells backwards, as a string.
+func reverseAddr(name string) (string, bool) {
+	labels := mdns.SplitDomainName(strings.TrimSuffix(name, reverseZone))
+	if len(labels) != 4 {
+		return "", false
+	}
+	slices.Reverse(labels)
+	addr, err := netip.ParseAddr(strings.Join(labels, "."))
+	if err != nil || !addr.Is4() {
+		return "", false
+	}
+	return addr.String(), true
 }
 
 // soa is the zone's SOA record, for negative answers (its minimum is the

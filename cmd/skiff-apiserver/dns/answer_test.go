@@ -37,6 +37,8 @@ func (f fakeSource) EndpointSlices(namespace, service string) []*discoveryv1.End
 	return out
 }
 
+func (f fakeSource) Services() []*corev1.Service { return f.services }
+
 func svc(name, clusterIP string, mutate ...func(*corev1.Service)) *corev1.Service {
 	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: clusterIP,
@@ -106,6 +108,15 @@ func TestAnswer(t *testing.T) {
 		{"cluster.local.", mdns.TypeA, "NOERROR (soa)"},
 		{"web.default.cluster.local.", mdns.TypeA, "NXDOMAIN (soa)"},
 		{"example.com.", mdns.TypeA, "REFUSED"},
+		{"20.0.96.10.in-addr.arpa.", mdns.TypePTR, "NOERROR PTR web.default.svc.cluster.local."},
+		{"20.0.96.10.IN-ADDR.ARPA.", mdns.TypePTR, "NOERROR PTR web.default.svc.cluster.local."},
+		{"20.0.96.10.in-addr.arpa.", mdns.TypeA, "NOERROR"},
+		{"6.0.88.10.in-addr.arpa.", mdns.TypePTR, "NOERROR PTR db-1.db.default.svc.cluster.local."},
+		{"9.0.88.10.in-addr.arpa.", mdns.TypePTR, "NOERROR PTR 10-88-0-9.late.default.svc.cluster.local."},
+		{"7.0.88.10.in-addr.arpa.", mdns.TypePTR, "REFUSED"}, // not ready
+		{"1.1.168.192.in-addr.arpa.", mdns.TypePTR, "REFUSED"},
+		{"0.88.10.in-addr.arpa.", mdns.TypePTR, "REFUSED"},
+		{"x.0.88.10.in-addr.arpa.", mdns.TypePTR, "REFUSED"},
 	} {
 		r := Answer(src, "cluster.local", mdns.Question{Name: tc.name, Qtype: tc.qtype, Qclass: mdns.ClassINET}, 5)
 		got := []string{mdns.RcodeToString[r.Rcode]}
@@ -115,6 +126,8 @@ func TestAnswer(t *testing.T) {
 				got = append(got, "A "+rr.A.String())
 			case *mdns.CNAME:
 				got = append(got, "CNAME "+rr.Target)
+			case *mdns.PTR:
+				got = append(got, "PTR "+rr.Ptr)
 			case *mdns.SRV:
 				got = append(got, "SRV "+strconv.Itoa(int(rr.Port))+" "+rr.Target)
 			}

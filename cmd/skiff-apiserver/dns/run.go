@@ -158,6 +158,14 @@ func (s *listerSource) EndpointSlices(namespace, service string) []*discoveryv1.
 	return list
 }
 
+func (s *listerSource) Services() []*corev1.Service {
+	list, err := s.services.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	return list
+}
+
 // Validate checks c against the Services' cluster IP range.
 func (c Config) Validate(serviceCIDR netip.Prefix) error {
 	switch {
