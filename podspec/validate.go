@@ -152,10 +152,10 @@ func validateHostnameOverride(spec *v1.PodSpec, path *field.Path) field.ErrorLis
 	return append(errs, invalidIf(validation.IsDNS1123Subdomain(*o), path, *o)...)
 }
 
-// validateDNS checks dnsPolicy and dnsConfig. skiff supports the policies
-// ClusterFirst, Default and None (None requires a nameserver in dnsConfig).
+// validateDNS checks dnsPolicy and dnsConfig: upstream's four policies
+// (None requires a nameserver in dnsConfig).
 func validateDNS(spec *v1.PodSpec, path *field.Path) field.ErrorList {
-	errs := validateEnum(spec.DNSPolicy, path.Child("dnsPolicy"), v1.DNSClusterFirst, v1.DNSDefault, v1.DNSNone)
+	errs := validateEnum(spec.DNSPolicy, path.Child("dnsPolicy"), v1.DNSClusterFirstWithHostNet, v1.DNSClusterFirst, v1.DNSDefault, v1.DNSNone)
 	cfgPath := path.Child("dnsConfig")
 	cfg := spec.DNSConfig
 	if spec.DNSPolicy == v1.DNSNone {

@@ -98,7 +98,10 @@ func TestValidate(t *testing.T) {
 			`spec.containers[0].resizePolicy[2].resourceName: Unsupported value: "gpu"`}},
 		{"imagePullPolicy enum", func(p *v1.Pod) { p.Spec.Containers[0].ImagePullPolicy = "Maybe" }, []string{`spec.containers[0].imagePullPolicy: Unsupported value: "Maybe"`}},
 		{"terminationMessagePolicy enum", func(p *v1.Pod) { p.Spec.Containers[0].TerminationMessagePolicy = "X" }, []string{`spec.containers[0].terminationMessagePolicy: Unsupported value: "X"`}},
-		{"dnsPolicy enum", func(p *v1.Pod) { p.Spec.DNSPolicy = "ClusterFirstWithHostNet" }, []string{`spec.dnsPolicy: Unsupported value: "ClusterFirstWithHostNet"`}},
+		{"dnsPolicy enum", func(p *v1.Pod) { p.Spec.DNSPolicy = "ClusterLast" }, []string{`spec.dnsPolicy: Unsupported value: "ClusterLast"`}},
+		{"G.11 dnsPolicy ClusterFirstWithHostNet accepted", func(p *v1.Pod) {
+			p.Spec.DNSPolicy, p.Spec.HostNetwork = v1.DNSClusterFirstWithHostNet, true
+		}, nil},
 		{"dnsPolicy None needs dnsConfig", func(p *v1.Pod) { p.Spec.DNSPolicy = v1.DNSNone }, []string{"spec.dnsConfig: Required value"}},
 		{"dnsPolicy None needs a nameserver", func(p *v1.Pod) {
 			p.Spec.DNSPolicy, p.Spec.DNSConfig = v1.DNSNone, &v1.PodDNSConfig{Searches: []string{"a"}}
