@@ -247,6 +247,12 @@ func run(ctx context.Context, o options) error {
 		removeAddons(n.client) // or their controllers make new pods while draining
 	}
 	drainPods(n.client)
+	// Pods deleted at once (grace 0, or their namespace) in the suite's
+	// last seconds may still have sandboxes: remove them while the
+	// agent's containerd still runs (teardown's try comes after it has
+	// stopped, for the kubelet's runtime), or their pause processes and
+	// network namespaces outlive the run.
+	removeSandboxes(root)
 	return nil
 }
 
@@ -494,21 +500,7 @@ func waitNodeReady(ctx context.Context, cs kubernetes.Interface, agent *agentPro
 // (stopRuntime stops the kubelet's) and its shims (by PID, matched on the
 // unique root), mounts, the root.
 func teardown(root string, keep bool, stopRuntime func()) {
-	sock := "unix://" + filepath.Join(root, "containerd", "containerd.sock")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if rt, err := cri.New(ctx, sock, 30*time.Second); err == nil {
-		if sbs, err := rt.ListSandboxes(ctx, nil); err == nil {
-			for _, sb := range sbs {
-				_ = rt.StopSandbox(ctx, sb.ID)
-				_ = rt.RemoveSandbox(ctx, sb.ID)
-			}
-			if len(sbs) > 0 {
-				logf("removed %d sandboxes left after the suite", len(sbs))
-			}
-		}
-		_ = rt.Close()
-	}
+	removeSandboxes(root)
 	stopRuntime()
 	killProcessesUnder(root)
 	unmountUnder(root)
@@ -518,6 +510,30 @@ func teardown(root string, keep bool, stopRuntime func()) {
 	}
 	if err := os.RemoveAll(root); err != nil {
 		logf("remove %s: %v", root, err)
+	}
+}
+
+// removeSandboxes stops and removes every pod sandbox of the containerd
+// under root, if it still answers.
+func removeSandboxes(root string) {
+	sock := "unix://" + filepath.Join(root, "containerd", "containerd.sock")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rt, err := cri.New(ctx, sock, 30*time.Second)
+	if err != nil {
+		return
+	}
+	defer func() { _ = rt.Close() }()
+	sbs, err := rt.ListSandboxes(ctx, nil)
+	if err != nil {
+		return
+	}
+	for _, sb := range sbs {
+		_ = rt.StopSandbox(ctx, sb.ID)
+		_ = rt.RemoveSandbox(ctx, sb.ID)
+	}
+	if len(sbs) > 0 {
+		logf("removed %d sandboxes left after the suite", len(sbs))
 	}
 }
 
