@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestReleaseFilePages: the call unmaps the test binary's read-only
@@ -12,7 +15,7 @@ import (
 // RssFile (the mapped file pages) is lower afterwards than before.
 func TestReleaseFilePages(t *testing.T) {
 	before := rssFileKiB(t)
-	released, err := releaseFilePages()
+	released, err := releaseFilePages(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,6 +27,59 @@ func TestReleaseFilePages(t *testing.T) {
 	if after >= before {
 		t.Errorf("RssFile %d KiB after, %d KiB before: want less", after, before)
 	}
+}
+
+// TestReleaseFilePagesEvicts: with evict, the executable's pages that the
+// process does not use again leave the page cache (mincore of a fresh
+// mapping of the file), where a run fully cached them before.
+func TestReleaseFilePagesEvicts(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(exe) // cache all of it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before := cachedFraction(t, exe); before < 0.9 {
+		t.Skipf("only %.0f%% of the executable cached after reading it", before*100)
+	}
+	if _, err := releaseFilePages(true); err != nil {
+		t.Fatal(err)
+	}
+	after := cachedFraction(t, exe)
+	t.Logf("%d bytes; cached after eviction: %.0f%%", len(data), after*100)
+	if after > 0.5 {
+		t.Errorf("%.0f%% of the executable still cached after eviction, want the pages in use only", after*100)
+	}
+}
+
+// cachedFraction is the fraction of path's pages in the page cache.
+func cachedFraction(t *testing.T, path string) float64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.Munmap(m) }()
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return float64(n) / float64(len(vec))
 }
 
 // TestReleasable: only read-only mappings of the executable and shared

@@ -297,9 +297,11 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.generic.PrepareRun().RunWithContext(ctx)
 }
 
-// releasePagesPeriodically calls releaseFilePages after first and then
-// every period until ctx ends; a failure is logged, nothing else.
+// releasePagesPeriodically calls releaseFilePages after first, evicting
+// the executable from the page cache that time, and then every period
+// until ctx ends; a failure is logged, nothing else.
 func releasePagesPeriodically(ctx context.Context, first, period time.Duration) {
+	evict := true // the first time (releaseFilePages)
 	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
@@ -308,7 +310,8 @@ func releasePagesPeriodically(ctx context.Context, first, period time.Duration) 
 			return
 		case <-t.C:
 		}
-		n, err := releaseFilePages()
+		n, err := releaseFilePages(evict)
+		evict = false
 		if err != nil {
 			klog.ErrorS(err, "release the mapped files' pages")
 		} else {
