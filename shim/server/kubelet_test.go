@@ -334,9 +334,6 @@ func dialUpgrade(t *testing.T, cfg *rest.Config, shimURL, path string) (net.Conn
 	return conn, br, resp
 }
 
-// rawUpgrade sends an SPDY upgrade request for path to the shim as the
-// admin, writes send once the shim answers 101, and returns as many bytes
-// as send has.
 // websocketLogs reads path over a WebSocket of protocol binary.k8s.io,
 // as upstream's "should support retrieving logs from the container over
 // websockets" does, until the server closes it.
@@ -371,6 +368,9 @@ func websocketLogs(t *testing.T, cfg *rest.Config, shimURL, path string) string 
 	}
 }
 
+// rawUpgrade sends an SPDY upgrade request for path to the shim as the
+// admin, writes send once the shim answers 101, and returns as many bytes
+// as send has.
 func rawUpgrade(t *testing.T, cfg *rest.Config, shimURL, path, send string) string {
 	t.Helper()
 	conn, br, resp := dialUpgrade(t, cfg, shimURL, path)

@@ -2,6 +2,8 @@ package server
 
 import (
 	"bufio"
+	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -18,8 +20,10 @@ import (
 // next access (a minor fault), so what stays resident is the working set
 // since the call instead of every page start-up or a burst touched.
 // Writable mappings are left alone (their pages may hold data), and so are
-// private mappings of other files. It is a no-op where /proc/self/maps
-// cannot be read.
+// private mappings of other files and those of an executable that is not
+// a fixed-address ELF one (a position-independent one's relocated
+// read-only data would be lost). An error says what could not be read or
+// advised; what could was released.
 //
 // With evict, the executable is also read page by page from then on
 // (madvise(MADV_RANDOM) on its mappings: no read-ahead on a fault) and,
@@ -36,25 +40,48 @@ func releaseFilePages(evict bool) (released uint64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("executable: %w", err)
 	}
+	// A replaced executable reads "<path> (deleted)"; its mappings
+	// still name <path>.
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	fixed, err := fixedAddress("/proc/self/exe")
+	if err != nil {
+		return 0, err
+	}
 	ranges, err := releasableRanges(exe)
 	if err != nil {
 		return 0, err
 	}
+	var errs []error
 	for _, r := range ranges {
+		if r.exe && !fixed {
+			continue
+		}
 		if evict && r.exe {
-			if err := madvise(r, unix.MADV_RANDOM); err != nil {
-				return released, err
-			}
+			// Only advice: without it the eviction saves less.
+			errs = append(errs, madvise(r, unix.MADV_RANDOM))
 		}
 		if err := madvise(r, unix.MADV_DONTNEED); err != nil {
-			return released, err
+			errs = append(errs, err)
+			continue
 		}
 		released += r.end - r.start
 	}
-	if evict {
-		return released, evictFile(exe)
+	if evict && fixed {
+		errs = append(errs, evictFile("/proc/self/exe"))
 	}
-	return released, nil
+	return released, errors.Join(errs...)
+}
+
+// fixedAddress reports whether the ELF executable at path is of type
+// ET_EXEC (Go's default static build): its read-only mappings hold the
+// file's bytes only, never relocations.
+func fixedAddress(path string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("executable: %w", err)
+	}
+	defer f.Close()
+	return f.Type == elf.ET_EXEC, nil
 }
 
 // mapping is one line of /proc/self/maps: [start, end), of the
@@ -110,7 +137,7 @@ func madvise(m mapping, advice int) error {
 func evictFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("executable: %w", err)
+		return fmt.Errorf("evict: %w", err)
 	}
 	defer f.Close()
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {

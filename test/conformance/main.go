@@ -528,12 +528,17 @@ func removeSandboxes(root string) {
 	if err != nil {
 		return
 	}
+	removed := 0
 	for _, sb := range sbs {
-		_ = rt.StopSandbox(ctx, sb.ID)
-		_ = rt.RemoveSandbox(ctx, sb.ID)
+		_ = rt.StopSandbox(ctx, sb.ID) // RemoveSandbox says if it mattered
+		if err := rt.RemoveSandbox(ctx, sb.ID); err != nil {
+			logf("remove sandbox %s: %v", sb.ID, err)
+			continue
+		}
+		removed++
 	}
 	if len(sbs) > 0 {
-		logf("removed %d sandboxes left after the suite", len(sbs))
+		logf("removed %d of %d sandboxes left after the suite", removed, len(sbs))
 	}
 }
 

@@ -220,11 +220,11 @@ func endpointHost(ep endpoint) string {
 
 // answerReverse answers <d>.<c>.<b>.<a>.in-addr.arpa. as the DNS
 // specification's PTR records: a Service's cluster IP points to
-// <svc>.<ns>.svc.<zone>, a Service's ready endpoint to
+// <svc>.<ns>.svc.<zone>, a headless Service's ready endpoint to
 // <hostname>.<svc>.<ns>.svc.<zone> (its dashed address without a
-// hostname), as CoreDNS's kubernetes plugin answers them. Other addresses
-// are not the cluster's (RcodeRefused: forwarded, as CoreDNS's
-// fallthrough).
+// hostname), the names answer answers forward. Other addresses are not
+// the cluster's (RcodeRefused: forwarded, as CoreDNS's fallthrough). Each
+// question lists the Services: a node has tens, not thousands.
 func answerReverse(src Source, zone string, q mdns.Question, name string, ttl uint32) Reply {
 	ip, ok := reverseAddr(name)
 	if !ok {
@@ -240,6 +240,9 @@ func answerReverse(src Source, zone string, q mdns.Question, name string, ttl ui
 		if svc.Spec.ClusterIP == ip || slices.Contains(svc.Spec.ClusterIPs, ip) {
 			targets = append(targets, base)
 		}
+		if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			continue
+		}
 		for _, ep := range a.endpoints(svc) {
 			if ep.Addresses[0] == ip {
 				targets = append(targets, endpointHost(ep)+"."+base)
@@ -250,7 +253,7 @@ func answerReverse(src Source, zone string, q mdns.Question, name string, ttl ui
 		return Reply{Rcode: mdns.RcodeRefused}
 	}
 	if q.Qtype != mdns.TypePTR && q.Qtype != mdns.TypeANY {
-		return Reply{Rcode: mdns.RcodeSuccess}
+		return Reply{Rcode: mdns.RcodeSuccess, Authority: []mdns.RR{soa(reverseZone, ttl)}}
 	}
 	slices.Sort(targets)
 	for _, t := range slices.Compact(targets) {

@@ -81,6 +81,7 @@ func TestAnswer(t *testing.T) {
 		slices: []*discoveryv1.EndpointSlice{
 			endpointSlice("db", ep("10.88.0.5", "db-0", true), ep("10.88.0.6", "db-1", true), ep("10.88.0.7", "db-2", false)),
 			endpointSlice("late", ep("10.88.0.9", "", false)),
+			endpointSlice("web", ep("10.88.0.4", "", true)),
 		},
 	}
 	for _, tc := range []struct {
@@ -110,7 +111,8 @@ func TestAnswer(t *testing.T) {
 		{"example.com.", mdns.TypeA, "REFUSED"},
 		{"20.0.96.10.in-addr.arpa.", mdns.TypePTR, "NOERROR PTR web.default.svc.cluster.local."},
 		{"20.0.96.10.IN-ADDR.ARPA.", mdns.TypePTR, "NOERROR PTR web.default.svc.cluster.local."},
-		{"20.0.96.10.in-addr.arpa.", mdns.TypeA, "NOERROR"},
+		{"20.0.96.10.in-addr.arpa.", mdns.TypeA, "NOERROR (soa)"},
+		{"4.0.88.10.in-addr.arpa.", mdns.TypePTR, "REFUSED"}, // an endpoint of web, not headless
 		{"6.0.88.10.in-addr.arpa.", mdns.TypePTR, "NOERROR PTR db-1.db.default.svc.cluster.local."},
 		{"9.0.88.10.in-addr.arpa.", mdns.TypePTR, "NOERROR PTR 10-88-0-9.late.default.svc.cluster.local."},
 		{"7.0.88.10.in-addr.arpa.", mdns.TypePTR, "REFUSED"}, // not ready

@@ -1,14 +1,15 @@
 package pod
 
 import (
+	"errors"
 	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
 )
 
-// TestEOFApart: data read together with io.EOF comes first, alone, and
-// io.EOF on the next Read; other reads and errors pass through.
+// TestEOFApart: data read together with io.EOF or another error comes
+// first, alone, and the error on the next Read; other reads pass through.
 func TestEOFApart(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -18,7 +19,8 @@ func TestEOFApart(t *testing.T) {
 		{"data with EOF", iotest.DataErrReader(strings.NewReader("line1\n")), []string{"line1\n", "EOF"}},
 		{"EOF alone", strings.NewReader("line1\n"), []string{"line1\n", "EOF"}},
 		{"empty", strings.NewReader(""), []string{"EOF"}},
-		{"error", iotest.TimeoutReader(strings.NewReader("a")), []string{"a", "timeout"}},
+		{"error alone", iotest.TimeoutReader(strings.NewReader("a")), []string{"a", "timeout"}},
+		{"data with an error", errWithData{"tail"}, []string{"tail", "reset"}},
 	} {
 		r := &eofApart{ReadCloser: io.NopCloser(tc.r)}
 		var got []string
@@ -40,4 +42,11 @@ func TestEOFApart(t *testing.T) {
 			t.Errorf("%s: reads %q, want %q", tc.name, got, tc.want)
 		}
 	}
+}
+
+// errWithData returns its data and an error on its one Read.
+type errWithData struct{ data string }
+
+func (e errWithData) Read(p []byte) (int, error) {
+	return copy(p, e.data), errors.New("reset")
 }
