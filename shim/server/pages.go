@@ -132,14 +132,18 @@ func madvise(m mapping, advice int) error {
 	return nil
 }
 
-// evictFile drops the clean pages of the file at path that no process
-// maps from the page cache.
+// evictFile drops the pages of the file at path that no process maps
+// from the page cache. It writes the file's dirty pages first (a freshly
+// built or copied executable's), which the page cache would keep.
 func evictFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("evict: %w", err)
 	}
 	defer f.Close()
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return fmt.Errorf("fdatasync %s: %w", path, err)
+	}
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		return fmt.Errorf("fadvise %s: %w", path, err)
 	}

@@ -1,12 +1,16 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -33,44 +37,69 @@ func TestReleaseFilePages(t *testing.T) {
 
 // TestReleaseFilePagesEvicts: with evict, the executable's pages that no
 // process uses leave the page cache (mincore of a fresh mapping of the
-// file), where reading it cached them all before. The eviction runs in a
-// child process (this test binary again), so that this one keeps its
-// read-ahead.
+// file), where writing it cached them all before. The eviction runs in a
+// child process started from a fresh copy of this test binary, which no
+// other process maps and whose pages are all dirty (the call writes them
+// before dropping them).
 func TestReleaseFilePagesEvicts(t *testing.T) {
 	if os.Getenv(evictChildEnv) == "1" {
 		if _, err := releaseFilePages(true); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+
 		return
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir := t.TempDir()
 	var fs unix.Statfs_t
-	if err := unix.Statfs(exe, &fs); err != nil {
+	if err := unix.Statfs(dir, &fs); err != nil {
 		t.Fatal(err)
 	}
 	if fs.Type == unix.TMPFS_MAGIC {
-		t.Skip("the test binary is on tmpfs, whose pages cannot leave the page cache")
+		t.Skip("the temporary directory is on tmpfs, whose pages cannot leave the page cache")
 	}
-	data, err := os.ReadFile(exe) // cache all of it
+	data, err := os.ReadFile(exe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if before := cachedFraction(t, exe); before < 0.9 {
-		t.Skipf("only %.0f%% of the executable cached after reading it", before*100)
+	cp := filepath.Join(dir, "evict.test")
+	if err := os.WriteFile(cp, data, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	child := exec.Command(exe, "-test.run=^TestReleaseFilePagesEvicts$")
-	child.Env = append(os.Environ(), evictChildEnv+"=1")
-	if out, err := child.CombinedOutput(); err != nil {
+	if before := cachedFraction(t, cp); before < 0.9 {
+		t.Skipf("only %.0f%% of the copy cached after writing it", before*100)
+	}
+	out, err := runChild(cp)
+	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
-	after := cachedFraction(t, exe)
+	after := cachedFraction(t, cp)
 	t.Logf("%d bytes; cached after eviction: %.0f%%", len(data), after*100)
-	if after > 0.5 {
+	// Not near 0: the kernel caches a file in large folios (up to 2 MB),
+	// and one that the child maps while evicting (the code it runs)
+	// stays whole.
+	if after > 0.4 {
 		t.Errorf("%.0f%% of the executable still cached after eviction, want the pages in use only", after*100)
+	}
+}
+
+// runChild runs the test binary at path as the evicting child. A fork of
+// another goroutine may still hold the just-written file open for writing
+// (ETXTBSY), so that error is retried.
+func runChild(path string) ([]byte, error) {
+	for i := 0; ; i++ {
+		child := exec.Command(path, "-test.run=^TestReleaseFilePagesEvicts$")
+		child.Env = append(os.Environ(), evictChildEnv+"=1")
+		out, err := child.CombinedOutput()
+		if errors.Is(err, syscall.ETXTBSY) && i < 10 {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		return out, err
 	}
 }
 
