@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/skiffnode/skiff/internal/nodestatus"
@@ -48,8 +50,13 @@ type NodeConfig struct {
 	UpdateFrequency, ReportFrequency time.Duration
 	// Record gets each condition transition's event (may be nil).
 	Record func(eventType, reason, message string)
-	Clock  clock.WithTicker
-	Logger *slog.Logger
+	// Informer watches the Node (apiclient's NodeInformer), so that Node
+	// returns what others set on it (labels, taints) at once, as the
+	// kubelet's node lister does; nil: the Node is read only when its
+	// status is sent. Run runs it.
+	Informer cache.SharedIndexInformer
+	Clock    clock.WithTicker
+	Logger   *slog.Logger
 }
 
 // NodeManager registers the Node and keeps its status current (H.1,
@@ -94,15 +101,36 @@ func (n *NodeManager) Node() *v1.Node {
 // Registered is closed once the Node exists.
 func (n *NodeManager) Registered() <-chan struct{} { return n.registered }
 
+// setNode keeps node unless the one kept is newer: the informer's copy
+// and an update's answer arrive in either order.
 func (n *NodeManager) setNode(node *v1.Node) {
 	n.mu.Lock()
-	n.node = node
-	n.mu.Unlock()
+	defer n.mu.Unlock()
+	if n.node == nil || !olderVersion(node.ResourceVersion, n.node.ResourceVersion) {
+		n.node = node
+	}
 }
 
-// Run registers the node (retrying until it succeeds) and then updates
-// its status every UpdateFrequency until ctx is done. Blocking.
+// olderVersion reports whether resourceVersion a is older than b, when
+// both are numbers (etcd's revisions; the API's contract keeps them
+// opaque, so anything else counts as not older).
+func olderVersion(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x < y
+}
+
+// Run registers the node (retrying until it succeeds), runs the Informer
+// if any, and updates the status every UpdateFrequency until ctx is done.
+// Blocking; the informer has stopped when it returns.
 func (n *NodeManager) Run(ctx context.Context) {
+	if n.cfg.Informer != nil {
+		stop, err := n.watch(ctx)
+		if err != nil {
+			n.cfg.Logger.Warn("watching the node", "node", n.cfg.Registration.Name, "err", err)
+		}
+		defer stop()
+	}
 	retry := time.Duration(0)
 	for {
 		err := n.register(ctx)
@@ -125,6 +153,25 @@ func (n *NodeManager) Run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// watch runs the Informer, each Node it sees kept by setNode, until ctx
+// is done or stop is called; stop waits for it.
+func (n *NodeManager) watch(ctx context.Context) (stop func(), err error) {
+	keep := func(o any) {
+		if node, ok := o.(*v1.Node); ok && node.Name == n.cfg.Registration.Name {
+			n.setNode(node.DeepCopy())
+		}
+	}
+	if _, err := n.cfg.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: keep, UpdateFunc: func(_, o any) { keep(o) },
+	}); err != nil {
+		return func() {}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); n.cfg.Informer.RunWithContext(ctx) }()
+	return func() { cancel(); <-done }, nil
 }
 
 // register creates the Node with its first status, or adopts the one

@@ -155,8 +155,9 @@ func (o *APIConfig) newAPISource(node, rootDir string, pods *lateBoundPods, fact
 			Labels: o.NodeLabels, Taints: taints,
 		},
 		Facts: facts, UpdateFrequency: o.StatusUpdate, ReportFrequency: o.StatusReport,
-		Record: func(typ, reason, msg string) { events.NodeEvent(typ, reason, msg) },
-		Logger: log,
+		Record:   func(typ, reason, msg string) { events.NodeEvent(typ, reason, msg) },
+		Informer: client.NodeInformer(node),
+		Logger:   log,
 	})
 	if s.podCerts, err = apisource.NewPodCertificates(client, client.PodCertificateRequestInformer(node), node, s.node.Node, nil, log); err != nil {
 		return nil, err

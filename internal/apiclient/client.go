@@ -127,6 +127,28 @@ func (c *Client) PodInformer(node string) cache.SharedIndexInformer {
 	return inf
 }
 
+// NodeInformer returns an informer of the one Node name (a
+// metadata.name field selector, which the Node authorizer allows a node
+// for its own Node; the kubelet's node informer). The caller runs it and
+// waits for it.
+func (c *Client) NodeInformer(name string) cache.SharedIndexInformer {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			l := &v1.NodeList{}
+			return l, c.core.Get().Resource("nodes").VersionedParams(&o, c.params).Do(ctx).Into(l)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector, o.Watch = sel, true
+			return c.core.Get().Resource("nodes").VersionedParams(&o, c.params).Watch(ctx)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &v1.Node{}, 0, cache.Indexers{})
+	_ = inf.SetTransform(dropManagedFields) // fails only once the informer runs
+	return inf
+}
+
 // dropManagedFields removes metadata.managedFields, which a node agent
 // never reads (it patches status with a strategic merge, not by server-side
 // apply) and which is a pod's largest metadata: every copy of the pod the
