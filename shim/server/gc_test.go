@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,7 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
 
@@ -22,7 +27,7 @@ const holdFinalizer = "skiff.test/hold"
 // walk-throughs (I.66-I.68, S004 "Owner References", S002 "Owners and
 // Dependents") against the shim's garbage collector, with configmaps.
 func TestGarbageCollector(t *testing.T) {
-	_, _, client := startShim(t)
+	_, cfg, client := startShim(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := "gc-test"
@@ -111,6 +116,20 @@ func TestGarbageCollector(t *testing.T) {
 		waitEvent(ctx, t, client, "default", child.UID)
 	})
 
+	t.Run("a dependency circle deleted in the foreground goes whole", func(t *testing.T) {
+		// The [Conformance] test "should not be blocked by dependency
+		// circle", ten times at once: a retried unblocking once removed
+		// the last one's owner references, which then stayed.
+		fast := rest.CopyConfig(cfg)
+		fast.QPS, fast.Burst = 200, 400
+		c := kubernetes.NewForConfigOrDie(fast)
+		var wg sync.WaitGroup
+		for i := range 10 {
+			wg.Go(func() { deleteCircle(ctx, t, c, ns, fmt.Sprintf("circle%d-", i)) })
+		}
+		wg.Wait()
+	})
+
 	t.Run("S002 cluster-scoped dependent of a namespaced owner is never collected", func(t *testing.T) {
 		owner := createCM(ctx, t, client, ns, "cluster-owner")
 		sentinel := createCM(ctx, t, client, ns, "cluster-sentinel", ownedBy(owner, false))
@@ -129,6 +148,49 @@ func TestGarbageCollector(t *testing.T) {
 			t.Fatalf("cluster-scoped dependent: %v %+v", err, got)
 		}
 	})
+}
+
+// deleteCircle makes three configmaps prefix1..3 each the blocking owner
+// of the next (3 owns 1), deletes the first in the foreground and waits
+// for all three to be gone. Safe to run in several goroutines.
+func deleteCircle(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, prefix string) {
+	cms := c.CoreV1().ConfigMaps(ns)
+	var objs []*corev1.ConfigMap
+	for i := range 3 {
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%d", prefix, i+1)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		objs = append(objs, cm)
+	}
+	for i, cm := range objs {
+		owner := objs[(i+2)%3]
+		patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`, owner.Name, owner.UID)
+		if _, err := cms.Patch(ctx, cm.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+	fg := metav1.DeletePropagationForeground
+	if err := cms.Delete(ctx, objs[0].Name, metav1.DeleteOptions{PropagationPolicy: &fg, Preconditions: metav1.NewUIDPreconditions(string(objs[0].UID))}); err != nil {
+		t.Error(err)
+		return
+	}
+	var left []corev1.ConfigMap
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := cms.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		left = slices.DeleteFunc(l.Items, func(cm corev1.ConfigMap) bool { return !strings.HasPrefix(cm.Name, prefix) })
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		for _, cm := range left {
+			t.Errorf("%s left: deleted %v, finalizers %q, owners %+v", cm.Name, cm.DeletionTimestamp != nil, cm.Finalizers, cm.OwnerReferences)
+		}
+	}
 }
 
 type cmOption func(*corev1.ConfigMap)

@@ -8,7 +8,8 @@
 //
 // It writes into -out: e2e.log (the suite's output), junit_01.xml,
 // summary.md (pass/fail/skip counts and the failing tests with their first
-// failure line), agent.log and cluster/ (the components' logs). The agent
+// failure line), agent.log, skiff-apiserver.log (-node skiff-control-plane)
+// and cluster/ (the components' logs). The agent
 // and containerd must own the machine: run it under the machine lock
 // (flock /tmp/skiff-bench.lock), as the Makefile target does.
 package main
@@ -253,6 +254,12 @@ func run(ctx context.Context, o options) error {
 	// stopped, for the kubelet's runtime), or their pause processes and
 	// network namespaces outlive the run.
 	removeSandboxes(root)
+	if o.node == nodeControlPlane {
+		// The API server's log (its controllers' errors) outlives root.
+		if err := copyFile(filepath.Join(root, "apiserver", "skiff-apiserver.log"), filepath.Join(o.out, "skiff-apiserver.log"), 0o644); err != nil {
+			logf("skiff-apiserver.log: %v", err)
+		}
+	}
 	return nil
 }
 

@@ -134,6 +134,9 @@ func (gc *GarbageCollector) deleteWithDependents(ctx context.Context, item *node
 		if err != nil {
 			return err
 		}
+		if smp == nil {
+			break // unblocked already (a retry after the patch's conflict)
+		}
 		if err := gc.patch(ctx, item.identity, smp, unblockOwnerRefsJMP); err != nil {
 			return err
 		}

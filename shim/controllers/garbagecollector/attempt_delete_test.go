@@ -20,9 +20,10 @@ func TestAttemptToDeleteItem(t *testing.T) {
 		name string
 		live []*metav1.PartialObjectMetadata // besides the item
 		item *metav1.PartialObjectMetadata
-		// grandchild: the item has a dependent of its own in the graph.
-		grandchild bool
-		wantAction queueAction
+		// grandchild: the item has a dependent of its own in the graph;
+		// grandchildWaiting: one waiting for its own dependents (a cycle).
+		grandchild, grandchildWaiting bool
+		wantAction                    queueAction
 		// want: the write, as "verb policy-or-patch".
 		want []string
 	}{
@@ -42,6 +43,11 @@ func TestAttemptToDeleteItem(t *testing.T) {
 			item: cm("a", "d", owned(waiting, true)), want: []string{"delete Background"}},
 		{name: "I.68 waiting owner, dependents: foreground", live: []*metav1.PartialObjectMetadata{waiting},
 			item: cm("a", "d", owned(waiting, true)), grandchild: true, want: []string{"delete Foreground"}},
+		{name: "cycle: a waiting owner and a waiting dependent: references unblocked, then foreground", live: []*metav1.PartialObjectMetadata{waiting},
+			item: cm("a", "d", owned(waiting, true)), grandchildWaiting: true,
+			want: []string{`patch {"metadata":{"uid":"a-d","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"waiting","uid":"a-waiting","blockOwnerDeletion":false}]}}`, "delete Foreground"}},
+		{name: "cycle, references unblocked already: foreground only (an empty patch would drop them)", live: []*metav1.PartialObjectMetadata{waiting},
+			item: cm("a", "d", owned(waiting, false)), grandchildWaiting: true, want: []string{"delete Foreground"}},
 		{name: "orphan finalizer honoured", item: cm("a", "d", owned(absent, false), finalizers(metav1.FinalizerOrphanDependents)),
 			want: []string{"delete Orphan"}},
 		{name: "foreground finalizer honoured", item: cm("a", "d", owned(absent, false), finalizers(metav1.FinalizerDeleteDependents)),
@@ -56,6 +62,9 @@ func TestAttemptToDeleteItem(t *testing.T) {
 			f.observe(addEvent, tt.item, nil)
 			if tt.grandchild {
 				f.observe(addEvent, cm("a", "grandchild", owned(tt.item, true)), nil)
+			}
+			if tt.grandchildWaiting {
+				f.observe(addEvent, cm("a", "grandchild", owned(tt.item, true), deleting(metav1.FinalizerDeleteDependents)), nil)
 			}
 			n, _ := f.gc.graph.read(tt.item.UID)
 			if got := f.gc.attemptToDeleteWorker(context.Background(), n); got != tt.wantAction {

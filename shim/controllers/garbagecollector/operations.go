@@ -160,9 +160,11 @@ type ownersPatch struct {
 	OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 }
 
+// smpOwnersPatch is a strategic merge patch of ownerReferences; never
+// with a null list, which would remove them all.
 type smpOwnersPatch struct {
 	UID             types.UID `json:"uid"`
-	OwnerReferences []any     `json:"ownerReferences"`
+	OwnerReferences []any     `json:"ownerReferences,omitempty"`
 }
 
 // deleteOwnerRefSMP removes the references to ownerUIDs; the dependent's
@@ -188,7 +190,7 @@ func deleteOwnerRefJMP(ownerUIDs ...types.UID) func(*metav1.PartialObjectMetadat
 }
 
 // unblockOwnerRefsSMP sets blockOwnerDeletion false on n's blocking
-// references (upstream's patch.go).
+// references (upstream's patch.go); nil when none blocks.
 func unblockOwnerRefsSMP(n *node) ([]byte, error) {
 	var refs []any
 	for _, o := range n.getOwners() {
@@ -196,6 +198,9 @@ func unblockOwnerRefsSMP(n *node) ([]byte, error) {
 			o.BlockOwnerDeletion = ptr.To(false)
 			refs = append(refs, o)
 		}
+	}
+	if len(refs) == 0 {
+		return nil, nil
 	}
 	return json.Marshal(metaPatch{Metadata: smpOwnersPatch{UID: n.identity.UID, OwnerReferences: refs}})
 }
