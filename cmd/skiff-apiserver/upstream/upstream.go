@@ -19,6 +19,7 @@ import (
 	"k8s.io/kubernetes/pkg/controller/endpointslicemirroring"
 	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/controller/statefulset"
+	"k8s.io/kubernetes/pkg/controller/tainteviction"
 	"k8s.io/kubernetes/pkg/controller/ttlafterfinished"
 	"k8s.io/kubernetes/pkg/features"
 
@@ -71,8 +72,8 @@ type Config struct {
 // run upstream's controllers (EndpointSlice, Endpoints, EndpointSlice
 // mirroring, Job, TTL after finished, CronJob, DaemonSet, StatefulSet,
 // ClusterRole aggregation, replication, disruption, PersistentVolume,
-// PVC and PV protection), and registers
-// upstream's defaulting of those
+// PVC and PV protection, taint eviction: NoExecute taints evict the pods
+// that do not tolerate them), and registers upstream's defaulting of those
 // kinds in the shim's scheme, which the shim's decoders apply. It sets
 // o.Controllers. Call it once, before server.New.
 func Add(o *server.Options, cfg Config) error {
@@ -163,6 +164,12 @@ func newControllers(cc server.ControllerContext) ([]func(context.Context), error
 	if err != nil {
 		return nil, fmt.Errorf("daemonset controller: %w", err)
 	}
+	// After the DaemonSet controller, which adds the pods' node-name
+	// index the taint eviction controller reads.
+	tec, err := tainteviction.New(context.Background(), cc.Client, core.Pods(), core.Nodes(), "taint-eviction-controller")
+	if err != nil {
+		return nil, fmt.Errorf("taint eviction controller: %w", err)
+	}
 	policyRuns, err := policyControllers(cc)
 	if err != nil {
 		return nil, err
@@ -182,5 +189,6 @@ func newControllers(cc server.ControllerContext) ([]func(context.Context), error
 		func(ctx context.Context) { jc.Run(ctx, jobWorkers) },
 		func(ctx context.Context) { cjc.Run(ctx, cronJobWorkers) },
 		func(ctx context.Context) { dsc.Run(ctx, daemonSetWorkers) },
+		tec.Run,
 	), nil
 }
