@@ -87,8 +87,8 @@ func NewNodeManager(cfg NodeConfig) *NodeManager {
 	return &NodeManager{cfg: cfg, registered: make(chan struct{})}
 }
 
-// Node returns a copy of the Node as last read or written; nil before the
-// registration. Safe for concurrent use.
+// Node returns a copy of the Node as last read, written or watched; nil
+// until the registration or the Informer has one. Safe for concurrent use.
 func (n *NodeManager) Node() *v1.Node {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -101,14 +101,23 @@ func (n *NodeManager) Node() *v1.Node {
 // Registered is closed once the Node exists.
 func (n *NodeManager) Registered() <-chan struct{} { return n.registered }
 
-// setNode keeps node unless the one kept is newer: the informer's copy
-// and an update's answer arrive in either order.
+// setNode keeps node, an API call's answer, unless the copy kept is a
+// newer one of the same Node: the Informer's copy and an answer arrive in
+// either order.
 func (n *NodeManager) setNode(node *v1.Node) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.node == nil || !olderVersion(node.ResourceVersion, n.node.ResourceVersion) {
+	if n.node == nil || n.node.UID != node.UID || !olderVersion(node.ResourceVersion, n.node.ResourceVersion) {
 		n.node = node
 	}
+}
+
+// setWatched keeps node, the Informer's: always, as the watch is the API
+// server's own order (and follows it back, after a restore of its store).
+func (n *NodeManager) setWatched(node *v1.Node) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.node = node
 }
 
 // olderVersion reports whether resourceVersion a is older than b, when
@@ -155,12 +164,13 @@ func (n *NodeManager) Run(ctx context.Context) {
 	}
 }
 
-// watch runs the Informer, each Node it sees kept by setNode, until ctx
-// is done or stop is called; stop waits for it.
+// watch runs the Informer, each Node it sees kept by setWatched, until
+// ctx is done or stop is called; stop waits for it. A deleted Node stays
+// as last seen (the registration's loop does not make it again).
 func (n *NodeManager) watch(ctx context.Context) (stop func(), err error) {
 	keep := func(o any) {
 		if node, ok := o.(*v1.Node); ok && node.Name == n.cfg.Registration.Name {
-			n.setNode(node.DeepCopy())
+			n.setWatched(node.DeepCopy())
 		}
 	}
 	if _, err := n.cfg.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -17,8 +17,9 @@ import (
 
 // TestNodeManagerWatchesNode: with an Informer, a label set on the Node
 // through the API (the DaemonSet conformance test's) is in Node() at
-// once, with no status update due; an older copy never replaces a newer
-// one; Run's informer has stopped when Run returns.
+// once, with no status update due; a write's older answer does not
+// replace a newer copy, the watch's copies always do; Run's informer has
+// stopped when Run returns.
 func TestNodeManagerWatchesNode(t *testing.T) {
 	w := watch.NewFake()
 	lw := &cache.ListWatch{
@@ -48,9 +49,14 @@ func TestNodeManagerWatchesNode(t *testing.T) {
 	w.Modify(node("101", "green"))
 	waitLabel(t, n, "green")
 	w.Add(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other", ResourceVersion: "102", Labels: map[string]string{"color": "red"}}})
-	n.setNode(node("99", "stale"))
+	n.setNode(node("99", "stale")) // an older answer of a write
+	if got := n.Node().Labels["color"]; got != "green" {
+		t.Errorf("after an older answer: color %q, want green kept", got)
+	}
 	w.Modify(node("103", "yellow"))
 	waitLabel(t, n, "yellow")
+	w.Modify(node("5", "restored")) // the API server's store restored: older, yet the watch's
+	waitLabel(t, n, "restored")
 
 	cancel()
 	select {

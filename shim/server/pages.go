@@ -141,13 +141,15 @@ func evictFile(path string) error {
 		return fmt.Errorf("evict: %w", err)
 	}
 	defer f.Close()
+	var errs []error
 	if err := unix.Fdatasync(int(f.Fd())); err != nil {
-		return fmt.Errorf("fdatasync %s: %w", path, err)
+		// A file system that cannot sync: its clean pages still go.
+		errs = append(errs, fmt.Errorf("fdatasync %s: %w", path, err))
 	}
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		return fmt.Errorf("fadvise %s: %w", path, err)
+		errs = append(errs, fmt.Errorf("fadvise %s: %w", path, err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // releasable reports whether a mapping with permissions perms ("r-xp")

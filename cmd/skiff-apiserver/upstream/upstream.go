@@ -11,6 +11,7 @@ import (
 	batchv1internal "k8s.io/kubernetes/pkg/apis/batch/v1"
 	rbacv1internal "k8s.io/kubernetes/pkg/apis/rbac/v1"
 	"k8s.io/kubernetes/pkg/capabilities"
+	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 	"k8s.io/kubernetes/pkg/controller/cronjob"
 	"k8s.io/kubernetes/pkg/controller/daemon"
@@ -164,8 +165,11 @@ func newControllers(cc server.ControllerContext) ([]func(context.Context), error
 	if err != nil {
 		return nil, fmt.Errorf("daemonset controller: %w", err)
 	}
-	// After the DaemonSet controller, which adds the pods' node-name
-	// index the taint eviction controller reads.
+	// The pods' node-name index the taint eviction controller reads (the
+	// DaemonSet controller adds it too).
+	if err := controller.AddPodNodeNameIndexer(core.Pods().Informer()); err != nil {
+		return nil, fmt.Errorf("taint eviction controller: %w", err)
+	}
 	tec, err := tainteviction.New(context.Background(), cc.Client, core.Pods(), core.Nodes(), "taint-eviction-controller")
 	if err != nil {
 		return nil, fmt.Errorf("taint eviction controller: %w", err)
