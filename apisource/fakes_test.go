@@ -10,11 +10,25 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// watchedInformer is an informer of obj's kind that lists list (empty,
+// at resourceVersion 1) and then watches w.
+func watchedInformer(w watch.Interface, list, obj runtime.Object) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc:  func(context.Context, metav1.ListOptions) (runtime.Object, error) { return list, nil },
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil },
+	}
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, listOnly{}), obj, 0, cache.Indexers{})
+}
 
 // fakeAPI records the calls of every manager; errs[call] (e.g.
 // "UpdateNodeStatus") fails the next such call with that error.

@@ -7,9 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/skiffnode/skiff/internal/nodestatus"
@@ -22,13 +20,7 @@ import (
 // stopped when Run returns.
 func TestNodeManagerWatchesNode(t *testing.T) {
 	w := watch.NewFake()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			return &v1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
-		},
-		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil },
-	}
-	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, listOnly{}), &v1.Node{}, 0, cache.Indexers{})
+	inf := watchedInformer(w, &v1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, &v1.Node{})
 	api := &fakeAPI{}
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	n := NewNodeManager(NodeConfig{API: api, Registration: nodestatus.Registration{Name: "n1", Hostname: "n1"}, Register: true,

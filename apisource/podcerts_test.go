@@ -50,13 +50,7 @@ func (f *fakePodCertAPI) last() *certsv1.PodCertificateRequest {
 func podCertsUnderTest(t *testing.T) (*PodCertificates, *fakePodCertAPI, *watch.FakeWatcher, *clocktesting.FakeClock) {
 	t.Helper()
 	w := watch.NewFakeWithChanSize(10, false)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			return &certsv1.PodCertificateRequestList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
-		},
-		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil },
-	}
-	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, listOnly{}), &certsv1.PodCertificateRequest{}, 0, cache.Indexers{})
+	inf := watchedInformer(w, &certsv1.PodCertificateRequestList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, &certsv1.PodCertificateRequest{})
 	api := &fakePodCertAPI{}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC))
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", UID: "node-uid"}}

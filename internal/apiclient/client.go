@@ -111,17 +111,7 @@ func New(cfg *rest.Config) (*Client, error) {
 // runs it and waits for it.
 func (c *Client) PodInformer(node string) cache.SharedIndexInformer {
 	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			l := &v1.PodList{}
-			return l, c.core.Get().Resource("pods").VersionedParams(&o, c.params).Do(ctx).Into(l)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector, o.Watch = sel, true
-			return c.core.Get().Resource("pods").VersionedParams(&o, c.params).Watch(ctx)
-		},
-	}
+	lw := selected(c.core.Get, "", "pods", sel, func() runtime.Object { return &v1.PodList{} }, c.params)
 	inf := cache.NewSharedIndexInformer(lw, &v1.Pod{}, 0, cache.Indexers{})
 	_ = inf.SetTransform(dropManagedFields) // fails only once the informer runs
 	return inf
@@ -133,17 +123,7 @@ func (c *Client) PodInformer(node string) cache.SharedIndexInformer {
 // waits for it.
 func (c *Client) NodeInformer(name string) cache.SharedIndexInformer {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			l := &v1.NodeList{}
-			return l, c.core.Get().Resource("nodes").VersionedParams(&o, c.params).Do(ctx).Into(l)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector, o.Watch = sel, true
-			return c.core.Get().Resource("nodes").VersionedParams(&o, c.params).Watch(ctx)
-		},
-	}
+	lw := selected(c.core.Get, "", "nodes", sel, func() runtime.Object { return &v1.NodeList{} }, c.params)
 	inf := cache.NewSharedIndexInformer(lw, &v1.Node{}, 0, cache.Indexers{})
 	_ = inf.SetTransform(dropManagedFields) // fails only once the informer runs
 	return inf
@@ -186,6 +166,22 @@ func (c *Client) ClusterTrustBundleInformer() cache.SharedIndexInformer {
 	inf := cache.NewSharedIndexInformer(lw, &certsv1.ClusterTrustBundle{}, 0, cache.Indexers{})
 	_ = inf.SetTransform(dropManagedFields) // fails only once the informer runs
 	return inf
+}
+
+// selected lists and watches resource in namespace (all namespaces when
+// empty) through get, with the field selector sel.
+func selected(get func() *rest.Request, namespace, resource, sel string, newList func() runtime.Object, params runtime.ParameterCodec) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			l := newList()
+			return l, get().Namespace(namespace).Resource(resource).VersionedParams(&o, params).Do(ctx).Into(l)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector, o.Watch = sel, true
+			return get().Namespace(namespace).Resource(resource).VersionedParams(&o, params).Watch(ctx)
+		},
+	}
 }
 
 // tolerateNotServed lists and watches resource (all namespaces; with the
@@ -337,17 +333,7 @@ func (c *Client) ObjectInformer(resource, namespace, name string) cache.SharedIn
 	if resource == "secrets" {
 		newList, obj = func() runtime.Object { return &v1.SecretList{} }, &v1.Secret{}
 	}
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			l := newList()
-			return l, c.core.Get().Namespace(namespace).Resource(resource).VersionedParams(&o, c.params).Do(ctx).Into(l)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector, o.Watch = sel, true
-			return c.core.Get().Namespace(namespace).Resource(resource).VersionedParams(&o, c.params).Watch(ctx)
-		},
-	}
+	lw := selected(c.core.Get, namespace, resource, sel, newList, c.params)
 	return cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
 }
 

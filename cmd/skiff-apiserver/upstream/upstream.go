@@ -121,6 +121,22 @@ func Add(o *server.Options, cfg Config) error {
 	return nil
 }
 
+// taintEviction builds upstream's taint eviction controller: a NoExecute
+// taint evicts the pods that do not tolerate it.
+func taintEviction(cc server.ControllerContext) (*tainteviction.Controller, error) {
+	core := cc.Informers.Core().V1()
+	// The pods' node-name index it reads (the DaemonSet controller adds
+	// it too).
+	if err := controller.AddPodNodeNameIndexer(core.Pods().Informer()); err != nil {
+		return nil, fmt.Errorf("taint eviction controller: %w", err)
+	}
+	tec, err := tainteviction.New(context.Background(), cc.Client, core.Pods(), core.Nodes(), "taint-eviction-controller")
+	if err != nil {
+		return nil, fmt.Errorf("taint eviction controller: %w", err)
+	}
+	return tec, nil
+}
+
 // newConverter returns a converter for the groups Add serves.
 func newConverter() (converter, error) {
 	c := converter{scheme: runtime.NewScheme(), printers: newPrinters()}
@@ -165,14 +181,9 @@ func newControllers(cc server.ControllerContext) ([]func(context.Context), error
 	if err != nil {
 		return nil, fmt.Errorf("daemonset controller: %w", err)
 	}
-	// The pods' node-name index the taint eviction controller reads (the
-	// DaemonSet controller adds it too).
-	if err := controller.AddPodNodeNameIndexer(core.Pods().Informer()); err != nil {
-		return nil, fmt.Errorf("taint eviction controller: %w", err)
-	}
-	tec, err := tainteviction.New(context.Background(), cc.Client, core.Pods(), core.Nodes(), "taint-eviction-controller")
+	tec, err := taintEviction(cc)
 	if err != nil {
-		return nil, fmt.Errorf("taint eviction controller: %w", err)
+		return nil, err
 	}
 	policyRuns, err := policyControllers(cc)
 	if err != nil {
