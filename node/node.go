@@ -122,6 +122,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, retErr err
 			return nil, err
 		}
 	}
+	n.loopNoErr("file page release", n.releaseFilePages)
 	return n, nil
 }
 

@@ -42,6 +42,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/skiffnode/skiff/internal/filepages"
 	nodeauthz "github.com/skiffnode/skiff/shim/authz/node"
 	"github.com/skiffnode/skiff/shim/etcd"
 	"github.com/skiffnode/skiff/shim/pki"
@@ -276,7 +277,7 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 }
 
 // releasePagesAfter is how long after Run starts the shim first unmaps
-// its mapped files' pages (releaseFilePages): start-up (package
+// its mapped files' pages (filepages.Release): start-up (package
 // initialisation, API installation, etcd's recovery, the first requests)
 // is over by then. releasePagesEvery it does so again, so that what a
 // burst of work touched (pods created, their status written) stops
@@ -293,32 +294,23 @@ const (
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
 	defer s.controllers.wait()
-	go releasePagesPeriodically(ctx, releasePagesAfter, releasePagesEvery)
+	pagesCtx, stopPages := context.WithCancel(ctx)
+	pagesDone := make(chan struct{})
+	go func() {
+		defer close(pagesDone)
+		filepages.Periodically(pagesCtx, releasePagesAfter, releasePagesEvery, reportReleased)
+	}()
+	defer func() { stopPages(); <-pagesDone }()
 	return s.generic.PrepareRun().RunWithContext(ctx)
 }
 
-// releasePagesPeriodically calls releaseFilePages after first, evicting
-// the executable from the page cache that time, and then every period
-// until ctx ends; a failure is logged, nothing else.
-func releasePagesPeriodically(ctx context.Context, first, period time.Duration) {
-	evict := true // the first time (releaseFilePages)
-	t := time.NewTimer(first)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n, err := releaseFilePages(evict)
-		evict = false
-		if err != nil {
-			klog.ErrorS(err, "release the mapped files' pages")
-		} else {
-			klog.V(4).InfoS("released the mapped files' pages", "bytes", n)
-		}
-		t.Reset(period)
+// reportReleased logs a page release's result.
+func reportReleased(n uint64, err error) {
+	if err != nil {
+		klog.ErrorS(err, "release the mapped files' pages")
+		return
 	}
+	klog.V(4).InfoS("released the mapped files' pages", "bytes", n)
 }
 
 // Close closes the etcd client and stops the embedded etcd (Run does it

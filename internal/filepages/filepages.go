@@ -1,4 +1,8 @@
-package server
+// Package filepages keeps a long-running Go process's resident set to the
+// file pages it uses: its executable's code and read-only data, and its
+// read-only shared file mappings, are unmapped now and then and come back
+// on their next use (decision 119).
+package filepages
 
 import (
 	"bufio"
@@ -12,10 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// releaseFilePages unmaps from this process, with madvise(MADV_DONTNEED),
+// Release unmaps from this process, with madvise(MADV_DONTNEED),
 // the pages of the running executable's read-only mappings (code,
 // read-only data, the function tables) and of every read-only shared file
-// mapping (the embedded etcd's bbolt database). The files' pages stay in
+// mapping (skiff-apiserver's embedded etcd's bbolt database). The files' pages stay in
 // the page cache; those the process still uses are mapped again at their
 // next access (a minor fault), so what stays resident is the working set
 // since the call instead of every page start-up or a burst touched.
@@ -33,9 +37,8 @@ import (
 // with the whole executable cached, as after an install or a start, each
 // page used again brought its neighbours back into the resident set (a
 // sparse working set of ~35 MB of RSS); with only the pages used in the
-// cache, fault-around finds little else to map (shim/NOTES.md, "RSS, sixth
-// pass").
-func releaseFilePages(evict bool) (released uint64, err error) {
+// cache, fault-around finds little else to map (decision 119).
+func Release(evict bool) (released uint64, err error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, fmt.Errorf("executable: %w", err)
