@@ -156,3 +156,38 @@ func footprintRow(r Run, state string, f *NodeFootprint) string {
 	return fmt.Sprintf("| %s (%s) | %s | %s | %d | %.0f s | %s | %s | (%d) %s | %s | %.2f %% | %s |\n", r.Version(), r.Runtime, who, state, f.Pods, f.Seconds,
 		cell(f.Agent), cell(f.Containerd), f.ShimCount, cell(f.Shims), pause, f.ChildrenCPUPercent, cell(f.Total))
 }
+
+// whyFootprint sets skiff's node against the kubelet's on the same
+// runtime part by part (agent, containerd, shims, pause), and says what
+// the ratio would be with no agent at all: where the runtime's parts alone
+// are above the goal, no agent can meet it.
+func whyFootprint(b *strings.Builder, fp *Footprint, limit float64) {
+	if fp == nil || fp.Loaded == nil || fp.Kubelet == nil || fp.Kubelet.Total.PSSMaxMB == 0 {
+		b.WriteString("- Not measured.\n\n")
+		return
+	}
+	s, k := fp.Loaded, fp.Kubelet
+	b.WriteString("| part (PSS, max) | skiff | kubelet | skiff minus kubelet |\n|---|---|---|---|\n")
+	for _, p := range []struct {
+		name   string
+		sw, kw procfs.Window
+	}{
+		{"agent", s.Agent, k.Agent},
+		{"containerd", s.Containerd, k.Containerd},
+		{fmt.Sprintf("shims (skiff %d, kubelet %d)", s.ShimCount, k.ShimCount), s.Shims, k.Shims},
+		{fmt.Sprintf("pause (skiff %d, kubelet %d)", s.PauseCount, k.PauseCount), s.Pause, k.Pause},
+		{"whole node", s.Total, k.Total},
+	} {
+		fmt.Fprintf(b, "| %s | %.1f MB | %.1f MB | %+.1f MB |\n", p.name, p.sw.PSSMaxMB, p.kw.PSSMaxMB, p.sw.PSSMaxMB-p.kw.PSSMaxMB)
+	}
+	runtimeOnly := s.Total.PSSMaxMB - s.Agent.PSSMaxMB
+	fmt.Fprintf(b, "\n- Without its agent, skiff's node would be %.0f MB: %.2fx the kubelet's whole node (goal %.2fx).", runtimeOnly, runtimeOnly/k.Total.PSSMaxMB, limit)
+	if runtimeOnly/k.Total.PSSMaxMB > limit {
+		b.WriteString(" The runtime's own parts alone miss the goal, so no agent can meet it on this runtime.")
+	}
+	b.WriteString("\n")
+	if s.ShimCount >= s.Pods && s.Pods > 0 {
+		fmt.Fprintf(b, "- Each pod has its own shim here (%d shims for %d pods), as under the kubelet: this runtime's CRI config does not pass skiff's shim group annotation (skiff shares shims where it does, `--pods-per-shim`).\n", s.ShimCount, s.Pods)
+	}
+	b.WriteString("\n")
+}

@@ -129,3 +129,53 @@ func TestFootprintJSON(t *testing.T) {
 		t.Errorf("round trip: %+v", out.Footprint)
 	}
 }
+
+// TestWhyFootprint: a missed footprint target is explained part by part,
+// with the node's ratio without its agent, and a shim per pod is named as
+// the runtime's; a goal within the runtime's reach is not called out of it.
+func TestWhyFootprint(t *testing.T) {
+	perPod := &Footprint{
+		Loaded: withPause(nodeWindow(110, procfs.Window{PSSMaxMB: 44}, procfs.Window{PSSMaxMB: 119},
+			procfs.Window{PSSMaxMB: 393}, 110, 0), "skiff", 110, 75, 75),
+		Kubelet: withPause(nodeWindow(110, procfs.Window{PSSMaxMB: 129}, procfs.Window{PSSMaxMB: 131},
+			procfs.Window{PSSMaxMB: 406}, 110, 0), "kubelet", 110, 75, 75),
+	}
+	shared := &Footprint{
+		Loaded: withPause(nodeWindow(110, procfs.Window{PSSMaxMB: 46}, procfs.Window{PSSMaxMB: 143},
+			procfs.Window{PSSMaxMB: 78}, 8, 0), "skiff", 110, 1, 1),
+		Kubelet: perPod.Kubelet,
+	}
+	for _, tc := range []struct {
+		name          string
+		fp            *Footprint
+		want, notWant []string
+	}{
+		{"a shim per pod", perPod, []string{
+			"| agent | 44.0 MB | 129.0 MB | -85.0 MB |",
+			"| shims (skiff 110, kubelet 110) | 393.0 MB | 406.0 MB | -13.0 MB |",
+			"| pause (skiff 110, kubelet 110) | 75.0 MB | 75.0 MB | +0.0 MB |",
+			"| whole node | 631.0 MB | 741.0 MB | -110.0 MB |",
+			"Without its agent, skiff's node would be 587 MB: 0.79x the kubelet's whole node (goal 0.70x). The runtime's own parts alone miss the goal",
+			"Each pod has its own shim here (110 shims for 110 pods)",
+		}, nil},
+		{"shared shims", shared, []string{"| shims (skiff 8, kubelet 110) | 78.0 MB | 406.0 MB | -328.0 MB |", "Without its agent, skiff's node would be 222 MB: 0.30x"},
+			[]string{"alone miss the goal", "its own shim"}},
+		{"no kubelet", &Footprint{Loaded: perPod.Loaded}, []string{"- Not measured."}, []string{"| agent |"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			whyFootprint(&b, tc.fp, 0.70)
+			got := b.String()
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %q in:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("unexpected %q in:\n%s", w, got)
+				}
+			}
+		})
+	}
+}

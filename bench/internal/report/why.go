@@ -36,6 +36,8 @@ func writeWhy(b *strings.Builder, run Run, ts []Target, l Limits) {
 			whyBurst(b, run.Burst)
 		case KindScaleFlat:
 			whyScale(b, run.Scale)
+		case KindFootprint:
+			whyFootprint(b, run.Footprint, l.FootprintKubeletRatio)
 		case KindDensityKubelet, KindDensityFloor:
 			if densityShown {
 				b.WriteString("- See the density table above.\n\n")
