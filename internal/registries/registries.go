@@ -77,9 +77,13 @@ func Load(path string) (*File, error) {
 	return f, nil
 }
 
-// Parse decodes data strictly, resolves relative certificate paths
+// Parse decodes data strictly (every mapping key a string, see
+// checkKeys), resolves relative certificate paths
 // against baseDir and validates the result.
 func Parse(data []byte, baseDir string) (*File, error) {
+	if err := checkKeys(data); err != nil {
+		return nil, err
+	}
 	var f File
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {
 		return nil, err

@@ -29,6 +29,9 @@ func TestParseErrors(t *testing.T) {
 		{name: "unknown nested field", yaml: "configs:\n  a.io:\n    tls:\n      ca: x\n", wantErrs: []string{`unknown field "ca"`}},
 		{name: "k3s rewrite not supported", yaml: "mirrors:\n  docker.io:\n    rewrite: {a: b}\n", wantErrs: []string{`unknown field "rewrite"`}},
 		{name: "duplicate key", yaml: "mirrors:\n  a.io: {}\n  a.io: {}\n", wantErrs: []string{`key "a.io" already set`}},
+		// 0. and 0 would both become "0", one of them at random.
+		{name: "key not a string", yaml: "configs:\n  0.:\n    tls: {insecure_skip_verify: true}\n  0:\n", wantErrs: []string{`line 2: key "0." is not a string (!!float); quote it`}},
+		{name: "port as a key", yaml: "mirrors:\n  5000: {}\n", wantErrs: []string{`line 2: key "5000" is not a string (!!int)`}},
 		{name: "mirror host with scheme", yaml: "mirrors:\n  https://a.io:\n    endpoint: [https://m.io]\n", wantErrs: []string{`mirrors["https://a.io"]: "https://a.io" is not a host[:port]`}},
 		{name: "mirror host with path", yaml: "mirrors:\n  a.io/x: {}\n", wantErrs: []string{`mirrors["a.io/x"]`}},
 		{name: "endpoint without scheme", yaml: "mirrors:\n  a.io:\n    endpoint: [m.io]\n", wantErrs: []string{`mirrors["a.io"].endpoint[0]: "m.io": want an https://`}},
