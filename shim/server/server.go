@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/google/uuid"
 	appsv1 "k8s.io/api/apps/v1"
@@ -276,21 +275,10 @@ func New(ctx context.Context, o Options) (s *Server, retErr error) {
 	return s, nil
 }
 
-// releasePagesAfter is how long after Run starts the shim first unmaps
-// its mapped files' pages (filepages.Release): start-up (package
-// initialisation, API installation, etcd's recovery, the first requests)
-// is over by then. releasePagesEvery it does so again, so that what a
-// burst of work touched (pods created, their status written) stops
-// counting once the burst is over (shim/NOTES.md, "RSS, fourth pass").
-const (
-	releasePagesAfter = 10 * time.Second
-	releasePagesEvery = 30 * time.Second
-)
-
 // Run serves until ctx ends, waits for the controllers, then stops the
-// embedded etcd. releasePagesAfter into it, and every releasePagesEvery
+// embedded etcd. filepages.After into it, and every filepages.Every
 // after, the mapped files' pages not used since stop counting in the
-// process's resident set.
+// process's resident set (shim/NOTES.md, "RSS, fourth pass").
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
 	defer s.controllers.wait()
@@ -298,7 +286,7 @@ func (s *Server) Run(ctx context.Context) error {
 	pagesDone := make(chan struct{})
 	go func() {
 		defer close(pagesDone)
-		filepages.Periodically(pagesCtx, releasePagesAfter, releasePagesEvery, reportReleased)
+		filepages.Periodically(pagesCtx, filepages.After, filepages.Every, reportReleased)
 	}()
 	defer func() { stopPages(); <-pagesDone }()
 	return s.generic.PrepareRun().RunWithContext(ctx)

@@ -166,11 +166,7 @@ func TestWhyFootprint(t *testing.T) {
 			var b strings.Builder
 			whyFootprint(&b, tc.fp, 0.70)
 			got := b.String()
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("missing %q in:\n%s", w, got)
-				}
-			}
+			checkContains(t, got, tc.want)
 			for _, w := range tc.notWant {
 				if strings.Contains(got, w) {
 					t.Errorf("unexpected %q in:\n%s", w, got)
